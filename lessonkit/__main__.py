@@ -1,0 +1,5 @@
+import sys
+
+from lessonkit.cli import main
+
+sys.exit(main())

@@ -1,0 +1,12 @@
+#!/usr/bin/env python3
+"""Re-record a lesson's evidence on a GPU machine: python3 scripts/refresh.py day62-racecheck [--only NAME]."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from lessonkit.refresh import main  # noqa: E402
+
+if __name__ == "__main__":
+    sys.exit(main())
