@@ -205,8 +205,12 @@ def refresh(repo: Path, lesson: str, set_name: str | None = None, only: str | No
     build_line = spec.build[arch]
 
     target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=f"refresh-{lesson}-") as work:
-        build_dir = Path(work)
+    # A fixed build folder: tools write its path into their records (XML), and a second
+    # refresh with no source change must not rewrite them.
+    build_dir = Path(tempfile.gettempdir()) / "lessonkit-refresh" / lesson
+    shutil.rmtree(build_dir, ignore_errors=True)
+    build_dir.mkdir(parents=True)
+    try:
         for path in (repo / "code" / lesson).iterdir():
             if path.is_file():
                 shutil.copy2(path, build_dir / path.name)
@@ -223,6 +227,8 @@ def refresh(repo: Path, lesson: str, set_name: str | None = None, only: str | No
             raise RefreshError("a gated run failed, so the fixed kernels are not right; the old evidence "
                                f"is kept and nothing was recorded:\n{text}")
         _record(repo, spec, set_name, build_line, arch, provenance, results, build_dir, only is not None)
+    finally:
+        shutil.rmtree(build_dir, ignore_errors=True)
     return report_claims(repo, out)
 
 

@@ -81,6 +81,7 @@ extern "C" __global__ void reverseTilesDivergentBarrier(const float* in, float* 
     const int tid = threadIdx.x;
     for (int lap = 0; lap < kTilesPerBlock; ++lap) {
         const int base = (blockIdx.x * kTilesPerBlock + lap) * blockDim.x;
+        if (base >= n) return;  // uniform: the whole block is past the data
         const int i = base + tid;
         // snippet: divergent-barrier
         if (i < n) {
@@ -98,6 +99,7 @@ extern "C" __global__ void reverseTilesFixed(const float* in, float* out, int n)
     const int tid = threadIdx.x;
     for (int lap = 0; lap < kTilesPerBlock; ++lap) {
         const int base = (blockIdx.x * kTilesPerBlock + lap) * blockDim.x;
+        if (base >= n) return;  // uniform: the whole block is past the data
         const int i = base + tid;
         // snippet: fixed-barrier
         tile[tid] = (i < n) ? in[i] : 0.0f;  // out-of-range lanes load a zero

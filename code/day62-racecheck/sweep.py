@@ -1,0 +1,234 @@
+#!/usr/bin/env python3
+"""How often does a race show? Launch Day 62's buggy kernels many times, bare, and count.
+
+The kernels are the ones in racecheck.cu, compiled by nvcc to a cubin with -lineinfo
+(never a second copy of their text), loaded with CuPy and launched N times per cell:
+kernel x block size x input size. Each launch is compared with a NumPy reference on the
+device; only per-launch counts come back to the host. The fixed kernels run the same
+sweep as a control and must never mismatch.
+
+Inputs: in[i] = i for the small input (as the harness), in[i] = i mod 4096 for the large
+one, so that every tile prefix sum stays below 2^24 and float compares are exact.
+No randomness is used: the launch order is fixed, so there is no seed.
+
+CuPy is imported only inside main(): the bookkeeping below runs on NumPy alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+TILES_PER_BLOCK = 4          # as kTilesPerBlock in racecheck.cu
+SMALL = 8 * 1024 + 611
+LARGE = 1 << 22
+MOD = 4096
+BUGGY = ("scanTileRacy", "reverseTilesDivergentBarrier")
+CONTROL = ("scanTileFixed", "reverseTilesFixed")
+SCANS = ("scanTileRacy", "scanTileFixed")
+
+# Counts mismatches per launch with one atomic per warp; records the smallest bad index.
+COMPARE_SOURCE = r"""
+extern "C" __global__ void compare(const float* got, const float* want, int n,
+                                   unsigned long long* count, int* first, int k) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    bool bad = i < n && got[i] != want[i];
+    unsigned mask = __ballot_sync(0xffffffffu, bad);
+    if (bad) atomicMin(first + k, i);
+    if ((threadIdx.x & 31) == 0 && mask) atomicAdd(count + k, (unsigned long long)__popc(mask));
+}
+"""
+
+
+def make_input(n: int) -> np.ndarray:
+    """in[i] = i for the small input, i mod 4096 for larger ones (exact float tile sums)."""
+    i = np.arange(n, dtype=np.int64)
+    return (i if n <= SMALL else i % MOD).astype(np.float32)
+
+
+def input_rule(n: int) -> str:
+    """How make_input fills an input of n elements, as the table states it."""
+    return "i" if n <= SMALL else f"i mod {MOD}"
+
+
+def scan_reference(x: np.ndarray, threads: int) -> np.ndarray:
+    """Inclusive scan restarting at every tile of `threads` elements, in float64."""
+    n = len(x)
+    padded = np.zeros(-(-n // threads) * threads, dtype=np.float64)
+    padded[:n] = x
+    return np.cumsum(padded.reshape(-1, threads), axis=1).reshape(-1)[:n]
+
+
+def reverse_reference(x: np.ndarray, threads: int) -> np.ndarray:
+    """Each tile reversed; a source index past the end gives 0."""
+    n = len(x)
+    i = np.arange(n)
+    src = i - i % threads + (threads - 1 - i % threads)
+    out = np.zeros(n, dtype=np.float64)
+    ok = src < n
+    out[ok] = x[src[ok]]
+    return out
+
+
+def reference(kernel: str, x: np.ndarray, threads: int) -> np.ndarray:
+    """The reference for any of the four kernels."""
+    return scan_reference(x, threads) if kernel in SCANS else reverse_reference(x, threads)
+
+
+def grid(kernel: str, n: int, threads: int) -> int:
+    """Blocks to launch, as the harness does: one tile a scan block, four a reverse block."""
+    tiles = -(-n // threads)
+    return tiles if kernel in SCANS else -(-tiles // TILES_PER_BLOCK)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One row of the sweep: a kernel at one block size and input size, launched N times."""
+
+    kernel: str
+    role: str
+    threads: int
+    n: int
+    input: str
+    launches: int
+    wrong_launches: int
+    mismatched_elements: int
+    worst_launch: int
+    first_bad: int | None
+    seconds: float
+
+
+def summarize(kernel: str, threads: int, n: int, counts: np.ndarray, firsts: np.ndarray,
+              seconds: float) -> Cell:
+    """Fold per-launch mismatch counts and first bad indices into a Cell."""
+    counts = np.asarray(counts, dtype=np.int64)
+    firsts = np.asarray(firsts, dtype=np.int64)
+    wrong = counts > 0
+    first = int(firsts[wrong].min()) if wrong.any() else None
+    return Cell(kernel, "control" if kernel in CONTROL else "buggy", threads, n, input_rule(n),
+                len(counts), int(wrong.sum()), int(counts.sum()), int(counts.max(initial=0)), first,
+                round(seconds, 3))
+
+
+def results_json(cells: list[Cell], meta: dict) -> dict:
+    """The JSON the evidence records: metadata, then one object per cell."""
+    return {**meta, "cells": [asdict(c) for c in cells]}
+
+
+def table(cells: list[Cell]) -> str:
+    """The summary table, as printed."""
+    head = f"{'kernel':<30} {'threads':>7} {'n':>8}  {'wrong launches':>15}  {'elements':>10}  {'worst':>7}  first bad"
+    rows = [head]
+    for c in cells:
+        first = "-" if c.first_bad is None else str(c.first_bad)
+        rows.append(f"{c.kernel:<30} {c.threads:>7} {c.n:>8}  {c.wrong_launches:>6} / {c.launches:<6}  "
+                    f"{c.mismatched_elements:>10}  {c.worst_launch:>7}  {first}")
+    return "\n".join(rows)
+
+
+def _ints(text: str) -> list[int]:
+    return [int(eval_size(t)) for t in text.split(",") if t.strip()]
+
+
+def eval_size(text: str) -> int:
+    """'8803', '2^22' or '4194304' as an int."""
+    text = text.strip()
+    if "^" in text:
+        base, exp = text.split("^")
+        return int(base) ** int(exp)
+    return int(text)
+
+
+def build_cubin(cubin: Path, source: Path, arch: str) -> str:
+    """Compile racecheck.cu's kernels to a cubin with nvcc; returns the command used."""
+    cmd = ["nvcc", "-cubin", "-std=c++17", "-O2", "-lineinfo", f"-arch={arch}", "-o", str(cubin), str(source)]
+    subprocess.run(cmd, check=True)
+    return shlex.join(cmd)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the sweep on the GPU; exit 1 if a control kernel ever mismatches."""
+    here = Path(__file__).resolve().parent
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--sizes", default=f"{SMALL},2^22", help="input sizes, comma-separated")
+    p.add_argument("--threads", default="32,64,128,256,512,1024", help="block sizes, comma-separated")
+    p.add_argument("--launches-small", type=int, default=1000, help=f"launches per cell for n <= {SMALL}")
+    p.add_argument("--launches-large", type=int, default=100, help="launches per cell for larger inputs")
+    p.add_argument("--cubin", default="racecheck.cubin", help="built from racecheck.cu if missing")
+    p.add_argument("--json", default=None, help="write the results here as JSON")
+    args = p.parse_args(argv)
+
+    import cupy as cp  # the GPU side only; nothing above needs it
+
+    dev = cp.cuda.Device()
+    props = cp.cuda.runtime.getDeviceProperties(dev.id)
+    arch = f"sm_{props['major']}{props['minor']}"
+    cubin = Path(args.cubin)
+    build = "(prebuilt)"
+    if not cubin.exists():
+        build = build_cubin(cubin, here / "racecheck.cu", arch)
+    module = cp.RawModule(path=str(cubin))
+    compare = cp.RawKernel(COMPARE_SOURCE, "compare")
+    gpu = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+    print(f"device: {gpu} | compute capability {props['major']}.{props['minor']}")
+    print(f"cubin: {build}")
+
+    cells: list[Cell] = []
+    start = time.perf_counter()
+    launches_total = 0
+    for n in _ints(args.sizes):
+        launches = args.launches_small if n <= SMALL else args.launches_large
+        x = make_input(n)
+        d_in = cp.asarray(x)
+        d_out = cp.empty(n, dtype=cp.float32)
+        for kernel in BUGGY + CONTROL:
+            fn = module.get_function(kernel)
+            for threads in _ints(args.threads):
+                want = cp.asarray(reference(kernel, x, threads).astype(np.float32))
+                counts = cp.zeros(launches, dtype=cp.uint64)
+                firsts = cp.full(launches, np.iinfo(np.int32).max, dtype=cp.int32)
+                blocks = grid(kernel, n, threads)
+                cmp_blocks = -(-n // 256)
+                t0 = time.perf_counter()
+                for k in range(launches):
+                    d_out.fill(np.nan)  # an element nobody writes shows up as a mismatch
+                    fn((blocks,), (threads,), (d_in, d_out, np.int32(n)))
+                    compare((cmp_blocks,), (256,), (d_out, want, np.int32(n), counts, firsts, np.int32(k)))
+                cp.cuda.Device().synchronize()
+                cell = summarize(kernel, threads, n, cp.asnumpy(counts), cp.asnumpy(firsts),
+                                 time.perf_counter() - t0)
+                launches_total += launches
+                cells.append(cell)
+                first = "-" if cell.first_bad is None else cell.first_bad
+                print(f"cell {kernel} threads={threads} n={n}: {cell.wrong_launches}/{launches} launches wrong, "
+                      f"{cell.mismatched_elements} elements, worst {cell.worst_launch}, first bad {first} "
+                      f"({cell.seconds:.2f} s)", flush=True)
+    wall = time.perf_counter() - start
+    print()
+    print(table(cells))
+    rate = launches_total / wall if wall else 0.0
+    print(f"\n{launches_total} launches in {wall:.2f} s: {rate:.0f} launches per second")
+    bad_controls = [c for c in cells if c.role == "control" and c.wrong_launches]
+    meta = {"format": 1, "gpu": gpu, "arch": arch, "seed": None, "launches_total": launches_total,
+            "wall_s": round(wall, 2), "launches_per_s": round(rate), "controls_clean": not bad_controls}
+    if args.json:
+        Path(args.json).write_text(json.dumps(results_json(cells, meta), indent=2) + "\n")
+    if bad_controls:
+        for c in bad_controls:
+            print(f"CONTROL FAILED: {c.kernel} at {c.threads} threads, n={c.n}: {c.wrong_launches} of "
+                  f"{c.launches} launches wrong, first bad index {c.first_bad}")
+        return 1
+    print("controls: the fixed kernels never mismatched")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
