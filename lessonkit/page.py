@@ -126,6 +126,7 @@ def process_page(markdown: str, path: str, repo: Path, sets: dict[str, EvidenceS
             continue
         out.append(_claims_in_line(page, i, line, mentions))
     _check_mentions(page, mentions)
+    page.result.errors.sort(key=lambda e: e.line or 0)
     page.result.markdown = "\n".join(out)
     return page.result
 

@@ -63,11 +63,12 @@ def check_lesson_readmes(repo: Path) -> list[LessonError]:
         if not readme.is_file():
             errors.append(LessonError(shown, None, "is missing; it must show the build lines and commands of runs.toml"))
             continue
-        text = readme.read_text(encoding="utf-8")
+        # A command counts only as a whole line (a console block may prefix it with "$ ").
+        shown_lines = {line.strip().removeprefix("$ ") for line in readme.read_text(encoding="utf-8").splitlines()}
         wanted = [(f"build line {arch}", line) for arch, line in spec.build.items()]
         wanted += [(f"run {r.name!r}", r.command) for r in spec.runs]
         for what, command in wanted:
-            if command not in text:
+            if command not in shown_lines:
                 errors.append(LessonError(shown, None, f"does not show the {what} of {spec.path}: {command!r}; "
                                           "copy it verbatim so readers run what the evidence ran"))
     return errors

@@ -43,9 +43,9 @@ _RACECHECK_SUMMARY_RE = re.compile(
         \((?P<errors>\d+)\ errors?,\s+(?P<warnings>\d+)\ warnings?\)""",
     re.VERBOSE)
 _NOT_PRINTED_RE = re.compile(
-    r"""ERROR\ SUMMARY:\s+(?P<count>\d+)\ errors?\ were\ not\ printed\.(?:\ Use\ --print-limit\ option\ to\ adjust\ the\ number\ of\ printed\ errors)?""",
+    r"""ERROR\ SUMMARY:\s+(?P<count>\d+)\ errors?\ (?:was|were)\ not\ printed\.(?:\ Use\ --print-limit\ option\ to\ adjust\ the\ number\ of\ printed\ errors)?""",
     re.VERBOSE)
-_ERROR_SUMMARY_RE = re.compile(r"""ERROR\ SUMMARY:\s+(?P<count>\d+)\ errors?\b(?!\ were)""", re.VERBOSE)
+_ERROR_SUMMARY_RE = re.compile(r"""ERROR\ SUMMARY:\s+(?P<count>\d+)\ errors?\b(?!\ (?:was|were))""", re.VERBOSE)
 # (regex, ((value name, regex group), ...)): the "not printed" form is tried before the plain one.
 _SUMMARY_FORMS = (
     (_RACECHECK_SUMMARY_RE, (("displayed", "displayed"), ("errors", "errors"), ("warnings", "warnings"))),

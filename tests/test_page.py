@@ -1,0 +1,141 @@
+"""Pages: directives expand, claims are checked, every disagreement is reported with page:line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lessonkit.site import Site, check_site, strip_front_matter
+
+from conftest import PAGE, RACE, record_set
+
+
+def run_page(repo: Path, text: str):
+    return Site.load(repo).page(text, "docs/p.md")
+
+
+def errs(repo: Path, text: str) -> list[str]:
+    return [str(e) for e in run_page(repo, text).errors]
+
+
+def test_good_page_expands(demo_repo: Path):
+    result = run_page(demo_repo, PAGE)
+    assert result.errors == []
+    md = result.markdown
+    assert '``` cuda linenums="4" title="demo.cu, lines 4\u20135 (body)" hl_lines="1"' in md
+    assert "racecheck found 2 reports; the error has 120 hazards." in md
+    assert '??? abstract "Transcript demo/race (exit code 0, 1.5 s)"' in md
+    assert "    ========= RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)" in md
+    assert "{{" not in md
+
+
+def test_claim_that_disagrees(demo_repo: Path):
+    assert errs(demo_repo, "\n\nthe error has {{ 121 @ demo/race:reports[severity=Error].hazards }} hazards") == [
+        "docs/p.md:3: claim '121' (demo/race:reports[severity=Error].hazards) disagrees with "
+        "evidence/demo/race.txt; it says '120' (line 7)"]
+
+
+def test_table_cell_claim(demo_repo: Path):
+    text = "| t | m |\n|---|---|\n| 256 | {{ 8 @ demo/race:rows[threads=256,kernel=k].mismatches }} |"
+    assert errs(demo_repo, text) == [
+        "docs/p.md:3: claim '8' (demo/race:rows[threads=256,kernel=k].mismatches) disagrees with "
+        "evidence/demo/race.txt; it says '7' (line 6)"]
+
+
+def test_count_and_provenance_claims(demo_repo: Path):
+    assert errs(demo_repo, "{{ 2 @ demo/race:#reports }} {{ NVIDIA H200 @ demo:gpu }} {{ 0 @ demo/bare:exit_code }}") == []
+    assert errs(demo_repo, "{{ NVIDIA H100 @ demo:gpu }}") == [
+        "docs/p.md:1: claim 'NVIDIA H100' (demo:gpu) disagrees with evidence/demo/manifest.json; it says 'NVIDIA H200'"]
+
+
+def test_summary_quote_in_prose_is_checked(demo_repo: Path):
+    text = "{{ evidence demo }}\n{{ transcript race }}\nIt ends with RACECHECK SUMMARY: 3 hazards displayed (1 error, 2 warnings)."
+    assert errs(demo_repo, text) == [
+        "docs/p.md:3: quote 'RACECHECK SUMMARY: 3 hazards displayed (1 error, 2 warnings)' is in none of the "
+        "transcripts this page cites; they say: 'RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)' "
+        "in evidence/demo/race.txt (line 13)"]
+
+
+def test_summary_quote_in_code_block_is_checked(demo_repo: Path):
+    text = "{{ 2 @ demo/race:#reports }}\n```text\n========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)\n```"
+    assert len(errs(demo_repo, text)) == 1
+
+
+def test_summary_quote_on_a_page_that_cites_nothing(demo_repo: Path):
+    assert errs(demo_repo, "ERROR SUMMARY: 0 errors") == [
+        "docs/p.md:1: quote 'ERROR SUMMARY: 0 errors' is checked against the transcripts the page cites, and "
+        "this page cites none; write it as a claim: {{ QUOTE @ SET/TRANSCRIPT:summary }}"]
+
+
+def test_summary_mention_without_figures_is_not_a_quote(demo_repo: Path):
+    assert errs(demo_repo, "the ERROR SUMMARY: line ends every run") == []
+
+
+def test_unknown_set_and_transcript(demo_repo: Path):
+    assert errs(demo_repo, "{{ 1 @ nope/race:summary }}\n{{ 1 @ demo/nope:summary }}") == [
+        "docs/p.md:1: no evidence set 'nope'; the sets are: demo",
+        "docs/p.md:2: evidence set 'demo' has no transcript 'nope'; it has: bare, race"]
+
+
+def test_query_errors(demo_repo: Path):
+    assert errs(demo_repo, "{{ 1 @ demo/race:reports.hazards }}\n{{ 1 @ demo/race:nothing }}") == [
+        "docs/p.md:1: claim '1' (demo/race:reports.hazards): reports[] selects 2 records in evidence/demo/race.txt, "
+        "not exactly one; add filters that single one out",
+        "docs/p.md:2: claim '1' (demo/race:nothing): evidence/demo/race.txt has no value 'nothing'; it has: "
+        "#barriers, #hazards, #reports, #rows, command, compute_capability, compute_sanitizer, date, day, driver, "
+        "exit_code, gpu, hazards_displayed, mode, nvcc, race_errors, race_warnings, summary, timed_out, tool, "
+        "wall_s, warp_size"]
+
+
+def test_unreadable_token(demo_repo: Path):
+    assert errs(demo_repo, "a {{ 2 race }} b") == [
+        "docs/p.md:1: cannot read '{{ 2 race }}'; expected {{ VALUE @ REF:QUERY }} or a directive: "
+        "region, transcript, evidence, provenance, commands"]
+
+
+def test_escaped_braces_are_left_alone(demo_repo: Path):
+    result = run_page(demo_repo, r"write \{{ 2 @ demo/race:#reports }} to claim")
+    assert result.errors == [] and result.markdown == "write {{ 2 @ demo/race:#reports }} to claim"
+
+
+def test_highlight_outside_region(demo_repo: Path):
+    assert errs(demo_repo, "{{ region demo/demo.cu body highlight=9 }}") == [
+        "docs/p.md:1: highlighted line 9 is outside region 'body' of code/demo/demo.cu (lines 4-5)"]
+
+
+def test_highlight_checked_against_evidence(demo_repo: Path):
+    assert errs(demo_repo, "{{ region demo/demo.cu body highlight=5@demo/race:reports[severity=Error].line }}") == [
+        "docs/p.md:1: claim '5' (demo/race:reports[severity=Error].line) disagrees with evidence/demo/race.txt; "
+        "it says '4' (line 7)"]
+
+
+def test_region_errors_on_a_page(demo_repo: Path):
+    assert errs(demo_repo, "\n{{ region demo/demo.cu nope }}\n{{ region ../etc/passwd x }}") == [
+        "docs/p.md:2: no region 'nope' in 'code/demo/demo.cu'; the regions there are: body",
+        "docs/p.md:3: source path '../etc/passwd' leaves code/ through '..'; asked for by region 'x'"]
+
+
+def test_transcript_is_escaped(demo_repo: Path):
+    record_set(demo_repo, "demo", {"race": RACE + "<script>alert(1)</script>\n", "bare": "x"})
+    site = demo_repo / "docs"
+    md = run_page(demo_repo, "{{ transcript demo/race }}").markdown
+    # Inside a fenced code block: Markdown escapes it; the block is indented under the details.
+    assert "    <script>alert(1)</script>" in md and "```` text" not in md
+    assert site.is_dir()
+
+
+def test_all_errors_of_a_page_are_reported(demo_repo: Path):
+    text = "{{ 9 @ demo/race:#reports }}\n{{ 9 @ demo/race:hazards_displayed }}\n{{ region demo/demo.cu zzz }}"
+    assert len(errs(demo_repo, text)) == 3
+
+
+def test_front_matter_keeps_line_numbers(demo_repo: Path):
+    body, offset = strip_front_matter("---\ntitle: x\n---\n\n{{ 9 @ demo/race:#reports }}\n")
+    result = Site.load(demo_repo).page(body, "docs/p.md", offset)
+    assert str(result.errors[0]).startswith("docs/p.md:5: claim '9'")
+
+
+def test_check_site_on_the_demo(demo_repo: Path):
+    assert check_site(demo_repo) == []
+    (demo_repo / "docs/bad.md").write_text("{{ 3 @ demo/race:#reports }}\n")
+    assert [str(e) for e in check_site(demo_repo)] == [
+        "docs/bad.md:1: claim '3' (demo/race:#reports) disagrees with evidence/demo/race.txt; it says '2'"]

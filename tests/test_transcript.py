@@ -1,0 +1,175 @@
+"""Transcript parsing: every compute-sanitizer shape the pages quote, and the harness table."""
+
+from __future__ import annotations
+
+import pytest
+
+from lessonkit.errors import LessonError
+from lessonkit.jsontranscript import parse_json_transcript
+from lessonkit.transcript import iter_summary_mentions, parse_summary, parse_transcript
+
+from conftest import RACE
+
+ANALYSIS_REVERSED = """\
+========= COMPUTE-SANITIZER
+========= Warning: Race reported between Read access at k(float *)+0x10 in demo.cu:4
+=========     and Write access at k(float *)+0x20 in demo.cu:4 [8 hazards]
+========= 
+========= Error: Race reported between Read access at k(float *)+0x10 in demo.cu:4
+=========     and Write access at k(float *)+0x20 in demo.cu:4 [120 hazards]
+========= 
+========= RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)
+"""
+
+HAZARD = """\
+========= COMPUTE-SANITIZER
+========= Warning: (Warp Level Programming) Potential WAR hazard detected at __shared__ 0x404 in block (91,0,0) :
+=========     Read Thread (2,0,0) at scanTileRacy+0x1a0 in racecheck.cu:52
+=========     Write Thread (1,0,0) at scanTileRacy+0x1c0 in racecheck.cu:52
+=========     Current Value : 0, Incoming Value : 0
+=========     Saved host backtrace up to driver entry point at kernel launch time
+=========         Host Frame: run() [0xa1eb] in racecheck
+========= 
+========= Error: Potential RAW hazard detected at __shared__ 0x8 in block (3,0,0) :
+=========     Write Thread (40,0,0) at scanTileRacy+0x1c0 in racecheck.cu:52
+=========     Read Thread (72,0,0) at scanTileRacy+0x1a0 in racecheck.cu:52
+=========     Current Value : 5
+========= 
+========= RACECHECK SUMMARY: 100 hazards displayed (56584 errors, 248332 warnings)
+"""
+
+SYNCCHECK = """\
+========= COMPUTE-SANITIZER
+========= Barrier error detected. Divergent thread(s) in warp.
+=========     at reverseTilesDivergentBarrier+0x300 in racecheck.cu:88
+=========     by thread (96,0,0) in block (8,0,0)
+=========     Saved host backtrace up to driver entry point at kernel launch time
+========= 
+========= Barrier error detected. Divergent thread(s) in block.
+=========     at k(int)+0x30 in k.cu:9
+=========     by thread (1,0,0) in block (0,0,0)
+========= 
+========= ERROR SUMMARY: 2 errors
+========= ERROR SUMMARY: 7 errors were not printed. Use --print-limit option to adjust the number of printed errors
+"""
+
+
+def test_analysis_reports():
+    t = parse_transcript(RACE, "t.txt")
+    by_severity = {r.severity: r.fields() for r in t.reports}
+    assert by_severity["Error"] == {
+        "severity": "Error", "kernel": "k", "file": "demo.cu", "line": 4, "location": "demo.cu:4",
+        "access": "Read", "accesses": "Read/Write", "pairs": 1, "hazards": 120, "_line": 7}
+    assert by_severity["Warning"]["hazards"] == 8
+    assert t.scalars["summary"] == "RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)"
+    assert (t.scalars["hazards_displayed"], t.scalars["race_errors"], t.scalars["race_warnings"]) == (2, 1, 1)
+    assert t.summaries[0].at == 13
+
+
+def test_report_order_does_not_matter():
+    a = parse_transcript(RACE, "a").reports
+    b = parse_transcript(ANALYSIS_REVERSED, "b").reports
+    key = lambda r: (r.severity, r.fields()["hazards"])  # noqa: E731
+    assert sorted(map(key, a)) == sorted(map(key, b))
+
+
+def test_several_and_lines_add_up():
+    text = ("========= Error: Race reported between Write access at f+0x1 in a.cu:3\n"
+            "=========     and Read access at f+0x2 in a.cu:4 [5 hazards]\n"
+            "=========     and Write access at f+0x3 in a.cu:5 [1 hazard]\n")
+    (report,) = parse_transcript(text, "t").reports
+    assert report.fields()["hazards"] == 6 and report.fields()["accesses"] == "Write/Read/Write"
+
+
+def test_access_without_lineinfo():
+    text = "========= Error: Race reported between Write access at f(int)+0x1\n=========     and Read access at f(int)+0x2 [5 hazards]\n"
+    (report,) = parse_transcript(text, "t").reports
+    assert report.fields()["location"] is None and report.fields()["kernel"] == "f"
+
+
+def test_hazard_records():
+    t = parse_transcript(HAZARD, "h")
+    assert [h.fields()["severity"] for h in t.hazards] == ["Warning", "Error"]
+    warn, err = (h.fields() for h in t.hazards)
+    assert (warn["type"], warn["warp_level"], warn["block"], warn["location"]) == ("WAR", True, "(91,0,0)", "racecheck.cu:52")
+    assert (err["type"], err["warp_level"], err["address"]) == ("RAW", False, "0x8")
+    assert t.scalars["race_errors"] == 56584 and t.scalars["hazards_displayed"] == 100
+
+
+def test_synccheck_barrier_errors_and_not_printed():
+    t = parse_transcript(SYNCCHECK, "s")
+    assert [b.fields()["what"] for b in t.barriers] == ["Divergent thread(s) in warp", "Divergent thread(s) in block"]
+    first = t.barriers[0].fields()
+    assert (first["kernel"], first["line"], first["thread"], first["block"]) == (
+        "reverseTilesDivergentBarrier", 88, "(96,0,0)", "(8,0,0)")
+    assert t.scalars["error_count"] == 2 and t.scalars["not_printed"] == 7
+    assert t.scalars["summary"] == "ERROR SUMMARY: 2 errors"
+
+
+@pytest.mark.parametrize("line, values", [
+    ("RACECHECK SUMMARY: 1 hazard displayed (0 errors, 1 warning)", {"displayed": 1, "errors": 0, "warnings": 1}),
+    ("RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)", {"displayed": 0, "errors": 0, "warnings": 0}),
+    ("RACECHECK SUMMARY: 3 hazards displayed (2 errors, 1 warning)", {"displayed": 3, "errors": 2, "warnings": 1}),
+    ("ERROR SUMMARY: 1 error", {"errors": 1}),
+    ("ERROR SUMMARY: 0 errors", {"errors": 0}),
+    ("ERROR SUMMARY: 1 error was not printed.", {"not_printed": 1}),
+])
+def test_summary_forms(line, values):
+    assert parse_summary(line) == (line, tuple(values.items()))
+
+
+def test_memcheck_clean():
+    t = parse_transcript("========= COMPUTE-SANITIZER\nhello\n========= ERROR SUMMARY: 0 errors\n", "m")
+    assert t.scalars["error_count"] == 0 and not t.reports and not t.barriers
+
+
+def test_harness_table():
+    text = ("device: NVIDIA H200 | compute capability 9.0 | warp size 32\nmode: all\n"
+            "threads | kernel | mismatches | first bad | gated\n"
+            "     32 | scanTileRacy |  0 |    - | no\n"
+            "    256 | scanTileFixed | 3 | 17 | yes\n"
+            "GATE FAILED: scanTileFixed at 256 threads: 3 mismatches, first bad index 17 (got 1.0, want 2.0)\n")
+    t = parse_transcript(text, "b")
+    assert [(r.threads, r.kernel, r.mismatches, r.first_bad, r.gated) for r in t.rows] == [
+        (32, "scanTileRacy", 0, None, False), (256, "scanTileFixed", 3, 17, True)]
+    assert t.scalars["gpu"] == "NVIDIA H200" and t.scalars["mode"] == "all"
+    assert t.scalars["gate_failures"] == ["scanTileFixed at 256 threads: 3 mismatches, first bad index 17 (got 1.0, want 2.0)"]
+
+
+def test_table_rows_interleaved_with_tool_reports():
+    t = parse_transcript(RACE, "r")
+    assert [(r.threads, r.mismatches) for r in t.rows] == [(32, 0), (256, 7)]
+
+
+def test_malformed_harness_row():
+    text = "threads | kernel | mismatches | first bad | gated\n   32 | k | many | - | no\n"
+    with pytest.raises(LessonError) as info:
+        parse_transcript(text, "b.txt")
+    assert str(info.value) == ("b.txt:2: malformed harness row '32 | k | many | - | no'; expected "
+                               "'THREADS | KERNEL | MISMATCHES | FIRST_BAD|- | yes|no'")
+
+
+def test_unreadable_summary():
+    with pytest.raises(LessonError) as info:
+        parse_transcript("========= RACECHECK SUMMARY: lots\n", "r.txt")
+    assert str(info.value) == "r.txt:1: unreadable summary line 'RACECHECK SUMMARY: lots'"
+
+
+def test_continuation_without_report():
+    with pytest.raises(LessonError) as info:
+        parse_transcript("=========     and Read access at k+0x1 in a.cu:1 [1 hazard]\n", "r.txt")
+    assert str(info.value).startswith("r.txt:1: race continuation")
+
+
+def test_summary_mentions_in_prose():
+    text = "ends with `RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)`; the ERROR SUMMARY: line"
+    found = [m[2] for m in iter_summary_mentions(text)]
+    assert found == ["RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)", None]
+
+
+def test_json_transcript():
+    t = parse_json_transcript('{"wall_s": 3.5, "cells": [{"kernel": "k", "threads": 32}], "meta": {}}', "s.json")
+    assert t.scalars == {"wall_s": 3.5} and t.collections()["cells"] == ({"kernel": "k", "threads": 32},)
+    with pytest.raises(LessonError) as info:
+        parse_json_transcript('{\n"a": }', "s.json")
+    assert str(info.value).startswith("s.json:2: not valid JSON")
