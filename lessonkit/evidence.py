@@ -71,11 +71,20 @@ class EvidenceSet:
         """The command an author runs on a GPU machine to re-record this set (or one transcript)."""
         return self.refresh + (f" --only {only}" if only else "")
 
+    def transcript_text(self, name: str) -> str:
+        """The transcript's text; LessonError if the file cannot be read."""
+        try:
+            return (self.root / self.entries[name].file).read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            raise LessonError(self.transcript_path(name), None,
+                              f"cannot read transcript {name!r}: {exc.strerror}; "
+                              f"re-record it: {self.refresh_command(name)}") from exc
+
     def transcript(self, name: str) -> Transcript:
         """The parsed transcript `name` (parsed once per build)."""
         if name not in self._parsed:
             entry = self.entries[name]
-            text = (self.root / entry.file).read_text(encoding="utf-8", errors="replace")
+            text = self.transcript_text(name)
             shown = self.transcript_path(name)
             if entry.format == "json":
                 self._parsed[name] = parse_json_transcript(text, shown)

@@ -96,6 +96,9 @@ class _Page:
         except QueryError as exc:
             self.error(index, f"claim {value!r} ({ref_query.strip()}): {exc}")
             return False
+        except LessonError as exc:  # the transcript itself is missing or malformed
+            self.error(index, f"claim {value!r} ({ref_query.strip()}) cannot be checked: {exc}")
+            return False
         if got.text != value:
             where = f" (line {got.line})" if got.line else ""
             self.error(index, f"claim {value!r} ({ref_query.strip()}) disagrees with {got.path}; "
@@ -167,7 +170,10 @@ def _check_mentions(page: _Page, mentions: list[tuple[int, int, str | None]]) ->
         said: list[str] = []
         for set_name, name in cited:
             ev = page.sets[set_name]
-            summaries = ev.transcript(name).summaries
+            try:
+                summaries = ev.transcript(name).summaries
+            except LessonError:
+                continue  # reported where the transcript is cited, and by the integrity check
             if any(s.text == text for s in summaries):
                 break
             kind = text.split(":", 1)[0]
@@ -205,9 +211,12 @@ def _directive(page: _Page, index: int, word: str, args: str) -> str:
             page.error(index, f"'transcript {parts[0]}' names a set; name one of its transcripts: "
                        f"{', '.join(sorted(ev.entries))}")
             return ""
-        entry = ev.entries[transcript]
-        text = (ev.root / entry.file).read_text(encoding="utf-8", errors="replace")
-        return render_transcript(ev, entry, text, opened="open" in parts[1:])
+        try:
+            text = ev.transcript_text(transcript)
+        except LessonError as exc:
+            page.error(index, f"cannot embed: {exc}")
+            return ""
+        return render_transcript(ev, ev.entries[transcript], text, opened="open" in parts[1:])
     if transcript is not None:
         page.error(index, f"'{word}' takes a set name, not the transcript {parts[0]!r}")
         return ""

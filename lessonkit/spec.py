@@ -74,16 +74,26 @@ def parse_spec(text: str, source: str) -> LessonSpec:
         m = re.search(r"line (\d+)", str(exc))
         raise LessonError(source, int(m.group(1)) if m else None, f"not valid TOML: {exc}") from exc
 
-    def need(table: dict, key: str, kind: type, where: str):
-        value = table.get(key)
-        if not isinstance(value, kind):
-            raise LessonError(source, None, f"{where}: '{key}' is missing or not a {kind.__name__}")
+    def need(table: object, key: str, kind: type | tuple, where: str, default: object = None):
+        if not isinstance(table, dict):
+            raise LessonError(source, None, f"{where}: expected a table")
+        value = table.get(key, default)
+        if not isinstance(value, kind) or isinstance(value, bool) and kind in (int, float, (int, float)):
+            names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+            raise LessonError(source, None, f"{where}: '{key}' is missing or not a {names}")
         return value
 
+    def strings(values: list, where: str, key: str) -> tuple[str, ...]:
+        if not all(isinstance(v, str) for v in values):
+            raise LessonError(source, None, f"{where}: every entry of '{key}' must be a string")
+        return tuple(values)
+
     lesson = need(data, "lesson", str, "top level")
-    inputs = tuple(need(data, "inputs", list, "top level"))
+    inputs = strings(need(data, "inputs", list, "top level"), "top level", "inputs")
     build = need(data, "build", dict, "top level")
-    runs = []
+    if not all(isinstance(v, str) for v in build.values()):
+        raise LessonError(source, None, "[build]: every build line must be a string")
+    runs: list[RunSpec] = []
     for i, raw in enumerate(need(data, "run", list, "top level"), start=1):
         where = f"[[run]] number {i}"
         name = need(raw, "name", str, where)
@@ -92,20 +102,20 @@ def parse_spec(text: str, source: str) -> LessonSpec:
         if any(r.name == name for r in runs):
             raise LessonError(source, None, f"{where}: duplicate run name {name!r}")
         artifacts = []
-        for art in raw.get("artifacts", ()):
+        for art in need(raw, "artifacts", list, where, []):
             art_name, art_file = need(art, "name", str, where), need(art, "file", str, where)
             if not _NAME_RE.match(art_name) or "/" in art_file:
                 raise LessonError(source, None, f"{where}: artifact {art_name!r} needs a plain name and file")
-            artifacts.append(Artifact(art_name, art_file, str(art.get("format", "text"))))
+            artifacts.append(Artifact(art_name, art_file, need(art, "format", str, where, "text")))
         runs.append(RunSpec(
             name=name,
             command=need(raw, "command", str, where),
-            timeout=float(raw.get("timeout", 300)),
-            gate=bool(raw.get("gate", False)),
-            inputs=tuple(raw.get("inputs", ())),
+            timeout=float(need(raw, "timeout", (int, float), where, 300)),
+            gate=need(raw, "gate", bool, where, False),
+            inputs=strings(need(raw, "inputs", list, where, []), where, "inputs"),
             artifacts=tuple(artifacts),
         ))
-    return LessonSpec(lesson, source, inputs, {str(k): str(v) for k, v in build.items()}, tuple(runs))
+    return LessonSpec(lesson, source, inputs, dict(build), tuple(runs))
 
 
 def load_spec(code_root: Path, lesson: str) -> LessonSpec:

@@ -1,0 +1,80 @@
+"""Fake GPU tools for the refresh tests: nvcc, compute-sanitizer and nvidia-smi as small scripts.
+
+The fake nvcc writes a fake program that prints a harness table. Environment variables
+steer it: FAKE_GATE_FAIL=1 makes the fixed kernel mismatch, FAKE_SLEEP=N makes the
+`slow` mode sleep N seconds, FAKE_HAZARDS=N sets the Error report's hazard count.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+PROGRAM = r'''#!/usr/bin/env python3
+import os, sys, time
+mode = sys.argv[1] if len(sys.argv) > 1 else "all"
+print("device: Fake GPU | compute capability 9.0 | warp size 32", flush=True)
+print(f"mode: {mode}", flush=True)
+if mode == "slow":
+    time.sleep(float(os.environ.get("FAKE_SLEEP", "0")))
+print("threads | kernel | mismatches | first bad | gated")
+print("     32 | k      |          0 |         - | no")
+if mode in ("all", "fixed"):
+    if os.environ.get("FAKE_GATE_FAIL"):
+        print("    32 | kFixed |          2 |         5 | yes")
+        print("GATE FAILED: kFixed at 32 threads: 2 mismatches, first bad index 5 (got 1.0, want 2.0)")
+        sys.exit(1)
+    print("     32 | kFixed |          0 |         - | yes")
+'''
+
+NVCC = r'''#!/usr/bin/env python3
+import os, sys
+if "--version" in sys.argv:
+    print("Cuda compilation tools, release 13.0, V13.0.88"); sys.exit(0)
+out = sys.argv[sys.argv.index("-o") + 1]
+with open(out, "w") as f:
+    f.write(open(os.environ["FAKE_PROGRAM"]).read())
+os.chmod(out, 0o755)
+'''
+
+SANITIZER = r'''#!/usr/bin/env python3
+import os, subprocess, sys
+if "--version" in sys.argv:
+    print("NVIDIA (R) Compute Sanitizer\nCopyright (c) 2020-2025 NVIDIA Corporation\nVersion 2025.3.1.0 (build 1) (public-release)")
+    sys.exit(0)
+args = sys.argv[1:]
+tool = args[args.index("--tool") + 1] if "--tool" in args else "memcheck"
+prog = next(i for i, a in enumerate(args) if a.startswith("./"))
+print("========= COMPUTE-SANITIZER", flush=True)
+rc = subprocess.call(args[prog:])
+if tool == "racecheck":
+    n = os.environ.get("FAKE_HAZARDS", "120")
+    print("========= Error: Race reported between Read access at k+0x10 in demo.cu:4")
+    print(f"=========     and Write access at k+0x20 in demo.cu:4 [{n} hazards]")
+    print("========= ")
+    print("========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)")
+else:
+    print("========= ERROR SUMMARY: 0 errors")
+sys.exit(rc)
+'''
+
+SMI = r'''#!/bin/sh
+echo "Fake GPU, 9.0, 999.99"
+'''
+
+
+def install(bin_dir: Path, tools: tuple[str, ...] = ("nvcc", "compute-sanitizer", "nvidia-smi")) -> dict[str, str]:
+    """Write the fake tools into bin_dir; return the environment that puts them first on PATH."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    (bin_dir / "fake_program.py").write_text(PROGRAM)
+    scripts = {"nvcc": NVCC, "compute-sanitizer": SANITIZER, "nvidia-smi": SMI}
+    for name in tools:
+        path = bin_dir / name
+        path.write_text(scripts[name])
+        path.chmod(0o755)
+    env = dict(os.environ)
+    # Keep python3 reachable, but nothing else that could be a real GPU tool.
+    env["PATH"] = f"{bin_dir}:{Path(os.sys.executable).parent}:/usr/bin:/bin"
+    env["FAKE_PROGRAM"] = str(bin_dir / "fake_program.py")
+    env["PYTHONUNBUFFERED"] = "1"
+    return env

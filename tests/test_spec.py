@@ -1,0 +1,42 @@
+"""runs.toml: the lesson's commands; malformed files fail with the file named."""
+
+from __future__ import annotations
+
+import pytest
+
+from lessonkit.errors import LessonError
+from lessonkit.spec import parse_spec
+
+HEAD = 'lesson = "a"\ninputs = ["a.cu"]\n'
+BUILD = '\n[build]\nsm_90 = "nvcc -o a a.cu"\n'
+
+
+def test_real_spec_parses():
+    from pathlib import Path
+    from lessonkit.spec import load_spec
+    spec = load_spec(Path(__file__).resolve().parent.parent / "code", "day62-racecheck")
+    assert spec.run("bare-all").gate and spec.run("sweep-results").name == "sweep"
+    assert "-lineinfo" in spec.build["sm_90"] and "-lineinfo" in spec.build["sm_75"]
+
+
+@pytest.mark.parametrize("text, message", [
+    (HEAD + "run = [1]\n" + BUILD, "r.toml: [[run]] number 1: expected a table"),
+    ('lesson = "a"\ninputs = [1]\nrun = []\n' + BUILD, "r.toml: top level: every entry of 'inputs' must be a string"),
+    (HEAD + 'run = [{name = "x", command = "c", timeout = "soon"}]\n' + BUILD,
+     "r.toml: [[run]] number 1: 'timeout' is missing or not a int or float"),
+    (HEAD + 'run = [{name = "Bad", command = "c"}]\n' + BUILD,
+     "r.toml: [[run]] number 1: name 'Bad' must be lowercase letters, digits and '-'"),
+    (HEAD + 'run = [{name = "x", command = "c"}, {name = "x", command = "d"}]\n' + BUILD,
+     "r.toml: [[run]] number 2: duplicate run name 'x'"),
+    (HEAD + "run = []\n", "r.toml: top level: 'build' is missing or not a dict"),
+])
+def test_malformed_spec(text, message):
+    with pytest.raises(LessonError) as info:
+        parse_spec(text, "r.toml")
+    assert str(info.value) == message
+
+
+def test_toml_syntax_error_names_the_line():
+    with pytest.raises(LessonError) as info:
+        parse_spec('lesson = "a"\ninputs = [\n', "r.toml")
+    assert str(info.value).startswith("r.toml:") and "not valid TOML" in str(info.value)
