@@ -14,9 +14,19 @@ def test_good_site_builds(demo_repo: Path):
     assert done.returncode == 0, done.stderr
     html = (demo_repo / "site/index.html").read_text()
     assert "racecheck found 2 reports; the error has 120 hazards." in html
-    assert 'data-linenos="4 "' in html or ">4<" in html  # numbered with the file's own lines
+    assert '<span class="normal">4</span>' in html  # numbered with the file's own lines
     assert "demo.cu, lines 4\u20135 (body)" in html
-    assert "<details" in html  # the transcript is collapsible
+    assert '<details class="abstract lk-transcript">' in html  # the transcript is collapsible
+    assert "RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)</code></pre>" in html
+
+
+def test_transcript_html_is_shown_as_text(demo_repo: Path):
+    from conftest import RACE, record_set
+    record_set(demo_repo, "demo", {"race": RACE + "<script>alert(1)</script>\n", "bare": "x"})
+    done = mkdocs_build(demo_repo)
+    assert done.returncode == 0, done.stderr
+    html = (demo_repo / "site/index.html").read_text()
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>alert(1)" not in html
 
 
 def fails_with(repo: Path, *needles: str, strict: bool = False) -> str:

@@ -1,0 +1,82 @@
+"""The sweep's bookkeeping on the CPU, NumPy standing in for CuPy; and that CI never imports CuPy."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from conftest import REPO
+
+spec = importlib.util.spec_from_file_location("sweep", REPO / "code/day62-racecheck/sweep.py")
+sweep = importlib.util.module_from_spec(spec)
+sys.modules["sweep"] = sweep  # dataclasses look their module up by name
+spec.loader.exec_module(sweep)
+
+
+def test_importing_the_sweep_does_not_import_cupy():
+    code = f"import importlib.util,sys; s=importlib.util.spec_from_file_location('s', r'{REPO}/code/day62-racecheck/sweep.py'); " \
+           "m=importlib.util.module_from_spec(s); sys.modules['s']=m; s.loader.exec_module(m); print('cupy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
+def test_inputs_keep_float_sums_exact():
+    small, large = sweep.make_input(sweep.SMALL), sweep.make_input(sweep.LARGE)
+    assert small[-1] == sweep.SMALL - 1 and large.max() == sweep.MOD - 1
+    assert sweep.input_rule(sweep.SMALL) == "i" and sweep.input_rule(sweep.LARGE) == "i mod 4096"
+    for x in (small, large):
+        assert sweep.scan_reference(x, 1024).max() < 2 ** 24
+
+
+def test_scan_reference_restarts_at_each_tile():
+    x = np.arange(10, dtype=np.float32)
+    assert sweep.scan_reference(x, 4).tolist() == [0, 1, 3, 6, 4, 9, 15, 22, 8, 17]
+
+
+def test_reverse_reference_zero_past_the_end():
+    x = np.arange(1, 7, dtype=np.float32)  # 1..6, tiles of 4: [1 2 3 4] [5 6 _ _]
+    assert sweep.reverse_reference(x, 4).tolist() == [4, 3, 2, 1, 0, 0]
+
+
+def test_grid_matches_the_harness():
+    assert sweep.grid("scanTileRacy", 8803, 256) == 35
+    assert sweep.grid("reverseTilesDivergentBarrier", 8803, 256) == 9
+    assert sweep.grid("reverseTilesFixed", 1 << 22, 1024) == 1024
+
+
+def test_summarize_counts_launches_and_elements():
+    never = np.iinfo(np.int32).max
+    cell = sweep.summarize("scanTileRacy", 64, 100, np.array([0, 3, 0, 5]), np.array([never, 40, never, 17]), 0.25)
+    assert (cell.launches, cell.wrong_launches, cell.mismatched_elements, cell.worst_launch, cell.first_bad) == (4, 2, 8, 5, 17)
+    assert cell.role == "buggy" and cell.input == "i"
+    clean = sweep.summarize("scanTileFixed", 64, 100, np.zeros(3), np.full(3, never), 0.1)
+    assert (clean.role, clean.wrong_launches, clean.first_bad) == ("control", 0, None)
+
+
+def test_json_shape_is_queryable_by_the_site():
+    from lessonkit.jsontranscript import parse_json_transcript
+    from lessonkit.query import show
+    cell = sweep.summarize("scanTileRacy", 64, 100, np.array([1]), np.array([3]), 0.1)
+    text = json.dumps(sweep.results_json([cell], {"format": 1, "wall_s": 1.0}))
+    t = parse_json_transcript(text, "sweep.json")
+    (row,) = t.collections()["cells"]
+    assert show(row["wrong_launches"]) == "1" and t.scalars["wall_s"] == 1.0
+    assert set(row) == {"kernel", "role", "threads", "n", "input", "launches", "wrong_launches",
+                        "mismatched_elements", "worst_launch", "first_bad", "seconds"}
+
+
+def test_table_lists_every_cell():
+    cells = [sweep.summarize(k, 32, 10, np.array([0]), np.array([0]), 0.0) for k in sweep.BUGGY + sweep.CONTROL]
+    assert len(sweep.table(cells).splitlines()) == 5
+
+
+def test_recorded_sweep_controls_are_all_zero():
+    data = json.loads((REPO / "evidence/day62-racecheck/sweep.json").read_text())
+    controls = [c for c in data["cells"] if c["role"] == "control"]
+    assert len(controls) == 24 and all(c["wrong_launches"] == 0 for c in controls)
+    assert data["controls_clean"] is True
