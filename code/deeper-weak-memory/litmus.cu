@@ -1,0 +1,170 @@
+// Parallel GPU litmus tests: MP, SB, LB and CoRR, run as millions of instances per launch.
+//
+// Every access under test is a relaxed load or store at GPU scope, written as inline PTX
+// with a "memory" clobber, so that neither the compiler nor ptxas may merge or reorder it
+// (tests/test_litmus_code.py reads the PTX and SASS to show that); a weak outcome is then the
+// hardware's. Fences are the CUDA built-ins, one template argument per side.
+//
+// Each testing thread plays the first role of one instance and the second role of
+// another: writer_inst[t] and reader_inst[t] say which; xloc and yloc place each
+// instance's two locations in `mem`. Blocks past `testing_blocks` are memory stress.
+//
+// Built to a cubin by litmus.py: nvcc -cubin -O3 -lineinfo -arch=sm_90 -o litmus.cubin litmus.cu
+
+typedef unsigned int u32;
+
+enum Fence { kNone = 0, kCta = 1, kGpu = 2, kSys = 3 };
+enum Test { kMP = 0, kSB = 1, kLB = 2, kCoRR = 3 };
+
+__device__ __forceinline__ void st_relaxed(u32* p, u32 v) {
+    asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+__device__ __forceinline__ u32 ld_relaxed(const u32* p) {
+    u32 v;
+    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+template <int F>
+__device__ __forceinline__ void fence() {
+    if constexpr (F == kCta) __threadfence_block();
+    if constexpr (F == kGpu) __threadfence();
+    if constexpr (F == kSys) __threadfence_system();
+}
+
+// Stress: hammer `lines` scratch words, `stride` words apart, with one of four patterns.
+__device__ void stress(volatile u32* scratch, u32 iters, u32 pattern, u32 lines, u32 stride, u32 salt) {
+    u32 sink = 0;
+    for (u32 i = 0; i < iters; ++i) {
+        const u32 a = ((i + salt) % lines) * stride;
+        const u32 b = ((i + salt + 1) % lines) * stride;
+        switch (pattern) {
+            case 0: scratch[a] = i; scratch[b] = i; break;            // store-store
+            case 1: scratch[a] = i; sink += scratch[b]; break;        // store-load
+            case 2: sink += scratch[a]; scratch[b] = i; break;        // load-store
+            default: sink += scratch[a]; sink += scratch[b]; break;   // load-load
+        }
+    }
+    if (sink == 0xffffffffu) scratch[0] = sink;  // keeps the loads alive
+}
+
+struct Args {
+    u32* mem;
+    u32* r0;
+    u32* r1;
+    const u32* writer_inst;
+    const u32* reader_inst;
+    const u32* xloc;
+    const u32* yloc;
+    u32* barrier;
+    u32* scratch;
+    u32 testing_blocks;
+    u32 testing_threads;
+    u32 stress_iters;
+    u32 stress_pattern;
+    u32 stress_lines;
+    u32 stress_stride;
+    u32 pre_stress_iters;
+    u32 barrier_spins;  // 0: no barrier
+};
+
+template <int T, int F0, int F1>
+__device__ __forceinline__ void litmus(const Args& a) {
+    const u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (blockIdx.x >= a.testing_blocks) {
+        stress(a.scratch, a.stress_iters, a.stress_pattern, a.stress_lines, a.stress_stride, blockIdx.x);
+        return;
+    }
+    if (a.pre_stress_iters) stress(a.scratch, a.pre_stress_iters, a.stress_pattern, a.stress_lines,
+                                   a.stress_stride, t);
+    if (a.barrier_spins) {
+        // Spin barrier with a timeout: lines the roles up in time without risking a hang
+        // when not every testing block is resident.
+        atomicAdd(a.barrier, 1u);
+        volatile u32* count = a.barrier;
+        for (u32 s = 0; s < a.barrier_spins && *count < a.testing_threads; ++s) {
+        }
+    }
+    const u32 i = a.writer_inst[t];  // this thread plays role 0 of instance i
+    const u32 j = a.reader_inst[t];  // and role 1 of instance j
+    u32* xi = a.mem + a.xloc[i];
+    u32* yi = a.mem + a.yloc[i];
+    u32* xj = a.mem + a.xloc[j];
+    u32* yj = a.mem + a.yloc[j];
+    if constexpr (T == kMP) {
+        st_relaxed(xi, 1u);
+        fence<F0>();
+        st_relaxed(yi, 1u);
+        const u32 r0 = ld_relaxed(yj);
+        fence<F1>();
+        const u32 r1 = ld_relaxed(xj);
+        a.r0[j] = r0;
+        a.r1[j] = r1;
+    } else if constexpr (T == kSB) {
+        st_relaxed(xi, 1u);
+        fence<F0>();
+        const u32 r0 = ld_relaxed(yi);
+        st_relaxed(yj, 1u);
+        fence<F1>();
+        const u32 r1 = ld_relaxed(xj);
+        a.r0[i] = r0;
+        a.r1[j] = r1;
+    } else if constexpr (T == kLB) {
+        const u32 r0 = ld_relaxed(xi);
+        fence<F0>();
+        st_relaxed(yi, 1u);
+        const u32 r1 = ld_relaxed(yj);
+        fence<F1>();
+        st_relaxed(xj, 1u);
+        a.r0[i] = r0;
+        a.r1[j] = r1;
+    } else {  // CoRR: one write, two reads of the same location
+        st_relaxed(xi, 1u);
+        const u32 r0 = ld_relaxed(xj);
+        fence<F1>();
+        const u32 r1 = ld_relaxed(xj);
+        a.r0[j] = r0;
+        a.r1[j] = r1;
+    }
+}
+
+// Flat arguments (CuPy passes scalars and pointers, not structs).
+#define LITMUS(name, T, F0, F1)                                                                  \
+    extern "C" __global__ void name(u32* mem, u32* r0, u32* r1, const u32* writer_inst,         \
+                                    const u32* reader_inst, const u32* xloc, const u32* yloc,   \
+                                    u32* barrier, u32* scratch, u32 testing_blocks,              \
+                                    u32 testing_threads, u32 stress_iters, u32 stress_pattern,   \
+                                    u32 stress_lines, u32 stress_stride, u32 pre_stress_iters,   \
+                                    u32 barrier_spins) {                                         \
+        const Args a{mem, r0, r1, writer_inst, reader_inst, xloc, yloc, barrier, scratch,       \
+                     testing_blocks, testing_threads, stress_iters, stress_pattern,             \
+                     stress_lines, stress_stride, pre_stress_iters, barrier_spins};             \
+        litmus<T, F0, F1>(a);                                                                    \
+    }
+
+LITMUS(mp_none, kMP, kNone, kNone)
+LITMUS(mp_cta, kMP, kCta, kCta)
+LITMUS(mp_gpu, kMP, kGpu, kGpu)
+LITMUS(mp_sys, kMP, kSys, kSys)
+LITMUS(mp_gpu_writer, kMP, kGpu, kNone)
+LITMUS(mp_gpu_reader, kMP, kNone, kGpu)
+LITMUS(sb_none, kSB, kNone, kNone)
+LITMUS(sb_gpu, kSB, kGpu, kGpu)
+LITMUS(lb_none, kLB, kNone, kNone)
+LITMUS(lb_gpu, kLB, kGpu, kGpu)
+LITMUS(corr_none, kCoRR, kNone, kNone)
+
+// Outcome histogram: bins[r0 * 2 + r1], counted per block in shared memory first.
+extern "C" __global__ void histogram(const u32* r0, const u32* r1, u32 n, unsigned long long* bins) {
+    __shared__ u32 local[4];
+    if (threadIdx.x < 4) local[threadIdx.x] = 0;
+    __syncthreads();
+    for (u32 k = blockIdx.x * blockDim.x + threadIdx.x; k < n; k += gridDim.x * blockDim.x) {
+        atomicAdd(&local[(r0[k] & 1u) * 2 + (r1[k] & 1u)], 1u);
+        // Any value but 0 or 1 is impossible; it lands in bin 4 so the sum check fails loudly.
+        if ((r0[k] | r1[k]) > 1u) atomicAdd(&bins[4], 1ull);
+    }
+    __syncthreads();
+    if (threadIdx.x < 4) atomicAdd(&bins[threadIdx.x], (unsigned long long)local[threadIdx.x]);
+}
