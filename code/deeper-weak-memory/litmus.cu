@@ -16,6 +16,7 @@ typedef unsigned int u32;
 enum Fence { kNone = 0, kCta = 1, kGpu = 2, kSys = 3 };
 enum Test { kMP = 0, kSB = 1, kLB = 2, kCoRR = 3 };
 
+// snippet: accesses
 __device__ __forceinline__ void st_relaxed(u32* p, u32 v) {
     asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
@@ -32,6 +33,7 @@ __device__ __forceinline__ void fence() {
     if constexpr (F == kGpu) __threadfence();
     if constexpr (F == kSys) __threadfence_system();
 }
+// end snippet
 
 // Stress: hammer `lines` scratch words, `stride` words apart, with one of four patterns.
 __device__ void stress(volatile u32* scratch, u32 iters, u32 pattern, u32 lines, u32 stride, u32 salt) {
@@ -93,14 +95,16 @@ __device__ __forceinline__ void litmus(const Args& a) {
     u32* xj = a.mem + a.xloc[j];
     u32* yj = a.mem + a.yloc[j];
     if constexpr (T == kMP) {
-        st_relaxed(xi, 1u);
+        // snippet: mp
+        st_relaxed(xi, 1u);             // role 0 of instance i: the data,
         fence<F0>();
-        st_relaxed(yi, 1u);
-        const u32 r0 = ld_relaxed(yj);
+        st_relaxed(yi, 1u);             // then the flag
+        const u32 r0 = ld_relaxed(yj);  // role 1 of instance j: the flag,
         fence<F1>();
-        const u32 r1 = ld_relaxed(xj);
-        a.r0[j] = r0;
+        const u32 r1 = ld_relaxed(xj);  // then the data
+        a.r0[j] = r0;                   // weak: r0 == 1 && r1 == 0
         a.r1[j] = r1;
+        // end snippet
     } else if constexpr (T == kSB) {
         st_relaxed(xi, 1u);
         fence<F0>();
