@@ -72,7 +72,7 @@ def test_day62_page_in_chromium(served_site, browser):
     assert problems == []
 
 
-@pytest.mark.parametrize("path", ["", "reference/harness/", "reference/checking/"])
+@pytest.mark.parametrize("path", ["", "reference/harness/", "reference/checking/", "deeper-weak-behaviours/"])
 def test_other_pages_load_cleanly(served_site, browser, path):
     page, problems = open_page(browser, f"{served_site}/{path}")
     assert page.locator("h1").count() == 1
