@@ -83,12 +83,14 @@ def test_clopper_pearson():
 
 
 def test_rows_add_up_and_name_the_weak_outcome():
-    row = litmus.make_row("t", "mp", "none", "inter-cta", "none", np.array([50, 30, 15, 5, 0]), 2.0)
+    row = litmus.make_row("t", "mp", "none", "inter-cta", "none", np.array([50, 30, 15, 5, 0]), 2.0, 100)
     assert (row.instances, row.weak, row.o10) == (100, 15, 15) and row.weak_per_s == 7.5
-    assert litmus.make_row("t", "sb", "none", "x", "none", np.array([7, 1, 1, 1, 0]), 1.0).weak == 7
-    assert litmus.make_row("t", "lb", "none", "x", "none", np.array([7, 1, 1, 1, 0]), 1.0).weak == 1
-    with pytest.raises(ValueError):
-        litmus.make_row("t", "mp", "none", "x", "none", np.array([1, 1, 1, 1, 2]), 1.0)
+    assert litmus.make_row("t", "sb", "none", "x", "none", np.array([7, 1, 1, 1, 0]), 1.0, 10).weak == 7
+    assert litmus.make_row("t", "lb", "none", "x", "none", np.array([7, 1, 1, 1, 0]), 1.0, 10).weak == 1
+    with pytest.raises(ValueError, match="a result other than 0 or 1"):
+        litmus.make_row("t", "mp", "none", "x", "none", np.array([1, 1, 1, 1, 2]), 1.0, 4)
+    with pytest.raises(ValueError, match=r"sums to 10, but 12 instances ran"):
+        litmus.make_row("t", "mp", "none", "x", "none", np.array([7, 1, 1, 1, 0]), 1.0, 12)
 
 
 def test_short_forms():

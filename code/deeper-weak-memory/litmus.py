@@ -163,12 +163,14 @@ class Row:
 
 
 def make_row(table: str, test: str, fence: str, placement: str, heuristics: str, bins: np.ndarray,
-             wall_s: float) -> Row:
-    """Turn an outcome histogram into a Row; raises if the histogram does not add up."""
+             wall_s: float, expected: int) -> Row:
+    """Turn an outcome histogram into a Row; raises if it does not add up to the instances run."""
     bins = [int(b) for b in bins]
     if len(bins) != 5 or bins[4] != 0:
         raise ValueError(f"histogram {bins}: a result other than 0 or 1 was read")
     instances = sum(bins[:4])
+    if instances != expected:
+        raise ValueError(f"histogram {bins[:4]} sums to {instances}, but {expected} instances ran")
     w0, w1 = TESTS[test]["weak"]
     weak = bins[w0 * 2 + w1]
     low, high = clopper_pearson(weak, instances)
@@ -215,8 +217,8 @@ class Runner:
         self.sms = int(props["multiProcessorCount"])
 
     def run(self, test: str, fence: str, h: Heuristics, seconds: float = 0.0, min_instances: int = 0,
-            same_cta: bool = False, broken: bool = False) -> tuple[np.ndarray, float]:
-        """Launch until both `seconds` and `min_instances` are reached; returns (bins, wall seconds)."""
+            same_cta: bool = False, broken: bool = False) -> tuple[np.ndarray, float, int]:
+        """Launch until both `seconds` and `min_instances` are reached; returns (bins, wall seconds, instances run)."""
         cp = self.cp
         fn = self.module.get_function(KERNELS[(test, fence)])
         variants = []
@@ -250,7 +252,7 @@ class Runner:
             wall = time.perf_counter() - start
             if wall >= seconds and launches * h.instances >= min_instances:
                 break
-        return cp.asnumpy(bins), wall
+        return cp.asnumpy(bins), wall, launches * h.instances
 
 
 def heuristic_sets(sms: int) -> list[Heuristics]:
@@ -294,8 +296,8 @@ def campaign(runner: Runner, seconds: float, soundness_instances: int, out) -> d
 
     def measure(table, test, fence, h, placement="inter-cta", same_cta=False, broken=False, min_instances=0,
                 secs=None) -> Row:
-        bins, wall = runner.run(test, fence, h, secs if secs is not None else seconds, min_instances, same_cta, broken)
-        row = make_row(table, test, fence, placement, h.name, bins, wall)
+        bins, wall, ran = runner.run(test, fence, h, secs if secs is not None else seconds, min_instances, same_cta, broken)
+        row = make_row(table, test, fence, placement, h.name, bins, wall, ran)
         rows.append(row)
         out(format_row(row))
         if test == "corr" and row.weak:
@@ -346,9 +348,9 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     if args.mode == "run":
         h = with_overrides(next(h for h in heuristic_sets(runner.sms) if h.name == args.set), args.overrides)
-        bins, wall = runner.run(args.test, args.fence, h, args.seconds, same_cta=args.same_cta)
+        bins, wall, ran = runner.run(args.test, args.fence, h, args.seconds, same_cta=args.same_cta)
         say(format_row(make_row("run", args.test, args.fence, "same-cta" if args.same_cta else "inter-cta",
-                                h.name, bins, wall)))
+                                h.name, bins, wall, ran)))
         return 0
     result = campaign(runner, args.seconds, int(args.soundness), say)
     total = time.perf_counter() - start
