@@ -133,3 +133,25 @@ def test_missing_manifest(demo_repo: Path):
 def test_unparseable_manifest(demo_repo: Path):
     (demo_repo / "evidence/demo/manifest.json").write_text("{ not json")
     fails_with(demo_repo, "evidence/demo/manifest.json:1: not valid JSON")
+
+
+def test_absolute_source_path(demo_repo: Path):
+    edit(demo_repo / "docs/index.md", "{{ region demo/demo.cu body", f"{{{{ region {demo_repo}/code/demo/demo.cu body")
+    fails_with(demo_repo, "is absolute; expected a path relative to code/")
+
+
+def test_file_not_written_by_the_refresh(demo_repo: Path):
+    (demo_repo / "evidence/demo/notes.txt").write_text("typed by hand")
+    fails_with(demo_repo, "evidence/demo/notes.txt: is not in the manifest: the refresh did not write it")
+
+
+def test_changed_build_line_makes_evidence_stale(demo_repo: Path):
+    edit(demo_repo / "code/demo/runs.toml", "-arch=sm_90 -o demo", "-O3 -arch=sm_90 -o demo")
+    edit(demo_repo / "code/demo/README.md", "-arch=sm_90 -o demo", "-O3 -arch=sm_90 -o demo")
+    fails_with(demo_repo, "transcript 'race' is stale: build line has sha256")
+
+
+def test_changed_command_makes_evidence_stale(demo_repo: Path):
+    edit(demo_repo / "code/demo/runs.toml", 'command = "./demo"', 'command = "./demo all"')
+    fails_with(demo_repo, "transcript 'bare' is stale: recorded with './demo', code/demo/runs.toml now says './demo all'",
+               "code/demo/README.md: does not show the run 'bare'")
