@@ -21,6 +21,7 @@ def on_config(config, **kwargs):
     repo = Path(config.config_file_path).resolve().parent
     _state["site"] = Site.load(repo)
     _state["errors"] = list(_state["site"].site_errors())
+    _state["results"] = {}
     return config
 
 
@@ -31,7 +32,14 @@ def on_page_markdown(markdown, *, page, config, files):
     offset = raw.count("\n") - markdown.count("\n")
     result = site.page(markdown, f"{Path(config.docs_dir).name}/{page.file.src_uri}", max(offset, 0))
     _state["errors"].extend(result.errors)
+    _state.setdefault("results", {})[page.file.src_uri] = result
     return result.markdown
+
+
+def on_page_content(html, *, page, config, files):
+    """Put the finished transcript blocks into the slots the page left for them."""
+    result = _state.get("results", {}).pop(page.file.src_uri, None)
+    return result.fill(html) if result is not None else html
 
 
 def on_env(env, *, config, files):

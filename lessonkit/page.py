@@ -31,13 +31,26 @@ _DIRECTIVES = ("region", "transcript", "evidence", "provenance", "commands")
 _HIGHLIGHT_RE = re.compile(r"""^(?P<line>\d+)(?:@(?P<claim>.+))?$""")
 
 
+_SLOT_RE = re.compile(r"""<div\ data-lk-slot="(?P<n>\d+)"></div>""", re.VERBOSE)
+
+
 @dataclass
 class PageResult:
-    """The expanded Markdown, the errors found, and the transcripts the page cites."""
+    """The expanded Markdown, the errors found, the transcripts the page cites, and HTML for its slots."""
 
     markdown: str
     errors: list[LessonError] = field(default_factory=list)
     cited: set[tuple[str, str]] = field(default_factory=set)
+    blocks: list[str] = field(default_factory=list)
+
+    def slot(self, html: str) -> str:
+        """A placeholder for finished HTML, filled in by `fill` once Markdown has run."""
+        self.blocks.append(html)
+        return f'\n<div data-lk-slot="{len(self.blocks) - 1}"></div>\n'
+
+    def fill(self, html: str) -> str:
+        """The page's HTML with every slot replaced by its block."""
+        return _SLOT_RE.sub(lambda m: self.blocks[int(m.group("n"))], html)
 
 
 @dataclass
@@ -216,7 +229,7 @@ def _directive(page: _Page, index: int, word: str, args: str) -> str:
         except LessonError as exc:
             page.error(index, f"cannot embed: {exc}")
             return ""
-        return render_transcript(ev, ev.entries[transcript], text, opened="open" in parts[1:])
+        return page.result.slot(render_transcript(ev, ev.entries[transcript], text, opened="open" in parts[1:]))
     if transcript is not None:
         page.error(index, f"'{word}' takes a set name, not the transcript {parts[0]!r}")
         return ""

@@ -74,7 +74,12 @@ def resolve(ev: EvidenceSet, transcript: str | None, query: str) -> Resolved:
     collections = parsed.collections()
     if name not in collections:
         raise QueryError(f"{path} has no collection {name!r}; it has: {_known(collections)}")
-    items = [it for it in collections[name] if _matches(it, filters or "")]
+    wanted = _parse_filters(filters or "")
+    items = [it for it in collections[name] if all(show(it.get(k)) == v for k, v in wanted)]
+    for key, _ in wanted:
+        if collections[name] and key not in collections[name][0]:
+            raise QueryError(f"filter key {key!r} is not a field; fields: "
+                             f"{_known(k for k in collections[name][0] if not k.startswith('_'))}")
     if m.group("count"):
         if fld:
             raise QueryError(f"a count (#{name}) takes no field; drop '.{fld}'")
@@ -91,14 +96,12 @@ def resolve(ev: EvidenceSet, transcript: str | None, query: str) -> Resolved:
     return Resolved(show(item[fld]), path, item.get("_line"))
 
 
-def _matches(item: dict[str, Any], filters: str) -> bool:
+def _parse_filters(filters: str) -> list[tuple[str, str]]:
+    """'k=v, k2=v2' as [(k, v), (k2, v2)]."""
+    pairs = []
     for part in filter(None, (p.strip() for p in filters.split(","))):
         key, sep, want = part.partition("=")
         if not sep:
             raise QueryError(f"filter {part!r} is not KEY=VALUE")
-        key = key.strip()
-        if key not in item:
-            raise QueryError(f"filter key {key!r} is not a field; fields: {_known(k for k in item if not k.startswith('_'))}")
-        if show(item[key]) != want.strip():
-            return False
-    return True
+        pairs.append((key.strip(), want.strip()))
+    return pairs

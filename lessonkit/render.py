@@ -63,8 +63,9 @@ def _inline_code(text: str) -> str:
 def render_transcript(ev: EvidenceSet, entry: TranscriptEntry, text: str, opened: bool) -> str:
     """A collapsible block with the transcript's command, exit code, provenance and text.
 
-    Raw HTML, escaped here, rather than a fenced block: a transcript is plain text, and
-    sending thousands of lines through the highlighter would slow every build for nothing.
+    Finished HTML, escaped here: the page gets a slot for it and the hook fills the slot
+    after Markdown ran, so thousands of transcript lines cost neither the Markdown parser
+    nor the search index (data-search-exclude) anything.
     """
     status = "timed out" if entry.timed_out else f"exit code {entry.exit_code}"
     title = f"Transcript {ev.name}/{entry.name} ({status}, {entry.wall_s:.1f} s)"
@@ -72,7 +73,7 @@ def render_transcript(ev: EvidenceSet, entry: TranscriptEntry, text: str, opened
     build = f"<code>{html.escape(ev.build)}</code>"
     body = html.escape(text.rstrip("\n"))
     return (
-        f'<details class="abstract lk-transcript"{" open" if opened else ""}>\n'
+        f'<details class="abstract lk-transcript" data-search-exclude{" open" if opened else ""}>\n'
         f"<summary>{html.escape(title)}</summary>\n"
         f"<p><strong>Command</strong> {command}, run in the folder where the program was built with {build}. "
         f"{provenance_sentence(ev, entry)}</p>\n"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Iterator
 
 from lessonkit.errors import LessonError
@@ -210,7 +211,11 @@ class Transcript:
     records: dict[str, tuple[dict[str, Any], ...]] = field(default_factory=dict)
 
     def collections(self) -> dict[str, tuple[dict[str, Any], ...]]:
-        """Every list of records a query can select from, by name."""
+        """Every list of records a query can select from, by name (built once per transcript)."""
+        return self._collections
+
+    @cached_property
+    def _collections(self) -> dict[str, tuple[dict[str, Any], ...]]:
         out = {
             "reports": tuple(r.fields() for r in self.reports),
             "hazards": tuple(h.fields() for h in self.hazards),

@@ -16,7 +16,8 @@ def test_good_site_builds(demo_repo: Path):
     assert "racecheck found 2 reports; the error has 120 hazards." in html
     assert '<span class="normal">4</span>' in html  # numbered with the file's own lines
     assert "demo.cu, lines 4\u20135 (body)" in html
-    assert '<details class="abstract lk-transcript">' in html  # the transcript is collapsible
+    assert '<details class="abstract lk-transcript" data-search-exclude>' in html  # collapsible, not indexed
+    assert "data-lk-slot" not in html
     assert "RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)</code></pre>" in html
 
 

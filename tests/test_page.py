@@ -23,9 +23,12 @@ def test_good_page_expands(demo_repo: Path):
     md = result.markdown
     assert '``` cuda linenums="4" title="demo.cu, lines 4\u20135 (body)" hl_lines="1"' in md
     assert "racecheck found 2 reports; the error has 120 hazards." in md
-    assert '<details class="abstract lk-transcript">\n<summary>Transcript demo/race (exit code 0, 1.5 s)</summary>' in md
-    assert "========= RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)" in md
-    assert "<code>compute-sanitizer --tool racecheck ./demo</code>" in md and "on NVIDIA H200;" in md
+    assert '\n<div data-lk-slot="0"></div>\n' in md and len(result.blocks) == 1
+    html = result.fill(md)
+    assert ('<details class="abstract lk-transcript" data-search-exclude>\n'
+            '<summary>Transcript demo/race (exit code 0, 1.5 s)</summary>') in html
+    assert "========= RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)" in html
+    assert "<code>compute-sanitizer --tool racecheck ./demo</code>" in html and "on NVIDIA H200;" in html
     assert "{{" not in md
 
 
@@ -117,8 +120,9 @@ def test_region_errors_on_a_page(demo_repo: Path):
 
 def test_transcript_is_escaped(demo_repo: Path):
     record_set(demo_repo, "demo", {"race": RACE + "<script>alert(1)</script>\n", "bare": "x"})
-    md = run_page(demo_repo, "{{ transcript demo/race }}").markdown
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in md and "<script>" not in md
+    result = run_page(demo_repo, "{{ transcript demo/race }}")
+    html = result.fill(result.markdown)
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>" not in html
 
 
 def test_all_errors_of_a_page_are_reported(demo_repo: Path):
