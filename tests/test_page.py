@@ -141,3 +141,12 @@ def test_check_site_on_the_demo(demo_repo: Path):
     (demo_repo / "docs/bad.md").write_text("{{ 3 @ demo/race:#reports }}\n")
     assert [str(e) for e in check_site(demo_repo)] == [
         "docs/bad.md:1: claim '3' (demo/race:#reports) disagrees with evidence/demo/race.txt; it says '2'"]
+
+
+def test_a_lesson_can_have_several_sets(demo_repo: Path):
+    record_set(demo_repo, "demo", {"race": RACE.replace("[120 hazards]", "[90 hazards]"), "bare": "x"},
+               set_name="demo-t4", provenance={"gpu": "Tesla T4"})
+    text = ("{{ 120 @ demo/race:reports[severity=Error].hazards }} on {{ NVIDIA H200 @ demo:gpu }}, "
+            "{{ 90 @ demo-t4/race:reports[severity=Error].hazards }} on {{ Tesla T4 @ demo-t4:gpu }}")
+    assert errs(demo_repo, text) == []
+    assert check_site(demo_repo) == []
