@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lessonkit.errors import LessonError, LessonErrors
+from lessonkit.errors import LessonError
 from lessonkit.spec import LessonSpec, load_spec, sha256_file, sha256_text
 from lessonkit.transcript import Transcript, parse_transcript
 from lessonkit.jsontranscript import parse_json_transcript

@@ -225,10 +225,6 @@ class Transcript:
         out.update(self.records)
         return out
 
-    def summary_lines(self) -> tuple[Summary, ...]:
-        """The summary lines, in transcript order."""
-        return self.summaries
-
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready view of everything parsed (for the `transcript` command)."""
         data: dict[str, Any] = {"source": self.source}
@@ -316,7 +312,7 @@ def parse_transcript(text: str, source: str) -> Transcript:
         current = _continue_record(current, body, number, source)
 
     _finish(current, reports, hazards, barriers)
-    _summary_scalars(summaries, scalars, source)
+    _summary_scalars(summaries, scalars)
     return Transcript(source, lines, tuple(reports), tuple(hazards), tuple(barriers),
                       tuple(rows), tuple(summaries), scalars)
 
@@ -402,7 +398,7 @@ def _finish(current: Any, reports: list[RaceReport], hazards: list[HazardRecord]
     return None
 
 
-def _summary_scalars(summaries: list[Summary], scalars: dict[str, Any], source: str) -> None:
+def _summary_scalars(summaries: list[Summary], scalars: dict[str, Any]) -> None:
     """Expose the summaries' numbers as scalars; racecheck's line is `summary` when present."""
     for s in summaries:
         values = dict(s.values)
