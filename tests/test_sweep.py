@@ -79,3 +79,18 @@ def test_recorded_sweep_controls_are_all_zero():
     controls = [c for c in data["cells"] if c["role"] == "control"]
     assert len(controls) == 24 and all(c["wrong_launches"] == 0 for c in controls)
     assert data["controls_clean"] is True
+
+
+def test_report_fails_on_a_control_mismatch(tmp_path, capsys):
+    class FakeGpu:
+        gpu, arch = "Fake GPU", "sm_90"
+
+    never = np.iinfo(np.int32).max
+    ok = sweep.summarize("scanTileFixed", 32, 10, np.zeros(2), np.full(2, never), 0.1)
+    bad = sweep.summarize("reverseTilesFixed", 32, 10, np.array([0, 1]), np.array([never, 3]), 0.1)
+    assert sweep.report([ok], 1.0, FakeGpu, str(tmp_path / "a.json")) == 0
+    assert sweep.report([ok, bad], 1.0, FakeGpu, str(tmp_path / "b.json")) == 1
+    out = capsys.readouterr().out
+    assert "CONTROL FAILED: reverseTilesFixed at 32 threads, n=10: 1 of 2 launches wrong, first bad index 3" in out
+    data = json.loads((tmp_path / "b.json").read_text())
+    assert data["controls_clean"] is False and data["launches_total"] == 4 and len(data["cells"]) == 2

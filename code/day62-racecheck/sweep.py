@@ -154,9 +154,8 @@ def build_cubin(cubin: Path, source: Path, arch: str) -> str:
     return shlex.join(cmd)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the sweep on the GPU; exit 1 if a control kernel ever mismatches."""
-    here = Path(__file__).resolve().parent
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The sweep's command line."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--sizes", default=f"{SMALL},2^22", help="input sizes, comma-separated")
     p.add_argument("--threads", default="32,64,128,256,512,1024", help="block sizes, comma-separated")
@@ -164,67 +163,83 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--launches-large", type=int, default=100, help="launches per cell for larger inputs")
     p.add_argument("--cubin", default="racecheck.cubin", help="built from racecheck.cu if missing")
     p.add_argument("--json", default=None, help="write the results here as JSON")
-    args = p.parse_args(argv)
+    return p.parse_args(argv)
 
-    import cupy as cp  # the GPU side only; nothing above needs it
 
-    dev = cp.cuda.Device()
-    props = cp.cuda.runtime.getDeviceProperties(dev.id)
-    arch = f"sm_{props['major']}{props['minor']}"
-    cubin = Path(args.cubin)
-    build = "(prebuilt)"
-    if not cubin.exists():
-        build = build_cubin(cubin, here / "racecheck.cu", arch)
-    module = cp.RawModule(path=str(cubin))
-    compare = cp.RawKernel(COMPARE_SOURCE, "compare")
-    gpu = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
-    print(f"device: {gpu} | compute capability {props['major']}.{props['minor']}")
-    print(f"cubin: {build}")
+class Launcher:
+    """The GPU side: racecheck.cu's kernels from a cubin, and the comparison kernel."""
 
+    def __init__(self, cubin: Path):
+        import cupy as cp  # the GPU side only; nothing above needs it
+
+        self.cp = cp
+        props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
+        self.arch = f"sm_{props['major']}{props['minor']}"
+        self.build = "(prebuilt)"
+        if not cubin.exists():
+            self.build = build_cubin(cubin, Path(__file__).resolve().parent / "racecheck.cu", self.arch)
+        self.module = cp.RawModule(path=str(cubin))
+        self.compare = cp.RawKernel(COMPARE_SOURCE, "compare")
+        name = props["name"]
+        self.gpu = name.decode() if isinstance(name, bytes) else str(name)
+        self.cc = f"{props['major']}.{props['minor']}"
+
+    def cell(self, kernel: str, threads: int, x: np.ndarray, d_in, d_out, launches: int) -> Cell:
+        """Launch `kernel` `launches` times, comparing each output on the GPU."""
+        cp, n = self.cp, len(x)
+        fn = self.module.get_function(kernel)
+        want = cp.asarray(reference(kernel, x, threads).astype(np.float32))
+        counts = cp.zeros(launches, dtype=cp.uint64)
+        firsts = cp.full(launches, np.iinfo(np.int32).max, dtype=cp.int32)
+        blocks, cmp_blocks = grid(kernel, n, threads), -(-n // 256)
+        t0 = time.perf_counter()
+        for k in range(launches):
+            d_out.fill(np.nan)  # an element nobody writes shows up as a mismatch
+            fn((blocks,), (threads,), (d_in, d_out, np.int32(n)))
+            self.compare((cmp_blocks,), (256,), (d_out, want, np.int32(n), counts, firsts, np.int32(k)))
+        cp.cuda.Device().synchronize()
+        return summarize(kernel, threads, n, cp.asnumpy(counts), cp.asnumpy(firsts), time.perf_counter() - t0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the sweep on the GPU; exit 1 if a control kernel ever mismatches."""
+    args = parse_args(argv)
+    gpu = Launcher(Path(args.cubin))
+    print(f"device: {gpu.gpu} | compute capability {gpu.cc}")
+    print(f"cubin: {gpu.build}")
     cells: list[Cell] = []
     start = time.perf_counter()
-    launches_total = 0
     for n in _ints(args.sizes):
         launches = args.launches_small if n <= SMALL else args.launches_large
         x = make_input(n)
-        d_in = cp.asarray(x)
-        d_out = cp.empty(n, dtype=cp.float32)
+        d_in, d_out = gpu.cp.asarray(x), gpu.cp.empty(n, dtype=gpu.cp.float32)
         for kernel in BUGGY + CONTROL:
-            fn = module.get_function(kernel)
             for threads in _ints(args.threads):
-                want = cp.asarray(reference(kernel, x, threads).astype(np.float32))
-                counts = cp.zeros(launches, dtype=cp.uint64)
-                firsts = cp.full(launches, np.iinfo(np.int32).max, dtype=cp.int32)
-                blocks = grid(kernel, n, threads)
-                cmp_blocks = -(-n // 256)
-                t0 = time.perf_counter()
-                for k in range(launches):
-                    d_out.fill(np.nan)  # an element nobody writes shows up as a mismatch
-                    fn((blocks,), (threads,), (d_in, d_out, np.int32(n)))
-                    compare((cmp_blocks,), (256,), (d_out, want, np.int32(n), counts, firsts, np.int32(k)))
-                cp.cuda.Device().synchronize()
-                cell = summarize(kernel, threads, n, cp.asnumpy(counts), cp.asnumpy(firsts),
-                                 time.perf_counter() - t0)
-                launches_total += launches
+                cell = gpu.cell(kernel, threads, x, d_in, d_out, launches)
                 cells.append(cell)
                 first = "-" if cell.first_bad is None else cell.first_bad
                 print(f"cell {kernel} threads={threads} n={n}: {cell.wrong_launches}/{launches} launches wrong, "
                       f"{cell.mismatched_elements} elements, worst {cell.worst_launch}, first bad {first} "
                       f"({cell.seconds:.2f} s)", flush=True)
-    wall = time.perf_counter() - start
+    return report(cells, time.perf_counter() - start, gpu, args.json)
+
+
+def report(cells: list[Cell], wall: float, gpu: Launcher, json_path: str | None) -> int:
+    """Print the table and totals, write the JSON; 1 if a control kernel ever mismatched."""
+    launches_total = sum(c.launches for c in cells)
     print()
     print(table(cells))
     rate = launches_total / wall if wall else 0.0
     print(f"\n{launches_total} launches in {wall:.2f} s: {rate:.0f} launches per second")
     bad_controls = [c for c in cells if c.role == "control" and c.wrong_launches]
-    meta = {"format": 1, "gpu": gpu, "arch": arch, "seed": None, "launches_total": launches_total,
+    meta = {"format": 1, "gpu": gpu.gpu, "arch": gpu.arch, "seed": None, "launches_total": launches_total,
             "wall_s": round(wall, 2), "launches_per_s": round(rate), "controls_clean": not bad_controls}
-    if args.json:
-        Path(args.json).write_text(json.dumps(results_json(cells, meta), indent=2) + "\n")
+    if json_path:
+        Path(json_path).write_text(json.dumps(results_json(cells, meta), indent=2) + "\n")
+    for c in bad_controls:
+        print(f"CONTROL FAILED: {c.kernel} at {c.threads} threads, n={c.n}: {c.wrong_launches} of "
+              f"{c.launches} launches wrong, first bad index {c.first_bad}")
     if bad_controls:
-        for c in bad_controls:
-            print(f"CONTROL FAILED: {c.kernel} at {c.threads} threads, n={c.n}: {c.wrong_launches} of "
-                  f"{c.launches} launches wrong, first bad index {c.first_bad}")
         return 1
     print("controls: the fixed kernels never mismatched")
     return 0
