@@ -208,12 +208,14 @@ class Evidence:
 
     sets: dict[str, EvidenceSet]
     errors: list[LessonError]
+    unreadable: set[str] = field(default_factory=set)  # folders whose manifest could not be read
 
 
 def load_all_evidence(repo: Path) -> Evidence:
     """Load every evidence/<set>/ and check its integrity and freshness."""
     sets: dict[str, EvidenceSet] = {}
     errors: list[LessonError] = []
+    unreadable: set[str] = set()
     base = repo / "evidence"
     for folder in sorted(p for p in base.iterdir() if p.is_dir()) if base.is_dir() else []:
         if folder.name.startswith("."):
@@ -222,6 +224,7 @@ def load_all_evidence(repo: Path) -> Evidence:
             ev = load_evidence_set(repo, folder.name)
         except LessonError as exc:
             errors.append(exc)
+            unreadable.add(folder.name)
             continue
         sets[ev.name] = ev
         errors.extend(check_integrity(ev))
@@ -231,4 +234,4 @@ def load_all_evidence(repo: Path) -> Evidence:
             errors.append(exc)
             continue
         errors.extend(check_freshness(ev, repo, spec))
-    return Evidence(sets, errors)
+    return Evidence(sets, errors, unreadable)

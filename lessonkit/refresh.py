@@ -23,7 +23,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -68,7 +68,7 @@ def _capture(argv: list[str], cwd: Path | None = None) -> str:
     return done.stdout
 
 
-def preflight(spec: LessonSpec, runs: list[RunSpec]) -> dict[str, str]:
+def preflight(runs: list[RunSpec]) -> dict[str, str]:
     """Check that nvcc, compute-sanitizer (if used) and a GPU are there; return the provenance."""
     missing = []
     needed = ["nvcc", "nvidia-smi"]
@@ -198,7 +198,7 @@ def refresh(repo: Path, lesson: str, set_name: str | None = None, only: str | No
         runs = [chosen]
         if not (target / MANIFEST).is_file():
             raise RefreshError(f"--only needs an existing set at evidence/{set_name}; run a full refresh first")
-    provenance = preflight(spec, runs)
+    provenance = preflight(runs)
     arch = arch or "sm_" + provenance["compute_capability"].replace(".", "")
     if arch not in spec.build:
         raise RefreshError(f"{spec.path} has no build line for {arch}; it has: {', '.join(spec.build)}")
@@ -266,11 +266,10 @@ def _record(repo: Path, spec: LessonSpec, set_name: str, build_line: str, arch: 
         if partial:  # keep every other transcript exactly as it was recorded
             old = load_evidence_set(repo, set_name)
             keep = {r.run.name for r in results} | {a.name for r in results for a in r.run.artifacts}
-            old_data = json.loads((target / MANIFEST).read_text(encoding="utf-8"))
-            for name, entry in old_data["transcripts"].items():
+            for name, entry in old.entries.items():
                 if name not in keep:
-                    shutil.copy2(target / entry["file"], scratch / entry["file"])
-                    entries[name] = entry
+                    shutil.copy2(target / entry.file, scratch / entry.file)
+                    entries[name] = {k: v for k, v in asdict(entry).items() if k != "name"}
             provenance = {**old.provenance, **provenance}
         for res in results:
             inputs = {BUILD_INPUT: sha256_text(build_line)}

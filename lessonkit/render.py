@@ -21,10 +21,10 @@ _PROVENANCE_ORDER = (
 )
 
 
-def _fence(text: str, char: str = "`") -> str:
-    """A code fence longer than any run of `char` inside `text`."""
+def _fence(text: str, char: str = "`", shortest: int = 3) -> str:
+    """A run of `char` longer than any run of it inside `text`, and at least `shortest` long."""
     longest = max((len(m) for m in re.findall(re.escape(char) + "+", text)), default=0)
-    return char * max(3, longest + 1)
+    return char * max(shortest, longest + 1)
 
 
 def _attr(value: str) -> str:
@@ -55,7 +55,7 @@ def provenance_sentence(ev: EvidenceSet, entry: TranscriptEntry | None = None) -
 
 
 def _inline_code(text: str) -> str:
-    fence = _fence(text)[:-2] if "`" in text else "`"
+    fence = _fence(text, shortest=1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{fence}{pad}{text}{pad}{fence}"
 

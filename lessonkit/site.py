@@ -32,9 +32,8 @@ class Site:
 
     def page(self, markdown: str, path: str, line_offset: int = 0) -> PageResult:
         """Expand and check one page's Markdown (`path` as messages name it)."""
-        broken = {e.path.split("/")[1] for e in self.evidence.errors if e.path.startswith("evidence/")}
         return process_page(markdown, path, self.repo, self.evidence.sets,
-                            broken - set(self.evidence.sets), line_offset)
+                            self.evidence.unreadable, line_offset)
 
 
 def strip_front_matter(text: str) -> tuple[str, int]:
