@@ -8,11 +8,17 @@ from typing import Iterable
 
 @dataclass(frozen=True)
 class LessonError(Exception):
-    """A problem found at `path:line`; `line` is 1-based, or None for a whole file."""
+    """A problem found at `path:line`; `line` is 1-based, or None for a whole file.
+
+    `rank` orders a report so causes come before consequences: 0 for a file that cannot be
+    read or a marker that is wrong, 1 for evidence integrity and freshness, 2 for what a page
+    claims.
+    """
 
     path: str
     line: int | None
     message: str
+    rank: int = 1
 
     def __str__(self) -> str:
         where = self.path if self.line is None else f"{self.path}:{self.line}"
@@ -27,8 +33,8 @@ class LessonErrors(Exception):
         super().__init__(self.report())
 
     def report(self) -> str:
-        """All errors, one per line, followed by their count."""
-        lines = [str(e) for e in self.errors]
+        """All errors, causes first (stable within a rank), one per line, followed by their count."""
+        lines = [str(e) for e in sorted(self.errors, key=lambda e: e.rank)]
         n = len(self.errors)
         lines.append(f"{n} error{'s' if n != 1 else ''} found")
         return "\n".join(lines)

@@ -6,47 +6,28 @@ Loading checks integrity (every file is the one the refresh wrote) and freshness
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from lessonkit.errors import LessonError
-from lessonkit.spec import LessonSpec, load_spec, sha256_file, sha256_text
-from lessonkit.transcript import Transcript, parse_transcript
 from lessonkit.jsontranscript import parse_json_transcript
+from lessonkit.manifest import (BUILD_INPUT, FORMAT, MANIFEST, MISSING, Manifest, TranscriptEntry,  # noqa: F401
+                                input_hashes, parse_manifest as _parse_manifest_text, read_manifest,
+                                sha256_file)
+from lessonkit.spec import LessonSpec, load_spec
+from lessonkit.transcript import Transcript, parse_transcript
 
-MANIFEST = "manifest.json"
-FORMAT = 1
-BUILD_INPUT = "build line"
-_ENTRY_FIELDS = {"file": str, "command": str, "exit_code": (int, type(None)), "timed_out": bool,
-                 "wall_s": (int, float), "date": str, "inputs": dict, "sha256": str}
+OLD_PREFIX = ".old."         # evidence/.old.<set>: the previous set while a refresh swaps (fallback path)
+SCRATCH_PREFIX = ".refresh."  # evidence/.refresh.<set>.<pid>: a refresh's work in progress
 
-
-@dataclass(frozen=True)
-class TranscriptEntry:
-    """The manifest's record of one transcript."""
-
-    name: str
-    file: str
-    command: str
-    exit_code: int | None
-    timed_out: bool
-    wall_s: float
-    date: str
-    inputs: dict[str, str]
-    sha256: str
-    format: str = "text"
-
-    def fields(self) -> dict[str, Any]:
-        """The values a page may quote about how the transcript was recorded."""
-        return {"command": self.command, "exit_code": self.exit_code, "timed_out": self.timed_out,
-                "wall_s": self.wall_s, "date": self.date, "day": self.date[:10]}
+# Parsed transcripts by (sha256 of the file, format): a rebuild re-parses only what changed.
+_parse_cache: dict[tuple[str, str], Transcript] = {}
 
 
 @dataclass
 class EvidenceSet:
-    """One evidence folder: its manifest's facts and lazily parsed transcripts."""
+    """One evidence folder: its manifest's facts and lazily parsed recordings."""
 
     name: str
     root: Path
@@ -56,96 +37,99 @@ class EvidenceSet:
     refresh: str
     provenance: dict[str, Any]
     entries: dict[str, TranscriptEntry]
-    _parsed: dict[str, Transcript] = field(default_factory=dict)
+    groups: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def shown(self) -> str:
         """The folder as messages name it."""
         return f"evidence/{self.name}"
 
+    def recordings(self, group: str) -> list[str]:
+        """The entry names of `group` (a run or artifact name, or one recording's own name)."""
+        if group in self.groups:
+            return list(self.groups[group])
+        return [group] if group in self.entries else []
+
     def transcript_path(self, name: str) -> str:
-        """evidence/<set>/<file> for transcript `name`."""
+        """evidence/<set>/<file> for recording `name`."""
         return f"{self.shown}/{self.entries[name].file}"
 
-    def refresh_command(self, only: str | None = None) -> str:
-        """The command an author runs on a GPU machine to re-record this set (or one transcript)."""
-        return self.refresh + (f" --only {only}" if only else "")
+    def refresh_command(self, only: str | list[str] | None = None) -> str:
+        """The command an author runs on a GPU machine to re-record this set (or some of its runs)."""
+        if only is None or (isinstance(only, list) and not only):
+            return self.refresh
+        names = [only] if isinstance(only, str) else only
+        groups = sorted({self.entries[n].group if n in self.entries else n for n in names})
+        if set(groups) >= set(self.groups):
+            return self.refresh
+        return self.refresh + " --only " + ",".join(groups)
 
     def transcript_text(self, name: str) -> str:
-        """The transcript's text; LessonError if the file cannot be read."""
+        """The recording's text; LessonError if it cannot be read or is not UTF-8."""
+        path = self.root / self.entries[name].file
         try:
-            return (self.root / self.entries[name].file).read_text(encoding="utf-8", errors="replace")
+            data = path.read_bytes()
         except OSError as exc:
             raise LessonError(self.transcript_path(name), None,
                               f"cannot read transcript {name!r}: {exc.strerror}; "
                               f"re-record it: {self.refresh_command(name)}") from exc
+        return decode_utf8(data, self.transcript_path(name))
 
     def transcript(self, name: str) -> Transcript:
-        """The parsed transcript `name` (parsed once per build)."""
-        if name not in self._parsed:
-            entry = self.entries[name]
-            text = self.transcript_text(name)
-            shown = self.transcript_path(name)
-            if entry.format == "json":
-                self._parsed[name] = parse_json_transcript(text, shown)
-            elif entry.format == "text":
-                self._parsed[name] = parse_transcript(text, shown)
-            else:  # kept for readers and tools (XML records); quoted only as text
-                self._parsed[name] = Transcript(shown, tuple(text.splitlines()))
-        return self._parsed[name]
+        """The parsed recording `name` (parsed once per content, across rebuilds)."""
+        entry = self.entries[name]
+        path = self.root / entry.file
+        try:
+            key = (sha256_file(path), entry.format)
+        except OSError:
+            key = None
+        if key is not None and key in _parse_cache:
+            return _parse_cache[key]
+        text = self.transcript_text(name)
+        shown = self.transcript_path(name)
+        if entry.format == "json":
+            parsed = parse_json_transcript(text, shown)
+        elif entry.format == "text":
+            parsed = parse_transcript(text, shown)
+        else:  # kept for readers and tools (XML records); quoted only as text
+            parsed = Transcript(shown, tuple(text.splitlines()))
+        if key is not None:
+            _parse_cache[key] = parsed
+        return parsed
 
 
-def _manifest_error(shown: str, message: str, line: int | None = None) -> LessonError:
-    return LessonError(f"{shown}/{MANIFEST}", line, message)
+def decode_utf8(data: bytes, shown: str) -> str:
+    """Bytes as UTF-8 text; LessonError naming the line and column of the first invalid byte."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise LessonError(shown, line, f"is not UTF-8: byte 0x{data[exc.start]:02x} at column {column}; "
+                          "the refresh writes UTF-8 only, so this file was not written by it") from None
+
+
+def _from_manifest(set_name: str, root: Path, m: Manifest) -> EvidenceSet:
+    return EvidenceSet(set_name, root, m.lesson, m.arch, m.build, m.refresh, dict(m.provenance),
+                       dict(m.entries), m.groups())
 
 
 def parse_manifest(text: str, set_name: str, root: Path) -> EvidenceSet:
     """Parse a manifest's text into an EvidenceSet; raises LessonError on any malformed field."""
-    shown = f"evidence/{set_name}"
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise _manifest_error(shown, f"not valid JSON: {exc.msg} (column {exc.colno})", exc.lineno) from exc
-    if not isinstance(data, dict):
-        raise _manifest_error(shown, "expected a JSON object at the top level")
-    if data.get("format") != FORMAT:
-        raise _manifest_error(shown, f"format {data.get('format')!r} is not {FORMAT}; re-record the set")
-    for key in ("lesson", "arch", "build", "refresh"):
-        if not isinstance(data.get(key), str):
-            raise _manifest_error(shown, f"'{key}' is missing or not a string")
-    if not isinstance(data.get("provenance"), dict) or not isinstance(data.get("transcripts"), dict):
-        raise _manifest_error(shown, "'provenance' and 'transcripts' must be JSON objects")
-    entries: dict[str, TranscriptEntry] = {}
-    for name, raw in data["transcripts"].items():
-        if not isinstance(raw, dict):
-            raise _manifest_error(shown, f"transcript {name!r}: expected an object")
-        for key, kind in _ENTRY_FIELDS.items():
-            if key not in raw or not isinstance(raw[key], kind):
-                raise _manifest_error(shown, f"transcript {name!r}: field '{key}' is missing or of the wrong type")
-        if "/" in raw["file"] or raw["file"].startswith("."):
-            raise _manifest_error(shown, f"transcript {name!r}: file {raw['file']!r} must be a plain name in the set's folder")
-        entries[name] = TranscriptEntry(name, raw["file"], raw["command"], raw["exit_code"],
-                                        raw["timed_out"], float(raw["wall_s"]), raw["date"],
-                                        dict(raw["inputs"]), raw["sha256"], str(raw.get("format", "text")))
-    return EvidenceSet(set_name, root, data["lesson"], data["arch"], data["build"], data["refresh"],
-                       dict(data["provenance"]), entries)
+    return _from_manifest(set_name, root, _parse_manifest_text(text, f"evidence/{set_name}"))
 
 
-def load_evidence_set(repo: Path, set_name: str) -> EvidenceSet:
-    """Read evidence/<set_name>/manifest.json."""
-    root = repo / "evidence" / set_name
+def load_evidence_set(repo: Path, set_name: str, folder: Path | None = None) -> EvidenceSet:
+    """Read evidence/<set_name>/manifest.json (or the manifest in `folder`, e.g. a set mid-swap)."""
+    root = folder or repo / "evidence" / set_name
     shown = f"evidence/{set_name}"
     if not root.is_dir():
-        raise LessonError(shown, None, "no such evidence set")
-    try:
-        text = (root / MANIFEST).read_text(encoding="utf-8")
-    except OSError:
-        raise _manifest_error(shown, "the manifest is missing; the set was not written by the refresh") from None
-    return parse_manifest(text, set_name, root)
+        raise LessonError(shown, None, "no such evidence set", rank=0)
+    return _from_manifest(set_name, root, read_manifest(root, shown))
 
 
 def check_integrity(ev: EvidenceSet) -> list[LessonError]:
-    """Errors for transcripts that are missing, edited since recording, or not in the manifest."""
+    """Errors for recordings that are missing, edited since recording, or not in the manifest."""
     errors = []
     listed = {e.file for e in ev.entries.values()} | {MANIFEST}
     for entry in ev.entries.values():
@@ -167,39 +151,80 @@ def check_integrity(ev: EvidenceSet) -> list[LessonError]:
 
 
 def check_freshness(ev: EvidenceSet, repo: Path, spec: LessonSpec) -> list[LessonError]:
-    """Errors for transcripts recorded from other inputs or commands than today's."""
-    errors = []
+    """One error per changed input or command, naming every transcript it makes stale."""
     shown = f"{ev.shown}/{MANIFEST}"
     build = spec.build.get(ev.arch)
     if build is None:
         return [LessonError(shown, None, f"arch {ev.arch!r} has no build line in {spec.path}")]
-    for entry in ev.entries.values():
-        fix = f"refresh it on a GPU machine: {ev.refresh_command(entry.name)}"
-        run = spec.run(entry.name)
+    causes: dict[tuple[str, ...], list[str]] = {}  # cause -> the groups it makes stale, in order
+    for group, names in ev.groups.items():
+        entry = ev.entries[names[0]]
+        run = spec.run(group)
         if run is None:
-            errors.append(LessonError(shown, None, f"transcript {entry.name!r} has no run in {spec.path}; {fix}"))
+            causes.setdefault(("norun", group), []).append(group)
             continue
         if run.command != entry.command:
-            errors.append(LessonError(shown, None, f"transcript {entry.name!r} is stale: recorded with "
-                                      f"{entry.command!r}, {spec.path} now says {run.command!r}; {fix}"))
-        expected = {BUILD_INPUT: sha256_text(build)}
-        for rel in spec.inputs + run.inputs:
-            path = repo / "code" / spec.lesson / rel
-            expected[f"code/{spec.lesson}/{rel}"] = sha256_file(path) if path.is_file() else "missing"
-        for key in sorted(set(expected) | set(entry.inputs)):
-            now, then = expected.get(key), entry.inputs.get(key)
-            if now != then:
-                errors.append(LessonError(shown, None, f"transcript {entry.name!r} is stale: {key} has "
-                                          f"sha256 {_short(now)} today but was recorded at {_short(then)}; {fix}"))
+            causes.setdefault(("command", group, entry.command, run.command), []).append(group)
+        expected = input_hashes(repo, spec, run, build)
+        for name in names:
+            recorded = ev.entries[name].inputs
+            for key in sorted(set(expected) | set(recorded)):
+                now, then = expected.get(key), recorded.get(key)
+                if now != then:
+                    cause = ("input", key, str(now), str(then))
+                    if group not in causes.setdefault(cause, []):
+                        causes[cause].append(group)
+        recorded_repeats = entry.repeats
+        if run.name == group and run.repeat != recorded_repeats:
+            causes.setdefault(("repeat", group, str(recorded_repeats), str(run.repeat)), []).append(group)
+    errors = []
+    for cause, groups in causes.items():
+        fix = f"refresh on a GPU machine: {ev.refresh_command(_runs_of(spec, groups))}"
+        if cause[0] == "norun":
+            errors.append(LessonError(shown, None, f"transcript {cause[1]!r} has no run in {spec.path}; "
+                                      f"re-record the set: {ev.refresh_command()}"))
+        elif cause[0] == "command":
+            errors.append(LessonError(shown, None, f"transcript {cause[1]!r} is stale: recorded with "
+                                      f"{cause[2]!r}, {spec.path} now says {cause[3]!r}; {fix}"))
+        elif cause[0] == "repeat":
+            errors.append(LessonError(shown, None, f"transcript {cause[1]!r} is stale: recorded "
+                                      f"{cause[2]} time(s), {spec.path} now asks for repeat = {cause[3]}; {fix}"))
+        else:
+            _, key, now, then = cause
+            if now == "None":
+                what = f"{key} is no longer an input (recorded at sha256 {_short(then)})"
+            elif then == "None":
+                what = f"{key} is a new input (sha256 {_short(now)} today, not recorded)"
+            elif now == MISSING:
+                what = f"{key} is missing today (recorded at sha256 {_short(then)})"
+            else:
+                what = f"{key} has sha256 {_short(now)} today but was recorded at {_short(then)}"
+            stale = _count(groups, "transcript")
+            errors.append(LessonError(shown, None, f"{what}: {stale} stale ({', '.join(groups)}); {fix}"))
     for run in spec.runs:
-        if run.name not in ev.entries:
+        if run.name not in ev.groups:
             errors.append(LessonError(shown, None, f"run {run.name!r} of {spec.path} has no transcript; "
-                                      f"record it: {ev.refresh_command(run.name)}"))
+                                      f"record it: {ev.refresh_command([run.name])}"))
     return errors
 
 
+def _runs_of(spec: LessonSpec, groups: list[str]) -> list[str]:
+    """The run names that re-record `groups` (an artifact is re-recorded by its run)."""
+    names = []
+    for g in groups:
+        run = spec.run(g)
+        name = run.name if run is not None else g
+        if name not in names:
+            names.append(name)
+    return names
+
+
+def _count(items: list, noun: str) -> str:
+    return f"{len(items)} {noun}{'s' if len(items) != 1 else ''}"
+
+
 def _short(digest: str | None) -> str:
-    return "(none)" if digest is None else digest[:12]
+    return "(none)" if digest in (None, "None") else digest[:12]
 
 
 @dataclass
@@ -211,20 +236,38 @@ class Evidence:
     unreadable: set[str] = field(default_factory=set)  # folders whose manifest could not be read
 
 
+def set_folders(repo: Path) -> dict[str, Path]:
+    """Each set's folder: evidence/<set>, or evidence/.old.<set> when a refresh stopped mid-swap.
+
+    A swap without an atomic exchange renames the old set aside before it moves the new one in;
+    a crash between the two renames leaves only the old set, under its hidden name. It is the
+    complete previous evidence, so it is read in place (the next refresh moves it back).
+    """
+    base = repo / "evidence"
+    found: dict[str, Path] = {}
+    if not base.is_dir():
+        return found
+    for folder in sorted(p for p in base.iterdir() if p.is_dir()):
+        if not folder.name.startswith("."):
+            found[folder.name] = folder
+    for folder in sorted(base.glob(OLD_PREFIX + "*")):
+        name = folder.name[len(OLD_PREFIX):]
+        if folder.is_dir() and name not in found:
+            found[name] = folder
+    return found
+
+
 def load_all_evidence(repo: Path) -> Evidence:
-    """Load every evidence/<set>/ and check its integrity and freshness."""
+    """Load every evidence set and check its integrity and freshness."""
     sets: dict[str, EvidenceSet] = {}
     errors: list[LessonError] = []
     unreadable: set[str] = set()
-    base = repo / "evidence"
-    for folder in sorted(p for p in base.iterdir() if p.is_dir()) if base.is_dir() else []:
-        if folder.name.startswith("."):
-            continue  # the refresh's scratch folders
+    for name, folder in set_folders(repo).items():
         try:
-            ev = load_evidence_set(repo, folder.name)
+            ev = load_evidence_set(repo, name, folder)
         except LessonError as exc:
-            errors.append(exc)
-            unreadable.add(folder.name)
+            errors.append(replace(exc, rank=0))
+            unreadable.add(name)
             continue
         sets[ev.name] = ev
         errors.extend(check_integrity(ev))

@@ -8,6 +8,11 @@ from pathlib import Path
 
 from lessonkit.errors import LessonError, LessonErrors
 
+
+def _marker_error(path: str, line: int | None, message: str) -> LessonError:
+    """Region problems are causes: they are reported before what follows from them."""
+    return LessonError(path, line, message, rank=0)
+
 # A marker is a whole comment line; `//` (CUDA, C++) and `#` (Python, shell) both work.
 _OPEN_RE = re.compile(
     r"""^\s*(?://|\#)\s*snippet:\s*(?P<name>\S*)\s*(?P<extra>.*?)\s*$""", re.VERBOSE
@@ -41,13 +46,13 @@ def parse_regions(text: str, source: str) -> dict[str, Region]:
     for number, line in enumerate(lines, start=1):
         if _END_RE.match(line):
             if open_name is None:
-                errors.append(LessonError(source, number, "'// end snippet' with no open region"))
+                errors.append(_marker_error(source, number, "'// end snippet' with no open region"))
                 continue
             body = lines[open_line:number - 1]
             region = Region(source, open_name, open_line + 1, number - 1, "\n".join(body))
             if open_name in regions:
                 first = regions[open_name].first - 1
-                errors.append(LessonError(
+                errors.append(_marker_error(
                     source, open_line,
                     f"duplicate region {open_name!r}; it is already defined at line {first}"))
             else:
@@ -59,20 +64,20 @@ def parse_regions(text: str, source: str) -> dict[str, Region]:
             continue
         name = m.group("name")
         if not _NAME_RE.match(name) or m.group("extra"):
-            errors.append(LessonError(
+            errors.append(_marker_error(
                 source, number,
                 f"bad region marker {line.strip()!r}; expected '// snippet: NAME' "
                 "with NAME of letters, digits, '-', '_' or '.'"))
             continue
         if open_name is not None:
-            errors.append(LessonError(
+            errors.append(_marker_error(
                 source, number,
                 f"region {name!r} opens inside region {open_name!r} (opened at line "
                 f"{open_line}); regions cannot nest: close it with '// end snippet' first"))
             continue
         open_name, open_line = name, number
     if open_name is not None:
-        errors.append(LessonError(
+        errors.append(_marker_error(
             source, open_line, f"region {open_name!r} is never closed; expected '// end snippet'"))
     if errors:
         raise LessonErrors(errors)
@@ -85,7 +90,7 @@ def resolve_code_path(code_root: Path, relpath: str, where: LessonError) -> Path
     `where` carries the location (page and line) used in any error raised.
     """
     def fail(why: str) -> LessonError:
-        return LessonError(where.path, where.line, f"{why}; {where.message}")
+        return _marker_error(where.path, where.line, f"{why}; {where.message}")
 
     if not relpath or relpath.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", relpath):
         raise fail(f"source path {relpath!r} is absolute; expected a path relative to code/")
@@ -110,17 +115,17 @@ def load_region(code_root: Path, relpath: str, name: str, where: LessonError) ->
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise LessonError(where.path, where.line, f"cannot read {shown!r}: {exc}") from exc
+        raise _marker_error(where.path, where.line, f"cannot read {shown!r}: {exc}") from exc
     try:
         regions = parse_regions(text, shown)
     except LessonErrors as exc:
         # Name both places: the page that asked and the source line that is wrong.
         raise LessonErrors(
-            LessonError(where.path, where.line, f"in region {name!r}: {e}") for e in exc.errors
+            _marker_error(where.path, where.line, f"in region {name!r}: {e}") for e in exc.errors
         ) from exc
     if name not in regions:
         known = ", ".join(sorted(regions)) or "none"
-        raise LessonError(
+        raise _marker_error(
             where.path, where.line,
             f"no region {name!r} in {shown!r}; the regions there are: {known}")
     return regions[name]

@@ -6,13 +6,14 @@ lesson README show them; the build checks that all of these agree.
 
 from __future__ import annotations
 
-import hashlib
+import os
 import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from lessonkit.errors import LessonError
+from lessonkit.manifest import sha256_file, sha256_text  # noqa: F401  (re-exported for callers)
 
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 
@@ -36,6 +37,8 @@ class RunSpec:
     gate: bool
     inputs: tuple[str, ...]
     artifacts: tuple[Artifact, ...] = ()
+    repeat: int = 1          # independent recordings of the same command
+    exclusive: bool = False  # the GPU to itself: no other run of the refresh overlaps it
 
 
 @dataclass(frozen=True)
@@ -56,14 +59,7 @@ class LessonSpec:
         return None
 
 
-def sha256_text(text: str) -> str:
-    """Hex sha256 of a string's UTF-8 bytes (used for build lines)."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def sha256_file(path: Path) -> str:
-    """Hex sha256 of a file's bytes."""
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+MAX_REPEAT = 50
 
 
 def parse_spec(text: str, source: str) -> LessonSpec:
@@ -114,16 +110,38 @@ def parse_spec(text: str, source: str) -> LessonSpec:
             gate=need(raw, "gate", bool, where, False),
             inputs=strings(need(raw, "inputs", list, where, []), where, "inputs"),
             artifacts=tuple(artifacts),
+            repeat=_repeat(need(raw, "repeat", int, where, 1), source, where),
+            exclusive=need(raw, "exclusive", bool, where, False),
         ))
     return LessonSpec(lesson, source, inputs, dict(build), tuple(runs))
 
 
+def _repeat(value: int, source: str, where: str) -> int:
+    if not 1 <= value <= MAX_REPEAT:
+        raise LessonError(source, None, f"{where}: 'repeat' must be from 1 to {MAX_REPEAT}, not {value}")
+    return value
+
+
+_spec_cache: dict[str, tuple[tuple[int, int, int], LessonSpec]] = {}
+
+
 def load_spec(code_root: Path, lesson: str) -> LessonSpec:
-    """Load code/<lesson>/runs.toml."""
+    """Load code/<lesson>/runs.toml (parsed once while the file is unchanged)."""
     path = code_root / lesson / "runs.toml"
     shown = f"code/{lesson}/runs.toml"
     try:
+        st = os.stat(path)
+        key = (st.st_ino, st.st_size, st.st_mtime_ns)
+        cached = _spec_cache.get(str(path))
+        if cached is not None and cached[0] == key:
+            return cached[1]
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise LessonError(shown, None, f"cannot read the lesson's run specification: {exc.strerror}") from exc
-    return parse_spec(text, shown)
+        raise LessonError(shown, None, f"cannot read the lesson's run specification: {exc.strerror}",
+                          rank=0) from exc
+    try:
+        spec = parse_spec(text, shown)
+    except LessonError as exc:  # a broken spec is a cause: report it before its consequences
+        raise replace(exc, rank=0) from None
+    _spec_cache[str(path)] = (key, spec)
+    return spec

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from lessonkit.evidence import BUILD_INPUT
-from lessonkit.spec import sha256_file, sha256_text
+from lessonkit.manifest import Manifest, TranscriptEntry, input_hashes, sha256_file, write_manifest
 
 REPO = Path(__file__).resolve().parent.parent
 HOOKS = REPO / "hooks" / "lessonkit_hooks.py"
@@ -102,31 +102,37 @@ def write_tree(root: Path, files: dict[str, str]) -> None:
         path.write_text(text, encoding="utf-8")
 
 
-def record_set(repo: Path, lesson: str, transcripts: dict[str, str], set_name: str | None = None,
+def record_set(repo: Path, lesson: str, transcripts: dict[str, str | list[str]], set_name: str | None = None,
                provenance: dict | None = None, arch: str = "sm_90") -> Path:
-    """Write evidence/<set>/ as the refresh would: transcripts, hashes of today's inputs, manifest."""
-    from lessonkit.spec import load_spec
+    """Write evidence/<set>/ as the refresh would: transcripts, hashes of today's inputs, manifest.
+
+    A list of texts records that many repeats of the run (NAME.r1 .. NAME.rN).
+    """
+    from lessonkit.manifest import recording_file, recording_name
+    from lessonkit.spec import RunSpec, load_spec
 
     spec = load_spec(repo / "code", lesson)
     set_name = set_name or lesson
     folder = repo / "evidence" / set_name
-    folder.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
     entries = {}
-    for name, text in transcripts.items():
-        run = spec.run(name)
-        inputs = {BUILD_INPUT: sha256_text(spec.build[arch])}
-        for rel in spec.inputs + (run.inputs if run else ()):
-            inputs[f"code/{lesson}/{rel}"] = sha256_file(repo / "code" / lesson / rel)
-        fmt = "json" if name.endswith("-json") else "text"
-        file = f"{name}.{'json' if fmt == 'json' else 'txt'}"
-        (folder / file).write_text(text, encoding="utf-8")
-        entries[name] = {"file": file, "command": run.command if run else "?", "exit_code": 0,
-                         "timed_out": False, "wall_s": 1.5, "date": "2026-11-29T12:00:00Z",
-                         "inputs": inputs, "sha256": sha256_file(folder / file), "format": fmt}
-    manifest = {"format": 1, "lesson": lesson, "arch": arch, "build": spec.build[arch],
-                "refresh": f"python3 scripts/refresh.py {lesson}", "provenance": provenance or PROVENANCE,
-                "transcripts": entries}
-    (folder / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    for group, texts in transcripts.items():
+        texts = [texts] if isinstance(texts, str) else texts
+        run = spec.run(group) or RunSpec(group, "?", 300.0, False, ())
+        inputs = input_hashes(repo, spec, run, spec.build[arch])
+        fmt = "json" if group.endswith("-json") else "text"
+        for k, text in enumerate(texts, start=1):
+            name = recording_name(group, k, len(texts))
+            file = recording_file(f"{group}.{'json' if fmt == 'json' else 'txt'}", k, len(texts))
+            (folder / file).write_text(text, encoding="utf-8")
+            entries[name] = TranscriptEntry(
+                name=name, file=file, command=run.command, exit_code=0, timed_out=False, wall_s=1.5,
+                date="2026-11-29T12:00:00Z", inputs=inputs, sha256=sha256_file(folder / file), format=fmt,
+                group=group, repeat=k, repeats=len(texts), exclusive=run.exclusive,
+                started=1_780_000_000.0 + 10 * k, ended=1_780_000_001.5 + 10 * k)
+    write_manifest(folder, Manifest(lesson, arch, spec.build[arch], f"python3 scripts/refresh.py {lesson}",
+                                    provenance or PROVENANCE, entries))
     return folder
 
 

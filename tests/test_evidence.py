@@ -10,7 +10,7 @@ import pytest
 from lessonkit.errors import LessonError
 from lessonkit.evidence import load_all_evidence, load_evidence_set
 
-FIX = "refresh it on a GPU machine: python3 scripts/refresh.py demo --only"
+FIX = "refresh on a GPU machine: python3 scripts/refresh.py demo --only"
 
 
 def errors(repo: Path) -> list[str]:
@@ -64,6 +64,51 @@ def test_manifest_field_of_wrong_type(demo_repo: Path):
         "evidence/demo/manifest.json: transcript 'race': field 'exit_code' is missing or of the wrong type"]
 
 
+def test_manifest_of_format_one_is_still_read(demo_repo: Path):
+    path = demo_repo / "evidence/demo/manifest.json"
+    data = json.loads(path.read_text())
+    data["format"] = 1
+    for entry in data["transcripts"].values():
+        for key in ("group", "repeat", "repeats", "exclusive", "started", "ended"):
+            del entry[key]
+    path.write_text(json.dumps(data))
+    ev = load_all_evidence(demo_repo)
+    assert ev.errors == [] and ev.sets["demo"].groups == {"bare": ("bare",), "race": ("race",)}
+
+
+def test_repeats_need_every_recording(demo_repo: Path):
+    from conftest import RACE, record_set
+    record_set(demo_repo, "demo", {"race": [RACE] * 3, "bare": "x\n"})
+    path = demo_repo / "evidence/demo/manifest.json"
+    data = json.loads(path.read_text())
+    del data["transcripts"]["race.r2"]
+    path.write_text(json.dumps(data))
+    assert errors(demo_repo) == [
+        "evidence/demo/manifest.json: group 'race' has 2 recordings but they say 3 repeats"]
+
+
+def test_recording_names_follow_their_repeat(demo_repo: Path):
+    from conftest import RACE, record_set
+    record_set(demo_repo, "demo", {"race": [RACE] * 2, "bare": "x\n"})
+    path = demo_repo / "evidence/demo/manifest.json"
+    data = json.loads(path.read_text())
+    data["transcripts"]["race.r2"]["repeat"] = 1
+    path.write_text(json.dumps(data))
+    assert errors(demo_repo) == [
+        "evidence/demo/manifest.json: transcript 'race.r2': expected the name 'race.r1' for recording 1 of 2 "
+        "of 'race'"]
+
+
+def test_non_utf8_transcript_is_an_error_with_its_line(demo_repo: Path):
+    from lessonkit.evidence import load_evidence_set
+    ev = load_evidence_set(demo_repo, "demo")
+    (demo_repo / "evidence/demo/race.txt").write_bytes(b"ok\nbad \xff here\n")
+    with pytest.raises(LessonError) as info:
+        ev.transcript_text("race")
+    assert str(info.value) == ("evidence/demo/race.txt:2: is not UTF-8: byte 0xff at column 5; the refresh "
+                               "writes UTF-8 only, so this file was not written by it")
+
+
 def test_no_such_set(demo_repo: Path):
     with pytest.raises(LessonError) as info:
         load_evidence_set(demo_repo, "nope")
@@ -74,17 +119,41 @@ def test_source_change_makes_the_set_stale(demo_repo: Path):
     src = demo_repo / "code/demo/demo.cu"
     src.write_text(src.read_text() + "// one more line\n")
     found = errors(demo_repo)
-    assert len(found) == 2  # both transcripts were recorded from the old source
-    race = next(e for e in found if "'race'" in e)
-    assert race.startswith("evidence/demo/manifest.json: transcript 'race' is stale: code/demo/demo.cu has sha256 ")
-    assert race.endswith(f"; {FIX} race")
+    # One cause, one error, naming every transcript it makes stale and the one command that fixes it.
+    assert len(found) == 1
+    assert found[0].startswith("evidence/demo/manifest.json: code/demo/demo.cu has sha256 ")
+    assert found[0].endswith(": 2 transcripts stale (bare, race); refresh on a GPU machine: "
+                             "python3 scripts/refresh.py demo")
+
+
+def test_one_stale_error_per_changed_input_with_repeats(demo_repo: Path):
+    from conftest import RACE, record_set
+    runs = demo_repo / "code/demo/runs.toml"
+    runs.write_text(runs.read_text().replace('name = "race"', 'name = "race"\nrepeat = 4'))
+    record_set(demo_repo, "demo", {"race": [RACE] * 4, "bare": "x\n"})
+    assert errors(demo_repo) == []
+    src = demo_repo / "code/demo/demo.cu"
+    src.write_text(src.read_text() + "// one more line\n")
+    found = errors(demo_repo)
+    assert len(found) == 1 and ": 2 transcripts stale (bare, race);" in found[0]
+
+
+def test_partial_staleness_names_the_runs_to_refresh(demo_repo: Path):
+    runs = demo_repo / "code/demo/runs.toml"
+    runs.write_text(runs.read_text().replace('name = "bare"', 'name = "bare"\ninputs = ["extra.txt"]'))
+    (demo_repo / "code/demo/extra.txt").write_text("v1")
+    found = errors(demo_repo)
+    assert found == [
+        "evidence/demo/manifest.json: code/demo/extra.txt is a new input (sha256 "
+        f"{__import__('hashlib').sha256(b'v1').hexdigest()[:12]} today, not recorded): 1 transcript stale "
+        f"(bare); {FIX} bare"]
 
 
 def test_build_line_change_makes_the_set_stale(demo_repo: Path):
     runs = demo_repo / "code/demo/runs.toml"
     runs.write_text(runs.read_text().replace("-arch=sm_90", "-O3 -arch=sm_90"))
     found = errors(demo_repo)
-    assert any("transcript 'bare' is stale: build line has sha256" in e for e in found)
+    assert len(found) == 1 and found[0].startswith("evidence/demo/manifest.json: build line has sha256")
 
 
 def test_command_change_makes_the_transcript_stale(demo_repo: Path):
@@ -94,6 +163,14 @@ def test_command_change_makes_the_transcript_stale(demo_repo: Path):
     assert found == [
         "evidence/demo/manifest.json: transcript 'bare' is stale: recorded with './demo', "
         f"code/demo/runs.toml now says './demo all'; {FIX} bare"]
+
+
+def test_repeat_change_makes_the_transcript_stale(demo_repo: Path):
+    runs = demo_repo / "code/demo/runs.toml"
+    runs.write_text(runs.read_text().replace('name = "race"', 'name = "race"\nrepeat = 3'))
+    assert errors(demo_repo) == [
+        "evidence/demo/manifest.json: transcript 'race' is stale: recorded 1 time(s), code/demo/runs.toml "
+        f"now asks for repeat = 3; {FIX} race"]
 
 
 def test_run_without_transcript(demo_repo: Path):
