@@ -11,7 +11,6 @@ import concurrent.futures as futures
 import ctypes
 import ctypes.util
 import importlib.metadata
-import json
 import os
 import platform
 import re
@@ -23,38 +22,79 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 from lessonkit.errors import LessonError
-from lessonkit.evidence import BUILD_INPUT, FORMAT, MANIFEST, load_evidence_set
-from lessonkit.site import check_site
-from lessonkit.spec import LessonSpec, RunSpec, load_spec, sha256_file, sha256_text
+from lessonkit.evidence import OLD_PREFIX, SCRATCH_PREFIX, load_evidence_set
+from lessonkit.manifest import (MISSING, Manifest, TranscriptEntry, input_hashes, recording_file,
+                                recording_name, sha256_file, write_manifest)
+from lessonkit.spec import LessonSpec, RunSpec, load_spec
+
+# Test hooks: stop the process dead at a named point of the swap, or pretend renameat2 is missing.
+CRASH_AT_ENV = "LESSONKIT_REFRESH_CRASH_AT"
+NO_EXCHANGE_ENV = "LESSONKIT_REFRESH_NO_EXCHANGE"
+CRASH_POINTS = ("scratch-written", "exchanged", "old-moved", "new-moved")
 
 
 class RefreshError(Exception):
     """The refresh cannot go on; the old evidence is untouched. The message says why."""
 
 
-@dataclass
-class RunResult:
-    """What one command did."""
+@dataclass(frozen=True)
+class Job:
+    """One recording to make: repeat `repeat` of `run`."""
 
     run: RunSpec
+    repeat: int
+
+    @property
+    def name(self) -> str:
+        """The recording's entry name (NAME, or NAME.rK when the run repeats)."""
+        return recording_name(self.run.name, self.repeat, self.run.repeat)
+
+
+@dataclass
+class RunResult:
+    """What one recording did."""
+
+    job: Job
     output: str
     exit_code: int | None
     timed_out: bool
     wall_s: float
     date: str
+    started: float
+    ended: float
+    cwd: Path
+
+    @property
+    def run(self) -> RunSpec:
+        """The run this is a recording of."""
+        return self.job.run
+
+
+@dataclass
+class SwapState:
+    """Where the swap stands, so an interruption can say which evidence is in place."""
+
+    phase: str = "recording"  # recording -> swapping -> swapped
 
 
 _live: set[subprocess.Popen] = set()
 _live_lock = threading.Lock()
+swap_state = SwapState()
 
 
 def _utc_now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _crash_point(name: str) -> None:
+    """Die here, as a SIGKILL would, when the test hook names this point."""
+    if os.environ.get(CRASH_AT_ENV) == name:
+        os._exit(137)
 
 
 def _capture(argv: list[str], cwd: Path | None = None) -> str:
@@ -102,8 +142,10 @@ def preflight(runs: list[RunSpec]) -> dict[str, str]:
     return prov
 
 
-def _execute(run: RunSpec, cwd: Path) -> RunResult:
-    """Run one command with a timeout; stdout and stderr together, in order; a hang is killed and recorded."""
+def _execute(job: Job, cwd: Path) -> RunResult:
+    """Run one recording with a timeout; stdout and stderr together, in order; a hang is killed and recorded."""
+    run = job.run
+    started = time.time()
     start = time.monotonic()
     date = _utc_now()
     proc = subprocess.Popen(shlex.split(run.command), cwd=cwd, stdout=subprocess.PIPE,
@@ -124,7 +166,8 @@ def _execute(run: RunSpec, cwd: Path) -> RunResult:
     text = out.decode("utf-8", errors="replace")
     if timed_out:
         text += f"\n[refresh: no exit after {run.timeout:g} s; the process group was killed]\n"
-    return RunResult(run, text, None if timed_out else proc.returncode, timed_out, wall, date)
+    return RunResult(job, text, None if timed_out else proc.returncode, timed_out, wall, date,
+                     started, time.time(), cwd)
 
 
 def _kill(proc: subprocess.Popen) -> None:
@@ -142,6 +185,8 @@ def _kill_all() -> None:
 
 def _exchange(a: Path, b: Path) -> bool:
     """Atomically swap two directories (Linux renameat2 RENAME_EXCHANGE); False if unsupported."""
+    if os.environ.get(NO_EXCHANGE_ENV):
+        return False
     libc_name = ctypes.util.find_library("c")
     if not libc_name or sys.platform != "linux":
         return False
@@ -154,50 +199,100 @@ def _exchange(a: Path, b: Path) -> bool:
     return rc == 0
 
 
+def old_folder(target: Path) -> Path:
+    """Where the fallback swap parks the previous set: evidence/.old.<set> (hidden from the build
+    while the set itself exists; read in its place while it does not)."""
+    return target.with_name(OLD_PREFIX + target.name)
+
+
+def scratch_folder(target: Path) -> Path:
+    """This process's work in progress for set `target`: evidence/.refresh.<set>.<pid>."""
+    return target.with_name(f"{SCRATCH_PREFIX}{target.name}.{os.getpid()}")
+
+
 def swap_in(new: Path, target: Path) -> None:
-    """Make `new` the folder at `target`, atomically where the OS allows; the old one is removed."""
+    """Make the complete folder `new` the set at `target`; the old set is removed.
+
+    At every instant one complete set is findable: with renameat2 the exchange is atomic; without
+    it, target moves to .old.<set> (which the build and the next refresh read as the set while
+    target is missing), new moves to target, and only then is the old one deleted.
+    """
     if not target.exists():
         os.rename(new, target)
         return
     if _exchange(new, target):
+        _crash_point("exchanged")
         shutil.rmtree(new)  # `new` now holds the old evidence
         return
-    # No atomic exchange: two renames; a crash between them leaves `<target>.old`, restored on the next run.
-    old = target.with_name(target.name + ".old")
+    old = old_folder(target)
+    if old.exists():
+        shutil.rmtree(old)  # left by a crash after a completed swap (recover removes it first)
     os.rename(target, old)
+    _crash_point("old-moved")
     os.rename(new, target)
+    _crash_point("new-moved")
     shutil.rmtree(old)
 
 
-def _recover(target: Path) -> None:
-    old = target.with_name(target.name + ".old")
-    if old.exists() and not target.exists():
-        os.rename(old, target)
-    for stale in target.parent.glob(f".refresh-{target.name}-*"):
-        shutil.rmtree(stale, ignore_errors=True)
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
-def _transcript_entry(result: RunResult, file: str, sha: str, inputs: dict[str, str], fmt: str) -> dict:
-    return {"file": file, "command": result.run.command, "exit_code": result.exit_code,
-            "timed_out": result.timed_out, "wall_s": round(result.wall_s, 2), "date": result.date,
-            "inputs": inputs, "sha256": sha, "format": fmt}
+def recover(target: Path) -> list[str]:
+    """Put a set back in order after a refresh that died; returns what it did, one line each.
+
+    Exactly one set remains: the old one restored when the crash came between the two renames,
+    the new one when it came after. Scratch folders of dead refreshes of this set are removed
+    (another set's scratch never matches: names are .refresh.<set>.<pid>, and set names hold no dot).
+    """
+    did: list[str] = []
+    old = old_folder(target)
+    if old.exists():
+        if target.exists():
+            shutil.rmtree(old)
+            did.append(f"removed {old.name} (a swap had completed)")
+        else:
+            os.rename(old, target)
+            did.append(f"restored {target.name} from {old.name} (a swap was interrupted)")
+    prefix = f"{SCRATCH_PREFIX}{target.name}."
+    for scratch in sorted(target.parent.glob(prefix + "*")) if target.parent.is_dir() else []:
+        pid = scratch.name[len(prefix):]
+        if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
+            shutil.rmtree(scratch, ignore_errors=True)
+            did.append(f"removed {scratch.name} (a refresh that did not finish)")
+    return did
 
 
-def refresh(repo: Path, lesson: str, set_name: str | None = None, only: str | None = None,
+def refresh(repo: Path, lesson: str, set_name: str | None = None, only: list[str] | None = None,
             arch: str | None = None, out=print) -> int:
     """Re-record a lesson's evidence; returns 0 if the pages still agree, 1 if not, 2 if nothing was recorded."""
     spec = load_spec(repo / "code", lesson)
     set_name = set_name or lesson
     target = repo / "evidence" / set_name
-    _recover(target)
+    for line in recover(target):
+        out(f"recover {line}")
     runs = list(spec.runs)
-    if only is not None:
-        chosen = spec.run(only)
-        if chosen is None:
-            raise RefreshError(f"no run {only!r} in {spec.path}; runs: {', '.join(r.name for r in spec.runs)}")
-        runs = [chosen]
-        if not (target / MANIFEST).is_file():
+    if only:
+        runs = []
+        for name in only:
+            chosen = spec.run(name)
+            if chosen is None:
+                raise RefreshError(f"no run {name!r} in {spec.path}; runs: {', '.join(r.name for r in spec.runs)}")
+            if chosen not in runs:
+                runs.append(chosen)
+        if not (target / "manifest.json").is_file():
             raise RefreshError(f"--only needs an existing set at evidence/{set_name}; run a full refresh first")
+    missing = [f"code/{lesson}/{rel}" for r in runs for rel in spec.inputs + r.inputs
+               if not (repo / "code" / lesson / rel).is_file()]
+    if missing:
+        raise RefreshError(f"{spec.path} names inputs that do not exist: {', '.join(sorted(set(missing)))}; "
+                           "nothing was run")
     provenance = preflight(runs)
     arch = arch or "sm_" + provenance["compute_capability"].replace(".", "")
     if arch not in spec.build:
@@ -205,10 +300,11 @@ def refresh(repo: Path, lesson: str, set_name: str | None = None, only: str | No
     build_line = spec.build[arch]
 
     target.parent.mkdir(parents=True, exist_ok=True)
-    # A fixed build folder: tools write its path into their records (XML), and a second
-    # refresh with no source change must not rewrite them.
-    build_dir = Path(tempfile.gettempdir()) / "lessonkit-refresh" / lesson
-    shutil.rmtree(build_dir, ignore_errors=True)
+    # A fixed build folder named like the repository's own, so paths that tools write into their
+    # records (XML) read code/<lesson>/FILE and a second refresh does not rewrite them.
+    work = Path(tempfile.gettempdir()) / "100-days-of-gpu" / lesson
+    build_dir = work / "code" / lesson
+    shutil.rmtree(work, ignore_errors=True)
     build_dir.mkdir(parents=True)
     try:
         for path in (repo / "code" / lesson).iterdir():
@@ -219,94 +315,143 @@ def refresh(repo: Path, lesson: str, set_name: str | None = None, only: str | No
         if done.returncode != 0:
             raise RefreshError(f"the build failed (exit {done.returncode}); nothing was recorded:\n"
                                f"{done.stdout}{done.stderr}")
-        results = _run_all(runs, build_dir, out)
+        results = _run_all(runs, build_dir, work / "runs", out)
         failed_gates = [r for r in results if r.run.gate and (r.timed_out or r.exit_code != 0)]
         if failed_gates:
-            text = "\n".join(f"--- {r.run.name} ({'timed out' if r.timed_out else f'exit {r.exit_code}'}):\n"
+            text = "\n".join(f"--- {r.job.name} ({'timed out' if r.timed_out else f'exit {r.exit_code}'}):\n"
                              f"{r.output}" for r in failed_gates)
             raise RefreshError("a gated run failed, so the fixed kernels are not right; the old evidence "
                                f"is kept and nothing was recorded:\n{text}")
-        _record(repo, spec, set_name, build_line, arch, provenance, results, build_dir, only is not None)
+        _record(repo, spec, set_name, build_line, arch, provenance, results, bool(only))
     finally:
-        shutil.rmtree(build_dir, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
     return report_claims(repo, out)
 
 
-def _run_all(runs: list[RunSpec], build_dir: Path, out) -> list[RunResult]:
-    start = time.monotonic()
+def _job_dir(build_dir: Path, runs_dir: Path, job: Job) -> Path:
+    """A working folder of its own for each recording (repeats write the same artifact names)."""
+    cwd = runs_dir / job.name
+    cwd.mkdir(parents=True)
+    for path in build_dir.iterdir():
+        (cwd / path.name).symlink_to(path)
+    return cwd
+
+
+def _run_all(runs: list[RunSpec], build_dir: Path, runs_dir: Path, out) -> list[RunResult]:
+    """Every recording: the shared ones concurrently, then each exclusive one with the GPU to itself."""
+    jobs = [Job(r, k) for r in runs for k in range(1, r.repeat + 1)]
+    shared = [j for j in jobs if not j.run.exclusive]
+    exclusive = [j for j in jobs if j.run.exclusive]
     results: list[RunResult] = []
-    # Independent runs share the GPU; the slowest one (hazard mode) sets the pace.
-    with futures.ThreadPoolExecutor(max_workers=max(1, len(runs))) as pool:
-        pending = {pool.submit(_execute, r, build_dir): r for r in runs}
+
+    def report(res: RunResult) -> None:
+        results.append(res)
+        status = "timed out" if res.timed_out else f"exit {res.exit_code}"
+        mode = " exclusive" if res.run.exclusive else ""
+        out(f"run     {res.job.name:<28} {status:<10} {res.wall_s:8.2f} s{mode}")
+
+    start = time.monotonic()
+    workers = max(1, min(len(shared), os.cpu_count() or 4))
+    with futures.ThreadPoolExecutor(max_workers=workers) as pool:
+        pending = [pool.submit(_execute, j, _job_dir(build_dir, runs_dir, j)) for j in shared]
         try:
             for fut in futures.as_completed(pending):
-                res = fut.result()
-                results.append(res)
-                status = "timed out" if res.timed_out else f"exit {res.exit_code}"
-                out(f"run     {res.run.name:<28} {status:<10} {res.wall_s:8.2f} s")
+                report(fut.result())
+        except BaseException:
+            _kill_all()
+            raise
+    concurrent = time.monotonic() - start
+    for job in exclusive:  # after the pool has drained: nothing else of the refresh is running
+        try:
+            report(_execute(job, _job_dir(build_dir, runs_dir, job)))
         except BaseException:
             _kill_all()
             raise
     total = time.monotonic() - start
-    longest = max((r.wall_s for r in results), default=0.0)
-    ratio = total / longest if longest else 0.0
-    out(f"total   {len(results)} runs in {total:.2f} s; longest run {longest:.2f} s; "
-        f"total/longest = {ratio:.2f}")
-    order = {r.name: i for i, r in enumerate(runs)}
-    return sorted(results, key=lambda r: order[r.run.name])
+    longest = max((r.wall_s for r in results if not r.run.exclusive), default=0.0)
+    out(f"total   {len(results)} recordings in {total:.2f} s: {len(shared)} concurrent in {concurrent:.2f} s "
+        f"(longest {longest:.2f} s), {len(exclusive)} exclusive in {total - concurrent:.2f} s")
+    order = {j.name: i for i, j in enumerate(jobs)}
+    return sorted(results, key=lambda r: order[r.job.name])
+
+
+def _entry(res: RunResult, name: str, file: str, sha: str, inputs: dict[str, str], fmt: str,
+           group: str) -> TranscriptEntry:
+    return TranscriptEntry(
+        name=name, file=file, command=res.run.command, exit_code=res.exit_code, timed_out=res.timed_out,
+        wall_s=round(res.wall_s, 2), date=res.date, inputs=inputs, sha256=sha, format=fmt, group=group,
+        repeat=res.job.repeat, repeats=res.run.repeat, exclusive=res.run.exclusive,
+        started=round(res.started, 3), ended=round(res.ended, 3))
 
 
 def _record(repo: Path, spec: LessonSpec, set_name: str, build_line: str, arch: str,
-            provenance: dict[str, str], results: list[RunResult], build_dir: Path, partial: bool) -> None:
+            provenance: dict[str, str], results: list[RunResult], partial: bool) -> None:
     target = repo / "evidence" / set_name
-    scratch = repo / "evidence" / f".refresh-{set_name}-{os.getpid()}"
+    scratch = scratch_folder(target)
     scratch.mkdir()
     try:
-        entries: dict[str, dict] = {}
-        if partial:  # keep every other transcript exactly as it was recorded
+        entries: dict[str, TranscriptEntry] = {}
+        if partial:  # keep every other recording exactly as it was recorded
             old = load_evidence_set(repo, set_name)
-            keep = {r.run.name for r in results} | {a.name for r in results for a in r.run.artifacts}
+            redone = {r.run.name for r in results} | {a.name for r in results for a in r.run.artifacts}
             for name, entry in old.entries.items():
-                if name not in keep:
+                if entry.group not in redone:
                     shutil.copy2(target / entry.file, scratch / entry.file)
-                    entries[name] = {k: v for k, v in asdict(entry).items() if k != "name"}
+                    entries[name] = entry
             provenance = {**old.provenance, **provenance}
         for res in results:
-            inputs = {BUILD_INPUT: sha256_text(build_line)}
-            for rel in spec.inputs + res.run.inputs:
-                inputs[f"code/{spec.lesson}/{rel}"] = sha256_file(repo / "code" / spec.lesson / rel)
-            name = f"{res.run.name}.txt"
-            (scratch / name).write_text(res.output, encoding="utf-8")
-            entries[res.run.name] = _transcript_entry(res, name, sha256_file(scratch / name), inputs, "text")
+            inputs = input_hashes(repo, spec, res.run, build_line)
+            if MISSING in inputs.values():
+                raise RefreshError(f"an input of {res.run.name!r} disappeared during the refresh: "
+                                   f"{', '.join(k for k, v in inputs.items() if v == MISSING)}")
+            k, n = res.job.repeat, res.run.repeat
+            file = recording_file(f"{res.run.name}.txt", k, n)
+            (scratch / file).write_text(res.output, encoding="utf-8")
+            entries[res.job.name] = _entry(res, res.job.name, file, sha256_file(scratch / file), inputs,
+                                           "text", res.run.name)
             for art in res.run.artifacts:
-                src = build_dir / art.file
-                if not src.is_file():
-                    raise RefreshError(f"run {res.run.name!r} did not write its artifact {art.file!r}")
-                shutil.copy2(src, scratch / art.file)
-                entries[art.name] = _transcript_entry(res, art.file, sha256_file(scratch / art.file),
-                                                      inputs, art.format)
-        manifest = {
-            "format": FORMAT, "lesson": spec.lesson, "arch": arch, "build": build_line,
-            "refresh": f"python3 scripts/refresh.py {spec.lesson}" +
-                       ("" if set_name == spec.lesson else f" --set {set_name}"),
-            "provenance": provenance, "transcripts": dict(sorted(entries.items())),
-        }
-        (scratch / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        swap_in(scratch, target)
+                src = res.cwd / art.file
+                if not src.is_file() or src.is_symlink():
+                    raise RefreshError(f"run {res.job.name!r} did not write its artifact {art.file!r}")
+                file = recording_file(art.file, k, n)
+                shutil.copy2(src, scratch / file)
+                name = recording_name(art.name, k, n)
+                entries[name] = _entry(res, name, file, sha256_file(scratch / file), inputs, art.format, art.name)
+        refresh_cmd = f"python3 scripts/refresh.py {spec.lesson}" + (
+            "" if set_name == spec.lesson else f" --set {set_name}")
+        write_manifest(scratch, Manifest(spec.lesson, arch, build_line, refresh_cmd, provenance, entries))
+        _crash_point("scratch-written")
+        # Signals wait until the swap is done, so an interruption never leaves it half made.
+        blocked = {signal.SIGINT, signal.SIGTERM}
+        old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
+        try:
+            swap_state.phase = "swapping"
+            swap_in(scratch, target)
+            swap_state.phase = "swapped"
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
     finally:
         if scratch.exists():
             shutil.rmtree(scratch, ignore_errors=True)
 
 
 def report_claims(repo: Path, out=print) -> int:
-    """Run the site check and list what no longer agrees; 0 when everything agrees."""
-    errors = check_site(repo)
-    if not errors:
+    """Run the site check in its own process and list what no longer agrees; 0 when everything agrees.
+
+    A separate process keeps the refresh free of the page and site modules, and checks with
+    exactly what `python3 -m lessonkit check` would say.
+    """
+    done = subprocess.run([sys.executable, "-m", "lessonkit", "check", "--repo", str(repo)],
+                          cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True)
+    if done.returncode == 0:
         out("check   every page claim agrees with the new evidence")
         return 0
-    out(f"check   {len(errors)} problem(s) to fix in the pages:")
-    for e in errors:
-        out(f"  {e}")
+    lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+    out(f"check   problems to fix in the pages ({lines[-1] if lines else 'no output'}):")
+    for line in lines[:-1]:
+        out(f"  {line}")
+    out("review the new evidence (git diff evidence/), then let the pages follow it:")
+    out(f"  python3 -m lessonkit accept --repo {repo}")
     return 1
 
 
@@ -315,17 +460,25 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="scripts/refresh.py", description=__doc__)
     parser.add_argument("lesson", help="folder under code/, e.g. day62-racecheck")
     parser.add_argument("--set", dest="set_name", help="evidence set name (default: the lesson's name)")
-    parser.add_argument("--only", help="re-record this one transcript, keeping the others")
+    parser.add_argument("--only", action="append",
+                        help="re-record these runs (comma-separated, or repeated), keeping the others")
     parser.add_argument("--arch", help="build line to use, e.g. sm_90 (default: from the GPU)")
     parser.add_argument("--repo", default=".", help="repository root (default: .)")
     args = parser.parse_args(argv)
+    only = [n.strip() for item in args.only or [] for n in item.split(",") if n.strip()] or None
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind, so the scratch folder is removed
+    target = f"evidence/{args.set_name or args.lesson}"
     try:
-        return refresh(Path(args.repo).resolve(), args.lesson, args.set_name, args.only, args.arch,
+        return refresh(Path(args.repo).resolve(), args.lesson, args.set_name, only, args.arch,
                        out=lambda s: print(s, flush=True))
     except (RefreshError, LessonError) as exc:
         print(f"refresh: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("refresh: interrupted; the old evidence is untouched", file=sys.stderr)
-        return 130
+    except (KeyboardInterrupt, SystemExit) as exc:
+        code = 130 if isinstance(exc, KeyboardInterrupt) else (exc.code if isinstance(exc.code, int) else 1)
+        if swap_state.phase == "swapped":
+            print(f"refresh: interrupted after the swap; {target} holds the NEW evidence", file=sys.stderr)
+        else:
+            print(f"refresh: interrupted before the swap; {target} holds the old evidence, untouched",
+                  file=sys.stderr)
+        return code

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -81,7 +82,8 @@ def test_records_a_set_with_provenance(lab):
     assert text.index("mode: buggy") < text.index("RACECHECK SUMMARY")
     for name in ("bare", "race", "slow"):
         assert f"run     {name}" in done.stdout
-    assert "total   3 runs in" in done.stdout and "total/longest = " in done.stdout
+    assert "total   3 recordings in " in done.stdout and "3 concurrent in " in done.stdout
+    assert "0 exclusive in " in done.stdout
     assert "check   every page claim agrees" in done.stdout
     from lessonkit.evidence import load_all_evidence
     assert load_all_evidence(repo).errors == []
@@ -100,7 +102,8 @@ def test_second_refresh_changes_only_dates_and_durations(lab):
     def strip(m: bytes) -> dict:
         data = json.loads(m)
         for entry in data["transcripts"].values():
-            entry.pop("date"), entry.pop("wall_s")
+            for key in ("date", "wall_s", "started", "ended"):
+                entry.pop(key)
         return data
     assert strip(before["manifest.json"]) == strip(after["manifest.json"])
 
@@ -113,7 +116,7 @@ def test_failed_gate_keeps_the_old_evidence(lab):
     assert done.returncode == 2
     assert "a gated run failed" in done.stderr and "GATE FAILED: kFixed at 32 threads" in done.stderr
     assert snapshot(repo / "evidence/demo") == before
-    assert not list((repo / "evidence").glob(".refresh-*"))
+    assert not list((repo / "evidence").glob(".refresh*"))
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL])
@@ -135,7 +138,7 @@ def test_killed_refresh_keeps_the_old_evidence(lab, sig):
     assert proc.returncode != 0
     assert snapshot(repo / "evidence/demo") == before
     if sig != signal.SIGKILL:
-        assert not list((repo / "evidence").glob(".refresh-*"))
+        assert not list((repo / "evidence").glob(".refresh*"))
 
 
 def test_only_rerecords_one_transcript(lab):
@@ -187,3 +190,225 @@ def test_reports_page_claims_that_no_longer_agree(lab):
     assert done.returncode == 1
     assert ("docs/index.md:1: claim '120' (demo/race:reports[severity=Error].hazards) disagrees with "
             "evidence/demo/race.txt; it says '130' (line 6)") in done.stdout
+
+
+REPEATS = RUNS.replace('name = "race"', 'name = "race"\nrepeat = 3').replace(
+    'name = "slow"', 'name = "slow"\nrepeat = 2\nexclusive = true')
+
+
+def test_repeats_are_recorded_one_entry_each(lab):
+    repo, env = lab
+    (repo / "code/demo/runs.toml").write_text(REPEATS)
+    done = refresh(repo, env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    manifest = json.loads((repo / "evidence/demo/manifest.json").read_text())
+    names = sorted(manifest["transcripts"])
+    assert names == ["bare", "race.r1", "race.r2", "race.r3", "slow.r1", "slow.r2"]
+    for k in (1, 2, 3):
+        entry = manifest["transcripts"][f"race.r{k}"]
+        assert (entry["group"], entry["repeat"], entry["repeats"], entry["file"]) == ("race", k, 3, f"race.r{k}.txt")
+        assert (repo / "evidence/demo" / entry["file"]).is_file()
+    assert "total   6 recordings in " in done.stdout and "4 concurrent in " in done.stdout
+    assert "2 exclusive in " in done.stdout
+    from lessonkit.evidence import load_all_evidence
+    ev = load_all_evidence(repo)
+    assert ev.errors == [] and ev.sets["demo"].groups["race"] == ("race.r1", "race.r2", "race.r3")
+
+
+def test_an_exclusive_run_overlaps_no_other(lab):
+    repo, env = lab
+    (repo / "code/demo/runs.toml").write_text(REPEATS)
+    done = refresh(repo, env, FAKE_SLEEP="0.5")
+    assert done.returncode == 0, done.stdout + done.stderr
+    entries = json.loads((repo / "evidence/demo/manifest.json").read_text())["transcripts"]
+    exclusive = [e for e in entries.values() if e["exclusive"]]
+    assert len(exclusive) == 2
+    for x in exclusive:
+        for name, other in entries.items():
+            if other is x:
+                continue
+            assert other["ended"] <= x["started"] or other["started"] >= x["ended"], (x, name, other)
+    shared = [e for e in entries.values() if not e["exclusive"]]
+    # the shared runs did overlap each other: they ran concurrently
+    assert any(a["started"] < b["ended"] and b["started"] < a["ended"]
+               for i, a in enumerate(shared) for b in shared[i + 1:])
+
+
+def test_only_takes_several_runs(lab):
+    repo, env = lab
+    assert refresh(repo, env).returncode == 0
+    before = snapshot(repo / "evidence/demo")
+    done = refresh(repo, env, "--only", "race,slow", FAKE_HAZARDS="55")
+    assert done.returncode == 0, done.stderr
+    after = snapshot(repo / "evidence/demo")
+    assert after["bare.txt"] == before["bare.txt"] and b"[55 hazards]" in after["race.txt"]
+    assert "run     bare" not in done.stdout and "run     slow" in done.stdout
+
+
+def test_missing_input_is_named_before_anything_runs(lab):
+    repo, env = lab
+    runs = repo / "code/demo/runs.toml"
+    runs.write_text(runs.read_text().replace('name = "slow"', 'name = "slow"\ninputs = ["gone.py"]'))
+    done = refresh(repo, env)
+    assert done.returncode == 2
+    assert done.stderr.strip() == ("refresh: code/demo/runs.toml names inputs that do not exist: "
+                                   "code/demo/gone.py; nothing was run")
+    assert "run     " not in done.stdout and not (repo / "evidence/demo").exists()
+
+
+def test_refresh_does_not_import_the_page_modules():
+    code = ("import sys, lessonkit.refresh; bad = [m for m in ('lessonkit.page', 'lessonkit.site', "
+            "'lessonkit.query', 'lessonkit.render', 'mkdocs') if m in sys.modules]; print(bad)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
+    assert done.stdout.strip() == "[]", done.stderr
+
+
+def test_report_ends_with_the_accept_command(lab):
+    repo, env = lab
+    (repo / "docs/index.md").write_text("{{ 120 @ demo/race:reports[severity=Error].hazards }}\n")
+    assert refresh(repo, env).returncode == 0
+    done = refresh(repo, env, FAKE_HAZARDS="130")
+    assert done.returncode == 1
+    assert done.stdout.rstrip().endswith(f"python3 -m lessonkit accept --repo {repo}")
+
+
+# -- crashes at every point of the swap, on both paths ---------------------------------------
+
+def _sets_found(repo: Path) -> dict[str, Path]:
+    from lessonkit.evidence import set_folders
+    return set_folders(repo)
+
+
+@pytest.mark.parametrize("path,point", [
+    ("exchange", "scratch-written"), ("exchange", "exchanged"),
+    ("fallback", "scratch-written"), ("fallback", "old-moved"), ("fallback", "new-moved"),
+])
+def test_a_crash_at_any_swap_point_leaves_exactly_one_set(lab, path, point):
+    from lessonkit.evidence import load_all_evidence
+    from lessonkit.refresh import CRASH_AT_ENV, NO_EXCHANGE_ENV
+    repo, env = lab
+    assert refresh(repo, env, FAKE_HAZARDS="111").returncode == 0
+    old = snapshot(repo / "evidence/demo")
+    extra = {CRASH_AT_ENV: point, "FAKE_HAZARDS": "222"}
+    if path == "fallback":
+        extra[NO_EXCHANGE_ENV] = "1"
+    done = refresh(repo, env, **extra)
+    assert done.returncode == 137
+    # The build, before any recovery, finds exactly one complete set, old or new.
+    found = _sets_found(repo)
+    assert list(found) == ["demo"]
+    ev = load_all_evidence(repo)
+    assert ev.errors == [] and list(ev.sets) == ["demo"]
+    race = (found["demo"] / "race.txt").read_bytes()
+    new_expected = point in ("exchanged", "new-moved")
+    assert (b"[222 hazards]" in race) == new_expected and (b"[111 hazards]" in race) != new_expected
+    if not new_expected:
+        assert snapshot(found["demo"]) == old
+    # The next refresh recovers: one set, no leftovers, and records anew.
+    again = refresh(repo, env, FAKE_HAZARDS="333")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert sorted(p.name for p in (repo / "evidence").iterdir()) == ["demo"]
+    assert b"[333 hazards]" in (repo / "evidence/demo/race.txt").read_bytes()
+
+
+def test_recover_after_a_completed_fallback_swap_removes_the_old_set(tmp_path):
+    from lessonkit.refresh import old_folder, recover
+    target = tmp_path / "evidence/demo"
+    target.mkdir(parents=True)
+    (target / "new").write_text("n")
+    old = old_folder(target)
+    old.mkdir()
+    (old / "old").write_text("o")
+    assert recover(target) == ["removed .old.demo (a swap had completed)"]
+    assert sorted(p.name for p in target.parent.iterdir()) == ["demo"] and (target / "new").exists()
+
+
+def test_recover_between_the_renames_restores_the_old_set(tmp_path):
+    from lessonkit.refresh import old_folder, recover
+    target = tmp_path / "evidence/demo"
+    old = old_folder(target)
+    old.mkdir(parents=True)
+    (old / "old").write_text("o")
+    scratch = target.with_name(".refresh.demo.999999999")
+    scratch.mkdir()
+    assert recover(target) == ["restored demo from .old.demo (a swap was interrupted)",
+                               "removed .refresh.demo.999999999 (a refresh that did not finish)"]
+    assert sorted(p.name for p in target.parent.iterdir()) == ["demo"] and (target / "old").exists()
+
+
+def test_scratch_folders_of_other_sets_are_left_alone(tmp_path):
+    from lessonkit.refresh import recover
+    base = tmp_path / "evidence"
+    (base / "day62").mkdir(parents=True)
+    other = base / ".refresh.day62-t4.999999999"
+    other.mkdir()
+    mine = base / ".refresh.day62.999999999"
+    mine.mkdir()
+    recover(base / "day62")
+    assert other.exists() and not mine.exists()
+
+
+def test_swap_never_deletes_before_the_new_set_is_in_place(tmp_path, monkeypatch):
+    """Without an atomic exchange the old set is moved aside, never deleted, until the new one is in place."""
+    import lessonkit.refresh as rf
+    monkeypatch.setenv(rf.NO_EXCHANGE_ENV, "1")
+    target = tmp_path / "evidence/demo"
+    target.mkdir(parents=True)
+    (target / "f").write_text("old")
+    new = tmp_path / "evidence/.refresh.demo.1"
+    new.mkdir()
+    (new / "f").write_text("new")
+    seen: list[list[str]] = []
+    real_rename = os.rename
+
+    def watch(a, b):
+        real_rename(a, b)
+        seen.append(sorted(p.name for p in (tmp_path / "evidence").iterdir()))
+    monkeypatch.setattr(rf.os, "rename", watch)
+    rf.swap_in(new, target)
+    assert seen == [[".old.demo", ".refresh.demo.1"], [".old.demo", "demo"]]
+    assert (target / "f").read_text() == "new" and not rf.old_folder(target).exists()
+
+
+def test_interrupt_after_the_swap_says_the_new_evidence_is_in_place(lab):
+    repo, env = lab
+    assert refresh(repo, env).returncode == 0
+    (repo / "code/demo/runs.toml").write_text(RUNS.replace('command = "./demo slow"\ntimeout = 30',
+                                                           'command = "./demo slow"\ntimeout = 30\nexclusive = true'))
+    # The check after the swap is slowed down so the signal lands after the swap, during the report.
+    slow_check = tmp = repo.parent / "slowcheck"
+    tmp.mkdir()
+    (tmp / "sitecustomize.py").write_text(
+        "import os, sys, time\n"
+        "if sys.argv[:1] == ['-m'] or 'lessonkit' in ' '.join(sys.argv):\n"
+        "    print('SLOW CHECK', flush=True) if 'check' in sys.argv else None\n"
+        "    time.sleep(20) if 'check' in sys.argv else None\n")
+    proc = subprocess.Popen([sys.executable, str(REPO / "scripts/refresh.py"), "demo", "--repo", str(repo)],
+                            env={**env, "PYTHONPATH": str(slow_check)}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    seen = ""
+    while "total   " not in seen:
+        line = proc.stdout.readline()
+        assert line, "the refresh ended early"
+        seen += line
+    time.sleep(1.0)  # the swap takes milliseconds; the check sleeps 20 s
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert err.strip().endswith("refresh: interrupted after the swap; evidence/demo holds the NEW evidence")
+
+
+def test_interrupt_before_the_swap_says_the_old_evidence_is_in_place(lab):
+    repo, env = lab
+    assert refresh(repo, env).returncode == 0
+    proc = subprocess.Popen([sys.executable, str(REPO / "scripts/refresh.py"), "demo", "--repo", str(repo)],
+                            env={**env, "FAKE_SLEEP": "20"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    seen = ""
+    while "run     race" not in seen:
+        line = proc.stdout.readline()
+        assert line, "the refresh ended early"
+        seen += line
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert err.strip().endswith("refresh: interrupted before the swap; evidence/demo holds the old evidence, "
+                                "untouched")
