@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
+import shutil
 import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from conftest import REPO
 
@@ -40,6 +43,22 @@ def test_scan_reference_restarts_at_each_tile():
 def test_reverse_reference_zero_past_the_end():
     x = np.arange(1, 7, dtype=np.float32)  # 1..6, tiles of 4: [1 2 3 4] [5 6 _ _]
     assert sweep.reverse_reference(x, 4).tolist() == [4, 3, 2, 1, 0, 0]
+
+
+@pytest.mark.parametrize(("n", "threads"), [(8803, 32), (8803, 256), (8803, 1024), (64, 32), (5, 8)])
+def test_reverse_reference_matches_the_harness_definition(n, threads):
+    x = sweep.make_input(n)
+    # racecheck.cu's reverseReference, element by element
+    want = [float(x[i - i % threads + threads - 1 - i % threads]) if i - i % threads + threads - 1 - i % threads < n
+            else 0.0 for i in range(n)]
+    assert sweep.reverse_reference(x, threads).tolist() == want
+
+
+def test_a_fix_shares_its_buggy_twins_reference():
+    assert sweep.reference_key("scanTileRacy", 64, 8803) == sweep.reference_key("scanTileFixed", 64, 8803)
+    assert sweep.reference_key("reverseTilesDivergentBarrier", 64, 8803) == \
+        sweep.reference_key("reverseTilesFixed", 64, 8803) == ("reverse", 64, 8803)
+    assert sweep.reference_key("scanTileRacy", 64, 8803) != sweep.reference_key("scanTileRacy", 128, 8803)
 
 
 def test_grid_matches_the_harness():
@@ -75,10 +94,38 @@ def test_table_lists_every_cell():
 
 
 def test_recorded_sweep_controls_are_all_zero():
-    data = json.loads((REPO / "evidence/day62-racecheck/sweep.json").read_text())
-    controls = [c for c in data["cells"] if c["role"] == "control"]
-    assert len(controls) == 24 and all(c["wrong_launches"] == 0 for c in controls)
-    assert data["controls_clean"] is True
+    # sweep.json with one recording, sweep.r1.json .. sweep.rN.json with repeat = N
+    folder = REPO / "evidence/day62-racecheck"
+    recordings = [p for p in folder.iterdir() if re.fullmatch(r"sweep(\.r\d+)?\.json", p.name)]
+    assert recordings
+    for path in recordings:
+        data = json.loads(path.read_text())
+        controls = [c for c in data["cells"] if c["role"] == "control"]
+        assert len(controls) == 24 and all(c["wrong_launches"] == 0 for c in controls), path.name
+        assert data["controls_clean"] is True, path.name
+
+
+def test_build_cubin_compiles_the_lesson_source_in_the_folder_given(tmp_path):
+    assert shutil.which("nvcc"), "nvcc is required: CI compiles the lesson's CUDA code"
+    cubin, command = sweep.build_cubin(tmp_path, sweep.SOURCE, "sm_90")
+    assert cubin == tmp_path / "racecheck.cubin" and cubin.stat().st_size > 0
+    assert command == f"nvcc -cubin -std=c++17 -O2 -lineinfo -arch=sm_90 -o racecheck.cubin {sweep.SOURCE}"
+    # every kernel the sweep launches is in it, by its extern "C" name
+    data = cubin.read_bytes()
+    assert all(k.encode() in data for k in sweep.BUGGY + sweep.CONTROL)
+
+
+def test_a_missing_prebuilt_cubin_is_an_error(tmp_path):
+    missing = str(tmp_path / "old.cubin")
+    with pytest.raises(SystemExit) as exc:
+        sweep.prebuilt_cubin(missing)
+    assert str(exc.value) == (f"sweep.py: --cubin {missing!r} is not a file; leave --cubin out to build "
+                              "racecheck.cu afresh")
+
+
+def test_by_default_the_cubin_is_built_afresh():
+    assert sweep.parse_args([]).cubin is None
+    assert sweep.parse_args(["--cubin", "k.cubin"]).cubin == "k.cubin"
 
 
 def test_report_fails_on_a_control_mismatch(tmp_path, capsys):

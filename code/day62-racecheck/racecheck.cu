@@ -7,7 +7,7 @@
 //          reverseTilesFixed             every thread reaches both barriers every lap
 //
 // Build (H200):  nvcc -std=c++17 -O2 -lineinfo -arch=sm_90 -o racecheck racecheck.cu
-// Run:           ./racecheck [buggy|fixed|all]
+// Run:           ./racecheck [buggy|fixed|all]      or   ./racecheck stayalive 32|256 (may hang)
 //
 // The kernels are extern "C" so that a cubin of this file can be loaded by name
 // (the Python sweep does that); compute-sanitizer then prints them without arguments.
@@ -110,6 +110,34 @@ extern "C" __global__ void reverseTilesFixed(const float* in, float* out, int n)
     }
 }
 
+// ------------------------------------------------------- the same bug, staying alive
+//
+// reverseTilesDivergentBarrier again with one change: a thread that skips the guarded
+// barriers does not exit. The loop ends with `break` instead of `return`, and every thread
+// then waits at one more barrier after the loop, where a longer kernel would go on to use the
+// tile. On the partial tile the in-range threads wait at the barrier inside the guard while
+// the out-of-range threads, still alive, wait at the one after the loop. Run only by
+// `./racecheck stayalive THREADS`, never by buggy or all: it may hang.
+
+extern "C" __global__ void reverseTilesStayAlive(const float* in, float* out, int n) {
+    __shared__ float tile[kMaxThreads];
+    const int tid = threadIdx.x;
+    // snippet: stay-alive
+    for (int lap = 0; lap < kTilesPerBlock; ++lap) {
+        const int base = (blockIdx.x * kTilesPerBlock + lap) * blockDim.x;
+        if (base >= n) break;  // uniform, as before, but the threads stay in the kernel
+        const int i = base + tid;
+        if (i < n) {
+            tile[tid] = in[i];
+            __syncthreads();  // on the partial tile, only in-range threads get here
+            out[i] = tile[blockDim.x - 1 - tid];
+            __syncthreads();
+        }
+    }
+    __syncthreads();  // out-of-range threads of the partial tile wait here, alive
+    // end snippet
+}
+
 // ------------------------------------------------------------------ the harness
 
 namespace {
@@ -150,6 +178,9 @@ constexpr Case kCases[] = {
     {"scanTileFixed", scanTileFixed, true, true},
     {"reverseTilesFixed", reverseTilesFixed, false, true},
 };
+
+// Not in kCases: it may hang, so only its own mode runs it.
+constexpr Case kStayAlive = {"reverseTilesStayAlive", reverseTilesStayAlive, false, false};
 
 // Inclusive scan that restarts at every tile of `threads` elements, in double.
 std::vector<double> scanReference(const std::vector<float>& in, int threads) {
@@ -235,11 +266,35 @@ bool runCase(const Case& c, int threads, const std::vector<float>& in, const Dev
     return true;
 }
 
-int run(const char* mode) {
+// One table row; a gated kernel that mismatches also prints what it got. Returns 1 on a gate failure.
+int printRow(const Case& c, int threads, const Outcome& o) {
+    char firstBad[16] = "-";
+    if (o.mismatches > 0) std::snprintf(firstBad, sizeof firstBad, "%d", o.firstBad);
+    std::printf("%7d | %-28s | %10d | %9s | %s\n", threads, c.name, o.mismatches, firstBad,
+                c.gated ? "yes" : "no");
+    if (!c.gated || o.mismatches == 0) return 0;
+    std::printf("GATE FAILED: %s at %d threads: %d mismatches, first bad index %d "
+                "(got %.1f, want %.1f)\n",
+                c.name, threads, o.mismatches, o.firstBad, o.got, o.want);
+    return 1;
+}
+
+// The split of the input into tiles of `threads` elements that every kernel here walks.
+void printTiling(int threads) {
+    std::printf("tiling: threads %d | full tiles %d | partial tile %d elements\n", threads,
+                kElements / threads, kElements % threads);
+}
+
+// Runs `mode` (buggy, fixed, all, or stayalive at `stayThreads` threads a block).
+int run(const char* mode, int stayThreads) {
     int warpSize = 0;
     if (!deviceFits(&warpSize)) return EXIT_FAILURE;
+    std::printf("elements: %d (%d*1024 + %d)\n", kElements, kElements / 1024, kElements % 1024);
     std::printf("mode: %s\n", mode);
-    std::printf("elements: %d (8 * 1024 + 611)\n\n", kElements);
+    const bool stayAlive = stayThreads > 0;
+    for (int threads : kBlockSizes) {
+        if (!stayAlive || threads == stayThreads) printTiling(threads);
+    }
 
     std::vector<float> in(kElements);
     for (int i = 0; i < kElements; ++i) in[i] = static_cast<float>(i);
@@ -247,25 +302,25 @@ int run(const char* mode) {
     if (!dIn.ok() || !dOut.ok()) return EXIT_FAILURE;
     if (!CHECK(cudaMemcpy(dIn.get(), in.data(), dIn.bytes(), cudaMemcpyHostToDevice))) return EXIT_FAILURE;
 
+    std::printf("threads | kernel                       | mismatches | first bad | gated\n");
+    if (stayAlive) {
+        // A hang stops the program inside runCase: no row is printed, and the caller's
+        // timeout is the only way out.
+        Outcome o;
+        if (!runCase(kStayAlive, stayThreads, in, dIn, dOut, &o)) return EXIT_FAILURE;
+        printRow(kStayAlive, stayThreads, o);
+        std::printf("\nfixed kernels: not run\n");
+        return EXIT_SUCCESS;
+    }
     const bool wantBuggy = std::strcmp(mode, "fixed") != 0;
     const bool wantFixed = std::strcmp(mode, "buggy") != 0;
     int gateFailures = 0;
-    std::printf("threads | kernel                       | mismatches | first bad | gated\n");
     for (int threads : kBlockSizes) {
         for (const Case& c : kCases) {
             if (c.gated ? !wantFixed : !wantBuggy) continue;
             Outcome o;
             if (!runCase(c, threads, in, dIn, dOut, &o)) return EXIT_FAILURE;
-            char firstBad[16] = "-";
-            if (o.mismatches > 0) std::snprintf(firstBad, sizeof firstBad, "%d", o.firstBad);
-            std::printf("%7d | %-28s | %10d | %9s | %s\n", threads, c.name, o.mismatches, firstBad,
-                        c.gated ? "yes" : "no");
-            if (c.gated && o.mismatches > 0) {
-                std::printf("GATE FAILED: %s at %d threads: %d mismatches, first bad index %d "
-                            "(got %.1f, want %.1f)\n",
-                            c.name, threads, o.mismatches, o.firstBad, o.got, o.want);
-                ++gateFailures;
-            }
+            gateFailures += printRow(c, threads, o);
         }
     }
     // Buggy rows are reported, never gated: a race and a divergent barrier are undefined
@@ -278,17 +333,35 @@ int run(const char* mode) {
     return EXIT_SUCCESS;
 }
 
+// The block size after `stayalive`: one of kBlockSizes, written as plain digits; 0 otherwise.
+int parseStayThreads(const char* text) {
+    for (int threads : kBlockSizes) {
+        char digits[16];
+        std::snprintf(digits, sizeof digits, "%d", threads);
+        if (std::strcmp(text, digits) == 0) return threads;
+    }
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     // Line-buffered, so the table interleaves correctly with compute-sanitizer's reports.
     std::setvbuf(stdout, nullptr, _IOLBF, 0);
     const char* mode = argc > 1 ? argv[1] : "all";
-    const bool known = std::strcmp(mode, "buggy") == 0 || std::strcmp(mode, "fixed") == 0 ||
-                       std::strcmp(mode, "all") == 0;
-    if (argc > 2 || !known) {
-        std::fprintf(stderr, "usage: %s [buggy|fixed|all]\n", argv[0]);
+    int stayThreads = 0;
+    bool known = false;
+    if (std::strcmp(mode, "stayalive") == 0) {
+        stayThreads = argc == 3 ? parseStayThreads(argv[2]) : 0;
+        known = stayThreads > 0;
+    } else {
+        known = argc <= 2 && (std::strcmp(mode, "buggy") == 0 || std::strcmp(mode, "fixed") == 0 ||
+                              std::strcmp(mode, "all") == 0);
+    }
+    if (!known) {
+        std::fprintf(stderr, "usage: %s [buggy|fixed|all]\n       %s stayalive 32|256\n", argv[0],
+                     argv[0]);
         return EXIT_FAILURE;
     }
-    return run(mode);
+    return run(mode, stayThreads);
 }

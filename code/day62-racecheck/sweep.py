@@ -11,6 +11,9 @@ Inputs: in[i] = i for the small input (as the harness), in[i] = i mod 4096 for t
 one, so that every tile prefix sum stays below 2^24 and float compares are exact.
 No randomness is used: the launch order is fixed, so there is no seed.
 
+racecheck.cu is compiled afresh on every run, in a scratch folder, unless --cubin names a
+prebuilt cubin: a cubin left over from an earlier edit of the source is never picked up.
+
 CuPy is imported only inside main(): the bookkeeping below runs on NumPy alone.
 """
 
@@ -21,12 +24,14 @@ import json
 import shlex
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
+SOURCE = Path(__file__).resolve().parent / "racecheck.cu"
 TILES_PER_BLOCK = 4          # as kTilesPerBlock in racecheck.cu
 SMALL = 8 * 1024 + 611
 LARGE = 1 << 22
@@ -70,17 +75,19 @@ def scan_reference(x: np.ndarray, threads: int) -> np.ndarray:
 def reverse_reference(x: np.ndarray, threads: int) -> np.ndarray:
     """Each tile reversed; a source index past the end gives 0."""
     n = len(x)
-    i = np.arange(n)
-    src = i - i % threads + (threads - 1 - i % threads)
-    out = np.zeros(n, dtype=np.float64)
-    ok = src < n
-    out[ok] = x[src[ok]]
-    return out
+    padded = np.zeros(-(-n // threads) * threads, dtype=np.float64)
+    padded[:n] = x
+    return padded.reshape(-1, threads)[:, ::-1].reshape(-1)[:n]
 
 
 def reference(kernel: str, x: np.ndarray, threads: int) -> np.ndarray:
     """The reference for any of the four kernels."""
     return scan_reference(x, threads) if kernel in SCANS else reverse_reference(x, threads)
+
+
+def reference_key(kernel: str, threads: int, n: int) -> tuple[str, int, int]:
+    """What a reference depends on: a buggy kernel and its fix share one."""
+    return ("scan" if kernel in SCANS else "reverse", threads, n)
 
 
 def grid(kernel: str, n: int, threads: int) -> int:
@@ -147,11 +154,20 @@ def eval_size(text: str) -> int:
     return int(text)
 
 
-def build_cubin(cubin: Path, source: Path, arch: str) -> str:
-    """Compile racecheck.cu's kernels to a cubin with nvcc; returns the command used."""
-    cmd = ["nvcc", "-cubin", "-std=c++17", "-O2", "-lineinfo", f"-arch={arch}", "-o", str(cubin), str(source)]
-    subprocess.run(cmd, check=True)
-    return shlex.join(cmd)
+def build_cubin(folder: Path, source: Path, arch: str) -> tuple[Path, str]:
+    """Compile racecheck.cu's kernels to folder/racecheck.cubin with nvcc; returns it and the command."""
+    cmd = ["nvcc", "-cubin", "-std=c++17", "-O2", "-lineinfo", f"-arch={arch}", "-o", "racecheck.cubin", str(source)]
+    subprocess.run(cmd, check=True, cwd=folder)
+    return folder / "racecheck.cubin", shlex.join(cmd)
+
+
+def prebuilt_cubin(path: str) -> Path:
+    """The cubin --cubin names; a missing file is an error, never a reason to build one there."""
+    cubin = Path(path)
+    if not cubin.is_file():
+        raise SystemExit(f"sweep.py: --cubin {path!r} is not a file; leave --cubin out to build "
+                         "racecheck.cu afresh")
+    return cubin
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -161,7 +177,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--threads", default="32,64,128,256,512,1024", help="block sizes, comma-separated")
     p.add_argument("--launches-small", type=int, default=1000, help=f"launches per cell for n <= {SMALL}")
     p.add_argument("--launches-large", type=int, default=100, help="launches per cell for larger inputs")
-    p.add_argument("--cubin", default="racecheck.cubin", help="built from racecheck.cu if missing")
+    p.add_argument("--cubin", default=None, help="a prebuilt cubin of racecheck.cu (default: build it afresh)")
     p.add_argument("--json", default=None, help="write the results here as JSON")
     return p.parse_args(argv)
 
@@ -169,16 +185,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 class Launcher:
     """The GPU side: racecheck.cu's kernels from a cubin, and the comparison kernel."""
 
-    def __init__(self, cubin: Path):
+    def __init__(self, prebuilt: str | None):
         import cupy as cp  # the GPU side only; nothing above needs it
 
         self.cp = cp
         props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
         self.arch = f"sm_{props['major']}{props['minor']}"
-        self.build = "(prebuilt)"
-        if not cubin.exists():
-            self.build = build_cubin(cubin, Path(__file__).resolve().parent / "racecheck.cu", self.arch)
+        self._scratch = tempfile.TemporaryDirectory(prefix="sweep-")  # lives as long as the module
+        if prebuilt is None:
+            cubin, self.build = build_cubin(Path(self._scratch.name), SOURCE, self.arch)
+        else:
+            cubin, self.build = prebuilt_cubin(prebuilt), f"(prebuilt {prebuilt})"
         self.module = cp.RawModule(path=str(cubin))
+        self.module.get_function(BUGGY[0])  # load it now, while the scratch folder exists
+        self._wants: dict[tuple[str, int, int], object] = {}
         self.compare = cp.RawKernel(COMPARE_SOURCE, "compare")
         name = props["name"]
         self.gpu = name.decode() if isinstance(name, bytes) else str(name)
@@ -188,7 +208,10 @@ class Launcher:
         """Launch `kernel` `launches` times, comparing each output on the GPU."""
         cp, n = self.cp, len(x)
         fn = self.module.get_function(kernel)
-        want = cp.asarray(reference(kernel, x, threads).astype(np.float32))
+        key = reference_key(kernel, threads, n)
+        if key not in self._wants:  # the fix reuses its buggy twin's reference
+            self._wants[key] = cp.asarray(reference(kernel, x, threads).astype(np.float32))
+        want = self._wants[key]
         counts = cp.zeros(launches, dtype=cp.uint64)
         firsts = cp.full(launches, np.iinfo(np.int32).max, dtype=cp.int32)
         blocks, cmp_blocks = grid(kernel, n, threads), -(-n // 256)
@@ -204,7 +227,7 @@ class Launcher:
 def main(argv: list[str] | None = None) -> int:
     """Run the sweep on the GPU; exit 1 if a control kernel ever mismatches."""
     args = parse_args(argv)
-    gpu = Launcher(Path(args.cubin))
+    gpu = Launcher(args.cubin)
     print(f"device: {gpu.gpu} | compute capability {gpu.cc}")
     print(f"cubin: {gpu.build}")
     cells: list[Cell] = []
