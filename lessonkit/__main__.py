@@ -1,3 +1,5 @@
+"""`python -m lessonkit`: the command line (see lessonkit.cli)."""
+
 import sys
 
 from lessonkit.cli import main

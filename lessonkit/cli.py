@@ -1,57 +1,134 @@
-"""Command line: `python -m lessonkit check | regions FILE | transcript FILE`."""
+"""Command line: `python -m lessonkit check | regions FILE | transcript FILE`.
+
+Exit status: 0 all agree, 1 errors found (listed on stderr), 2 a usage error (argparse's,
+or no repository around the working folder), 141 the reader of stdout went away
+(`... | head`), as a shell reports a program ended by SIGPIPE.
+
+A subcommand is one entry of COMMANDS: its help, a function that declares its arguments,
+and a function that runs it and returns the exit status.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from lessonkit.errors import LessonError, LessonErrors
 from lessonkit.jsontranscript import parse_json_transcript
 from lessonkit.regions import parse_regions
 from lessonkit.site import check_site
+from lessonkit.textio import read_text
 from lessonkit.transcript import parse_transcript
+
+EXIT_OK = 0
+EXIT_ERRORS = 1
+EXIT_USAGE = 2
+EXIT_BROKEN_PIPE = 128 + 13  # SIGPIPE
+
+
+@dataclass(frozen=True)
+class Command:
+    """One subcommand: its help line, its arguments, and what it does."""
+
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+
+
+def find_repo(start: Path) -> Path:
+    """The nearest folder at or above `start` holding mkdocs.yml beside code/ or evidence/."""
+    start = start.resolve()
+    for folder in (start, *start.parents):
+        if (folder / "mkdocs.yml").is_file() and ((folder / "code").is_dir() or (folder / "evidence").is_dir()):
+            return folder
+    raise LessonError(str(start), None, "is not inside a course repository: no folder from here up holds "
+                      "mkdocs.yml beside code/ or evidence/; run from inside one, or name it with --repo PATH")
 
 
 def _read(path: str) -> str:
+    """A file named on the command line, as text; LessonError if it cannot be read or is not UTF-8."""
     try:
-        return Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise LessonError(path, None, f"cannot read: {exc}") from exc
+        return read_text(Path(path), path)
+    except OSError as exc:
+        raise LessonError(path, None, f"cannot read: {exc.strerror}", rank=0) from exc
+
+
+def _check_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--repo", type=Path, default=None,
+                        help="repository root (default: the nearest folder up from here with mkdocs.yml)")
+
+
+def _check(args: argparse.Namespace) -> int:
+    if args.repo is not None:
+        repo = args.repo.resolve()
+    else:
+        try:
+            repo = find_repo(Path.cwd())
+        except LessonError as exc:
+            print(exc, file=sys.stderr)
+            return EXIT_USAGE
+    errors = check_site(repo)
+    if errors:
+        print(LessonErrors(errors).report(), file=sys.stderr)
+        return EXIT_ERRORS
+    print(f"ok: every page, region, claim and evidence set under {repo} agrees")
+    return EXIT_OK
+
+
+def _file_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file")
+
+
+def _regions(args: argparse.Namespace) -> int:
+    found = parse_regions(_read(args.file), args.file)
+    print(json.dumps([{"name": r.name, "first": r.first, "last": r.last} for r in found.values()], indent=2))
+    return EXIT_OK
+
+
+def _transcript(args: argparse.Namespace) -> int:
+    parse = parse_json_transcript if args.file.endswith(".json") else parse_transcript
+    print(json.dumps(parse(_read(args.file), args.file).to_json(), indent=2, default=str))
+    return EXIT_OK
+
+
+COMMANDS: dict[str, Command] = {
+    "check": Command("verify every page, region, claim and evidence set; exit 1 listing all errors",
+                     _check_arguments, _check),
+    "regions": Command("the regions of a source file as JSON", _file_argument, _regions),
+    "transcript": Command("a parsed transcript as JSON", _file_argument, _transcript),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser, one subparser for each entry of COMMANDS."""
+    parser = argparse.ArgumentParser(prog="python -m lessonkit", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, command in COMMANDS.items():
+        command.add_arguments(sub.add_parser(name, help=command.help))
+    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
-    parser = argparse.ArgumentParser(prog="python -m lessonkit", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    check = sub.add_parser("check", help="verify every page, region, claim and evidence set; exit 1 listing all errors")
-    check.add_argument("--repo", default=".", help="repository root (default: .)")
-    regions = sub.add_parser("regions", help="the regions of a source file as JSON")
-    regions.add_argument("file")
-    transcript = sub.add_parser("transcript", help="a parsed transcript as JSON")
-    transcript.add_argument("file")
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(argv)
     try:
-        if args.command == "check":
-            repo = Path(args.repo).resolve()
-            errors = check_site(repo)
-            if errors:
-                print(LessonErrors(errors).report(), file=sys.stderr)
-                return 1
-            print(f"ok: every page, region, claim and evidence set under {repo} agrees")
-            return 0
-        if args.command == "regions":
-            found = parse_regions(_read(args.file), args.file)
-            print(json.dumps([{"name": r.name, "first": r.first, "last": r.last} for r in found.values()], indent=2))
-            return 0
-        text = _read(args.file)
-        parse = parse_json_transcript if args.file.endswith(".json") else parse_transcript
-        print(json.dumps(parse(text, args.file).to_json(), indent=2, default=str))
-        return 0
+        status = COMMANDS[args.command].run(args)
+        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+        return status
+    except BrokenPipeError:
+        # The reader left; send whatever is still buffered nowhere so exit stays quiet.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     except LessonError as exc:
         print(exc, file=sys.stderr)
-        return 1
+        return EXIT_ERRORS
     except LessonErrors as exc:
         print(exc.report(), file=sys.stderr)
-        return 1
+        return EXIT_ERRORS

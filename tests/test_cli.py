@@ -1,29 +1,36 @@
-"""The command line: check, regions, transcript; and the real site passes its own check."""
+"""The command line: check, regions, transcript; reading files strictly as UTF-8; and the real site's own check."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
 from pathlib import Path
 
-from conftest import REPO
+import pytest
+
+from lessonkit import cli
+from lessonkit.errors import LessonError
+from lessonkit.textio import decode_utf8, read_text
+
+from conftest import REPO, write_tree
 
 
-def cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
+def cli_run(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "lessonkit", *args], cwd=cwd, capture_output=True, text=True,
                           env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
 
 
 def test_the_real_site_checks_clean():
-    done = cli("check")
+    done = cli_run("check")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("ok: every page, region, claim and evidence set")
 
 
 def test_check_lists_every_error_and_exits_1(demo_repo: Path):
     (demo_repo / "docs/index.md").write_text("{{ 9 @ demo/race:#reports }}\n{{ 8 @ demo/race:#reports }}\n")
-    done = cli("check", "--repo", str(demo_repo))
+    done = cli_run("check", "--repo", str(demo_repo))
     assert done.returncode == 1
     assert done.stderr.splitlines() == [
         "docs/index.md:1: claim '9' (demo/race:#reports) disagrees with evidence/demo/race.txt; it says '2'",
@@ -31,25 +38,161 @@ def test_check_lists_every_error_and_exits_1(demo_repo: Path):
         "2 errors found"]
 
 
-def test_regions_as_json():
-    done = cli("regions", "code/day62-racecheck/racecheck.cu")
-    names = [r["name"] for r in json.loads(done.stdout)]
-    assert names == ["racy-step", "fixed-step", "divergent-barrier", "fixed-barrier"]
+def test_check_finds_the_repository_from_a_folder_inside_it(demo_repo: Path):
+    (demo_repo / "docs/index.md").write_text("{{ 9 @ demo/race:#reports }}\n")
+    done = cli_run("check", cwd=demo_repo / "code" / "demo")
+    assert (done.returncode, done.stderr) == (1, "docs/index.md:1: claim '9' (demo/race:#reports) disagrees "
+                                                 "with evidence/demo/race.txt; it says '2'\n1 error found\n")
+
+
+def test_find_repo_walks_up_to_mkdocs_yml(tmp_path: Path):
+    write_tree(tmp_path, {"site/mkdocs.yml": "", "site/code/a/a.cu": "", "site/docs/deep/er/p.md": ""})
+    assert cli.find_repo(tmp_path / "site/docs/deep/er") == (tmp_path / "site").resolve()
+
+
+def test_find_repo_skips_a_mkdocs_yml_without_code_or_evidence(tmp_path: Path):
+    write_tree(tmp_path, {"mkdocs.yml": "", "evidence/x/manifest.json": "", "docs/mkdocs.yml": "", "docs/p.md": ""})
+    assert cli.find_repo(tmp_path / "docs") == tmp_path.resolve()
+
+
+def test_check_outside_any_repository(tmp_path: Path):
+    done = cli_run("check", cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (f"{tmp_path.resolve()}: is not inside a course repository: no folder from here up "
+                           "holds mkdocs.yml beside code/ or evidence/; run from inside one, or name it with "
+                           "--repo PATH\n")
+
+
+def test_regions_as_json(tmp_path: Path):
+    (tmp_path / "a.cu").write_text("int x;\n// snippet: one\nx = 1;\n// end snippet\n// snippet: two\n"
+                                   "x = 2;\nx = 3;\n// end snippet\n")
+    done = cli_run("regions", str(tmp_path / "a.cu"))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [{"name": "one", "first": 3, "last": 3}, {"name": "two", "first": 6, "last": 7}]
+
+
+def test_regions_of_the_real_lesson():
+    done = cli_run("regions", "code/day62-racecheck/racecheck.cu")
+    assert {"racy-step", "fixed-step"} <= {r["name"] for r in json.loads(done.stdout)}
 
 
 def test_regions_of_a_broken_file(tmp_path: Path):
     (tmp_path / "b.cu").write_text("// snippet: a\n")
-    done = cli("regions", str(tmp_path / "b.cu"))
+    done = cli_run("regions", str(tmp_path / "b.cu"))
     assert done.returncode == 1 and "region 'a' is never closed" in done.stderr
 
 
 def test_transcript_as_json():
-    done = cli("transcript", "evidence/day62-racecheck/racecheck-buggy-analysis.txt")
+    done = cli_run("transcript", "evidence/day62-racecheck/racecheck-buggy-analysis.txt")
     data = json.loads(done.stdout)
     assert {r["severity"] for r in data["reports"]} == {"Error", "Warning"}
     assert data["summary"] == "RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)"
 
 
+def test_transcript_in_the_earlier_layout(tmp_path: Path):
+    (tmp_path / "old.txt").write_text(
+        "GPU: NVIDIA H200 (compute capability 9.0), warp size 32\n"
+        "threads  kernel                            mismatches   first bad  gated\n"
+        "-------  --------------------------------  ----------   ---------  -----\n"
+        "     32  scanTileRacy                               0           -     no\n")
+    done = cli_run("transcript", str(tmp_path / "old.txt"))
+    data = json.loads(done.stdout)
+    assert (data["gpu"], data["compute_capability"], data["warp_size"]) == ("NVIDIA H200", "9.0", 32)
+    assert data["rows"] == [{"threads": 32, "kernel": "scanTileRacy", "mismatches": 0, "first_bad": None,
+                             "gated": False, "line_in_transcript": 4}]
+
+
+def test_transcript_with_an_unreadable_table(tmp_path: Path):
+    (tmp_path / "t.txt").write_text("threads  kernel  mismatches  first bad  gated\n  32  k  zero  -  no\n")
+    done = cli_run("transcript", str(tmp_path / "t.txt"))
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == (f"{tmp_path}/t.txt:2: malformed harness row '32  k  zero  -  no'; expected "
+                           "'THREADS KERNEL MISMATCHES FIRST_BAD|- yes|no' separated by spaces\n")
+
+
 def test_transcript_of_a_missing_file():
-    done = cli("transcript", "nope.txt")
-    assert done.returncode == 1 and done.stderr.startswith("nope.txt: cannot read:")
+    done = cli_run("transcript", "nope.txt")
+    assert (done.returncode, done.stderr) == (1, "nope.txt: cannot read: No such file or directory\n")
+
+
+def test_transcript_that_is_not_utf8(tmp_path: Path):
+    (tmp_path / "t.txt").write_bytes(b"mode: all\nelements: 8803 \xb1 1\n")
+    done = cli_run("transcript", str(tmp_path / "t.txt"))
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == (f"{tmp_path}/t.txt:2: is not UTF-8: byte 0xb1 at line 2, column 16; expected UTF-8 "
+                           "text (the refresh writes only UTF-8, so it did not write this file)\n")
+
+
+def test_transcript_into_a_closed_pipe_ends_quietly(tmp_path: Path):
+    rows = "".join(f"{i:7d} | k{i} | 0 | - | no\n" for i in range(20_000))  # far more than a pipe holds
+    (tmp_path / "big.txt").write_text("threads | kernel | mismatches | first bad | gated\n" + rows)
+    proc = subprocess.Popen([sys.executable, "-m", "lessonkit", "transcript", str(tmp_path / "big.txt")],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+    assert proc.stdout.read(10) == b'{\n  "sourc'  # what `head` reads, then it exits
+    proc.stdout.close()
+    assert (proc.wait(timeout=60), proc.stderr.read()) == (cli.EXIT_BROKEN_PIPE, b"")
+    proc.stderr.close()
+
+
+def test_a_subcommand_is_one_entry(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture):
+    def add(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("who")
+
+    def hello(args: argparse.Namespace) -> int:
+        print(f"hello {args.who}")
+        return 0
+
+    monkeypatch.setitem(cli.COMMANDS, "hello", cli.Command("say hello", add, hello))
+    assert cli.main(["hello", "world"]) == 0
+    assert capsys.readouterr().out == "hello world\n"
+
+
+# Reading files: strictly UTF-8, located errors.
+
+def not_utf8(data: bytes) -> str:
+    with pytest.raises(LessonError) as info:
+        decode_utf8(data, "evidence/s/t.txt")
+    assert info.value.rank == 0  # a file that cannot be read comes before what depends on it
+    return str(info.value)
+
+
+def test_invalid_start_byte():
+    assert not_utf8(b"ok\nab\xffc\n") == (
+        "evidence/s/t.txt:2: is not UTF-8: byte 0xff at line 2, column 3; expected UTF-8 text (the refresh "
+        "writes only UTF-8, so it did not write this file)")
+
+
+def test_columns_count_characters_not_bytes():
+    assert not_utf8("héé ".encode() + b"\xc3(") == (
+        "evidence/s/t.txt:1: is not UTF-8: byte 0xc3 at line 1, column 5; expected UTF-8 text (the refresh "
+        "writes only UTF-8, so it did not write this file)")
+
+
+def test_latin1_file():
+    assert not_utf8("threads\r\nkernel: caf\xe9\r\n".encode("latin-1")) == (
+        "evidence/s/t.txt:2: is not UTF-8: byte 0xe9 at line 2, column 12; expected UTF-8 text (the refresh "
+        "writes only UTF-8, so it did not write this file)")
+
+
+def test_truncated_sequence_at_the_end():
+    assert not_utf8(b"a\n\n" + "€".encode()[:2]) == (
+        "evidence/s/t.txt:3: is not UTF-8: byte 0xe2 at line 3, column 1; expected UTF-8 text (the refresh "
+        "writes only UTF-8, so it did not write this file)")
+
+
+def test_encoded_surrogate_is_not_utf8():
+    assert not_utf8(b"x\xed\xa0\x80") == (
+        "evidence/s/t.txt:1: is not UTF-8: byte 0xed at line 1, column 2; expected UTF-8 text (the refresh "
+        "writes only UTF-8, so it did not write this file)")
+
+
+def test_read_text_gives_newlines_as_path_read_text_does(tmp_path: Path):
+    path = tmp_path / "t.txt"
+    path.write_bytes("a\r\nb\rc\n€\n".encode())
+    assert read_text(path, "t.txt") == path.read_text(encoding="utf-8") == "a\nb\nc\n€\n"
+
+
+def test_read_text_leaves_a_missing_file_to_the_caller(tmp_path: Path):
+    with pytest.raises(FileNotFoundError):
+        read_text(tmp_path / "nope.txt", "nope.txt")

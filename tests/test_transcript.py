@@ -141,12 +141,172 @@ def test_table_rows_interleaved_with_tool_reports():
     assert [(r.threads, r.mismatches) for r in t.rows] == [(32, 0), (256, 7)]
 
 
-def test_malformed_harness_row():
-    text = "threads | kernel | mismatches | first bad | gated\n   32 | k | many | - | no\n"
+TODAY = """\
+device: NVIDIA H200 | compute capability 9.0 | warp size 32
+elements: 8803 (8*1024 + 611)
+mode: all
+tiling: threads 32 | full tiles 275 | partial tile 3 elements
+tiling: threads 256 | full tiles 34 | partial tile 99 elements
+threads | kernel | mismatches | first bad | gated
+     32 | scanTileRacy |  0 | - | no
+    256 | reverseTilesDivergentBarrier | 99 | 8704 | no
+    256 | scanTileFixed | 0 | - | yes
+
+fixed kernels: all match the reference
+"""
+
+EARLIER = """\
+GPU: NVIDIA H200 (compute capability 9.0), warp size 32
+elements: 8803 (8*1024 + 611)
+mode: all
+tiling: threads 32 | full tiles 275 | partial tile 3 elements
+tiling: threads 256 | full tiles 34 | partial tile 99 elements
+threads  kernel                            mismatches   first bad  gated
+-------  --------------------------------  ----------   ---------  -----
+     32  scanTileRacy                               0           -     no
+    256  reverseTilesDivergentBarrier              99        8704     no
+    256  scanTileFixed                              0           -    yes
+
+fixed kernels: all match the reference
+"""
+
+
+def test_todays_layout():
+    t = parse_transcript(TODAY, "b.txt")
+    assert [r.fields() for r in t.rows] == [
+        {"threads": 32, "kernel": "scanTileRacy", "mismatches": 0, "first_bad": None, "gated": False, "_line": 7},
+        {"threads": 256, "kernel": "reverseTilesDivergentBarrier", "mismatches": 99, "first_bad": 8704,
+         "gated": False, "_line": 8},
+        {"threads": 256, "kernel": "scanTileFixed", "mismatches": 0, "first_bad": None, "gated": True, "_line": 9}]
+    assert t.scalars == {"tool": None, "gpu": "NVIDIA H200", "compute_capability": "9.0", "warp_size": 32,
+                         "elements": 8803, "mode": "all"}
+    assert t.collections()["tiling"] == (
+        {"threads": 32, "full_tiles": 275, "partial": 3, "_line": 4},
+        {"threads": 256, "full_tiles": 34, "partial": 99, "_line": 5})
+
+
+def test_earlier_layout_reads_to_the_same_records():
+    today, earlier = parse_transcript(TODAY, "a.txt"), parse_transcript(EARLIER, "b.txt")
+    without_line = lambda t, name: [{k: v for k, v in r.items() if k != "_line"} for r in t.collections()[name]]  # noqa: E731
+    assert len(earlier.rows) == 3
+    assert without_line(earlier, "rows") == without_line(today, "rows")
+    assert without_line(earlier, "tiling") == without_line(today, "tiling")
+    assert earlier.scalars == today.scalars
+    assert [r.at for r in earlier.rows] == [8, 9, 10]
+
+
+def test_earlier_layout_as_json():
+    data = parse_transcript(EARLIER, "b.txt").to_json()
+    assert data["gpu"] == "NVIDIA H200" and data["elements"] == 8803
+    assert data["rows"][1] == {"threads": 256, "kernel": "reverseTilesDivergentBarrier", "mismatches": 99,
+                               "first_bad": 8704, "gated": False, "line_in_transcript": 9}
+    assert data["tiling"][0] == {"threads": 32, "full_tiles": 275, "partial": 3, "line_in_transcript": 4}
+
+
+def test_device_line_without_warp_size():
+    t = parse_transcript("device: NVIDIA H200 | compute capability 9.0\n", "sweep.txt")
+    assert t.scalars == {"tool": None, "gpu": "NVIDIA H200", "compute_capability": "9.0"}
+
+
+def test_other_programs_device_lines_are_not_the_harness():
+    t = parse_transcript("device: NVIDIA H200 | 132 SMs | seed 62\n", "campaign.txt")
+    assert t.scalars == {"tool": None}
+
+
+def test_a_table_cut_off_by_a_hang_has_no_rows():
+    text = "mode: stayalive\nthreads | kernel | mismatches | first bad | gated\n"
+    assert parse_transcript(text, "b.txt").rows == ()
+
+
+def test_a_blank_line_ends_the_table():
+    text = "threads | kernel | mismatches | first bad | gated\n32 | k | 0 | - | no\n\n3 fixed kernel runs failed\n"
+    assert [r.threads for r in parse_transcript(text, "b.txt").rows] == [32]
+
+
+def test_gate_failures_inside_an_earlier_table():
+    text = ("threads  kernel  mismatches  first bad  gated\n"
+            "    256  scanTileFixed  3  17  yes\n"
+            "GATE FAILED: scanTileFixed at 256 threads: 3 mismatches\n"
+            "    256  reverseTilesFixed  0  -  yes\n")
+    t = parse_transcript(text, "b.txt")
+    assert [(r.kernel, r.first_bad) for r in t.rows] == [("scanTileFixed", 17), ("reverseTilesFixed", None)]
+    assert t.scalars["gate_failures"] == ["scanTileFixed at 256 threads: 3 mismatches"]
+
+
+def errors(text: str) -> str:
     with pytest.raises(LessonError) as info:
         parse_transcript(text, "b.txt")
-    assert str(info.value) == ("b.txt:2: malformed harness row '32 | k | many | - | no'; expected "
-                               "'THREADS | KERNEL | MISMATCHES | FIRST_BAD|- | yes|no'")
+    return str(info.value)
+
+
+def test_malformed_harness_row():
+    text = "threads | kernel | mismatches | first bad | gated\n   32 | k | many | - | no\n"
+    assert errors(text) == ("b.txt:2: malformed harness row '32 | k | many | - | no'; expected "
+                            "'THREADS | KERNEL | MISMATCHES | FIRST_BAD|- | yes|no'")
+
+
+def test_harness_row_with_a_missing_column():
+    text = "threads | kernel | mismatches | first bad | gated\n   32 | k | 0 | no\n"
+    assert errors(text) == ("b.txt:2: malformed harness row '32 | k | 0 | no'; expected "
+                            "'THREADS | KERNEL | MISMATCHES | FIRST_BAD|- | yes|no'")
+
+
+def test_malformed_earlier_harness_row():
+    text = "threads  kernel  mismatches  first bad  gated\n-------  ------\n     32  scanTileRacy  0  -\n"
+    assert errors(text) == ("b.txt:3: malformed harness row '32  scanTileRacy  0  -'; expected "
+                            "'THREADS KERNEL MISMATCHES FIRST_BAD|- yes|no' separated by spaces")
+
+
+def test_pipes_in_an_earlier_table():
+    text = "threads  kernel  mismatches  first bad  gated\n 32 | k | 0 | - | no\n"
+    assert errors(text) == ("b.txt:2: malformed harness row '32 | k | 0 | - | no'; expected "
+                            "'THREADS KERNEL MISMATCHES FIRST_BAD|- yes|no' separated by spaces")
+
+
+def test_harness_header_with_other_columns():
+    text = "threads | kernel | mismatches | gated\n 32 | k | 0 | no\n"
+    assert errors(text) == ("b.txt:1: unreadable harness table header 'threads | kernel | mismatches | gated'; "
+                            "expected 'threads | kernel | mismatches | first bad | gated', or the same columns "
+                            "aligned by spaces")
+
+
+def test_earlier_harness_header_with_other_columns():
+    text = "threads  kernel  mismatches  first bad  gated  time\n"
+    assert errors(text) == ("b.txt:1: unreadable harness table header 'threads  kernel  mismatches  first bad  "
+                            "gated  time'; expected 'threads | kernel | mismatches | first bad | gated', or the "
+                            "same columns aligned by spaces")
+
+
+def test_harness_row_without_a_header():
+    text = "threads | kernel | mismatches | first bad | gated\n32 | k | 0 | - | no\n\n64 | k | 0 | - | no\n"
+    assert errors(text) == ("b.txt:4: harness row '64 | k | 0 | - | no' has no table header above it; expected "
+                            "the header 'threads | kernel | mismatches | first bad | gated' first (a blank line "
+                            "ends a table)")
+
+
+def test_unreadable_device_line():
+    assert errors("device: NVIDIA H200 | compute capability nine | warp size 32\n") == (
+        "b.txt:1: unreadable device line 'device: NVIDIA H200 | compute capability nine | warp size 32'; "
+        "expected 'device: NAME | compute capability X.Y | warp size N' or "
+        "'GPU: NAME (compute capability X.Y), warp size N'")
+
+
+def test_unreadable_earlier_device_line():
+    assert errors("GPU: NVIDIA H200 (compute capability 9.0) warp 32\n") == (
+        "b.txt:1: unreadable device line 'GPU: NVIDIA H200 (compute capability 9.0) warp 32'; "
+        "expected 'device: NAME | compute capability X.Y | warp size N' or "
+        "'GPU: NAME (compute capability X.Y), warp size N'")
+
+
+def test_unreadable_elements_line():
+    assert errors("mode: all\nelements: 8k\n") == (
+        "b.txt:2: unreadable elements line 'elements: 8k'; expected 'elements: N' or 'elements: N (HOW)'")
+
+
+def test_unreadable_tiling_line():
+    assert errors("tiling: threads 32 | full tiles 275\n") == (
+        "b.txt:1: unreadable tiling line 'tiling: threads 32 | full tiles 275'; "
+        "expected 'tiling: threads N | full tiles N | partial tile N elements'")
 
 
 def test_unreadable_summary():
@@ -168,8 +328,27 @@ def test_summary_mentions_in_prose():
 
 
 def test_json_transcript():
-    t = parse_json_transcript('{"wall_s": 3.5, "cells": [{"kernel": "k", "threads": 32}], "meta": {}}', "s.json")
+    t = parse_json_transcript('{"wall_s": 3.5, "cells": [{"kernel": "k", "threads": 32}], "meta": {}, "ids": [1]}',
+                              "s.json")
     assert t.scalars == {"wall_s": 3.5} and t.collections()["cells"] == ({"kernel": "k", "threads": 32},)
+    assert "meta" not in t.collections() and "ids" not in t.collections()
+
+
+def json_error(text: str) -> str:
     with pytest.raises(LessonError) as info:
-        parse_json_transcript('{\n"a": }', "s.json")
-    assert str(info.value).startswith("s.json:2: not valid JSON")
+        parse_json_transcript(text, "s.json")
+    return str(info.value)
+
+
+def test_json_transcript_not_json():
+    assert json_error('{\n"a": }') == "s.json:2: not valid JSON: Expecting value (column 6)"
+
+
+def test_json_transcript_not_an_object():
+    assert json_error("[1, 2]") == ("s.json: the top level is an array; expected a JSON object of results "
+                                    "and lists of records")
+
+
+def test_json_transcript_nested_too_deeply():
+    assert json_error("[" * 100_000) == ("s.json: nested too deeply to read; expected a JSON object of results "
+                                         "and lists of records")

@@ -1,0 +1,41 @@
+"""Reading text files strictly as UTF-8, so the command line and the build refuse the same files.
+
+The refresh writes every transcript as UTF-8 (it decodes tool output with replacement
+characters), so a file with invalid bytes was not written by it. Such a file is an error
+naming the line and column of the first bad byte, never text silently repaired.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lessonkit.errors import LessonError
+
+
+def read_text(path: Path, shown: str) -> str:
+    """The file's text, newlines as Path.read_text gives them; OSError as raised, LessonError if not UTF-8."""
+    return decode_utf8(path.read_bytes(), shown)
+
+
+def decode_utf8(data: bytes, shown: str) -> str:
+    """Bytes as text, strictly UTF-8, with `\\r\\n` and `\\r` read as `\\n` (as Path.read_text does)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _not_utf8(data, exc.start, shown) from None
+    return _universal_newlines(text)
+
+
+def _universal_newlines(text: str) -> str:
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _not_utf8(data: bytes, start: int, shown: str) -> LessonError:
+    """The error for the first invalid byte at `start`: 1-based line and column in characters."""
+    # Everything before the first invalid byte decodes; lines are counted as the parsers count them.
+    before = _universal_newlines(data[:start].decode("utf-8")) + "\x00"
+    lines = before.splitlines()
+    line, column = len(lines), len(lines[-1])
+    return LessonError(shown, line, f"is not UTF-8: byte 0x{data[start]:02x} at line {line}, column {column}; "
+                       "expected UTF-8 text (the refresh writes only UTF-8, so it did not write this file)",
+                       rank=0)
