@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import FrozenInstanceError, dataclass
 from typing import Iterable
 
 
@@ -23,6 +23,17 @@ class LessonError(Exception):
     def __str__(self) -> str:
         where = self.path if self.line is None else f"{self.path}:{self.line}"
         return f"{where}: {self.message}"
+
+
+def _set_dunder_only(self: LessonError, name: str, value: object) -> None:
+    """Frozen fields, but Python may still set __traceback__, __cause__ and __context__ on it."""
+    if name.startswith("__") and name.endswith("__"):
+        object.__setattr__(self, name, value)
+    else:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+
+LessonError.__setattr__ = _set_dunder_only  # type: ignore[method-assign]
 
 
 class LessonErrors(Exception):

@@ -16,6 +16,7 @@ from lessonkit.manifest import (BUILD_INPUT, FORMAT, MANIFEST, MISSING, Manifest
                                 input_hashes, parse_manifest as _parse_manifest_text, read_manifest,
                                 sha256_file)
 from lessonkit.spec import LessonSpec, load_spec
+from lessonkit.textio import decode_utf8
 from lessonkit.transcript import Transcript, parse_transcript
 
 OLD_PREFIX = ".old."         # evidence/.old.<set>: the previous set while a refresh swaps (fallback path)
@@ -96,17 +97,6 @@ class EvidenceSet:
         if key is not None:
             _parse_cache[key] = parsed
         return parsed
-
-
-def decode_utf8(data: bytes, shown: str) -> str:
-    """Bytes as UTF-8 text; LessonError naming the line and column of the first invalid byte."""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise LessonError(shown, line, f"is not UTF-8: byte 0x{data[exc.start]:02x} at column {column}; "
-                          "the refresh writes UTF-8 only, so this file was not written by it") from None
 
 
 def _from_manifest(set_name: str, root: Path, m: Manifest) -> EvidenceSet:

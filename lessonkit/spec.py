@@ -15,7 +15,7 @@ from pathlib import Path
 from lessonkit.errors import LessonError
 from lessonkit.manifest import sha256_file, sha256_text  # noqa: F401  (re-exported for callers)
 
-_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+_NAME_RE = re.compile(r"\A[a-z0-9][a-z0-9-]*\Z")
 
 
 @dataclass(frozen=True)
@@ -106,7 +106,7 @@ def parse_spec(text: str, source: str) -> LessonSpec:
         runs.append(RunSpec(
             name=name,
             command=need(raw, "command", str, where),
-            timeout=float(need(raw, "timeout", (int, float), where, 300)),
+            timeout=_timeout(need(raw, "timeout", (int, float), where, 300), source, where),
             gate=need(raw, "gate", bool, where, False),
             inputs=strings(need(raw, "inputs", list, where, []), where, "inputs"),
             artifacts=tuple(artifacts),
@@ -114,6 +114,12 @@ def parse_spec(text: str, source: str) -> LessonSpec:
             exclusive=need(raw, "exclusive", bool, where, False),
         ))
     return LessonSpec(lesson, source, inputs, dict(build), tuple(runs))
+
+
+def _timeout(value: float, source: str, where: str) -> float:
+    if not 0 < value < float("inf"):
+        raise LessonError(source, None, f"{where}: 'timeout' must be a positive number of seconds, not {value!r}")
+    return float(value)
 
 
 def _repeat(value: int, source: str, where: str) -> int:
