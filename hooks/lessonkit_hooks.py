@@ -1,50 +1,239 @@
-"""MkDocs hooks: glue between MkDocs and the lessonkit core. No checking logic lives here."""
+"""MkDocs hooks (MkDocs 1.6 and ProperDocs): glue between the engine and the lessonkit core.
+
+No checking logic lives here. The hooks check the setup, keep one `CheckedSite` across the
+rebuilds of `mkdocs serve` (so a rebuild re-checks only the pages whose inputs changed, and a
+`--dirtyreload` rebuild re-reads them too), load the core again when a file of it changed,
+and turn the core's errors into a build failure, strict or not.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import importlib
+import importlib.util
+import json
+import logging
+import os
 import sys
+import time
 from pathlib import Path
 
+import jinja2
+import jinja2.bccache
 from mkdocs.exceptions import PluginError
 
 # The core sits beside mkdocs.yml; make it importable without installing the project.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from lessonkit.errors import LessonError, LessonErrors  # noqa: E402
-from lessonkit.site import Site  # noqa: E402
+import lessonkit.site  # noqa: E402
+import lessonkit.verify  # noqa: E402
 
-_state: dict = {}
+log = logging.getLogger("mkdocs.plugins.lessonkit")
+
+# Extensions the pages' expansions need, and why (named in the refusal).
+REQUIRED_EXTENSIONS = {
+    "pymdownx.superfences": "code regions and transcripts are fenced blocks (plain Markdown and "
+                            "fenced_code show them as raw fences)",
+    "pymdownx.highlight": "regions are numbered with their file's own lines and highlighted by it",
+}
+# Plugins that expand {{ ... }} themselves, before lessonkit could check a claim.
+JINJA_PLUGINS = ("macros", "markdownextradata")
+_DIRTY_WARNING = "A 'dirty' build is being performed"
+
+_state: dict = {"session": None, "spent": 0.0, "dirty": False, "serving": False}
 
 
+def _core_folder() -> Path:
+    return Path(lessonkit.site.__file__).resolve().parent
+
+
+def _core_digest() -> str:
+    """sha256 over the core's source files: any edit to lessonkit/ changes it."""
+    h = hashlib.sha256()
+    for path in sorted(_core_folder().glob("*.py")):
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
+def reload_core_if_changed() -> bool:
+    """Import the core afresh when its files changed since it was imported; True if it did."""
+    global lessonkit
+    digest = _core_digest()
+    if _state.get("core") in (None, digest):
+        _state["core"] = digest
+        return False
+    for name in [n for n in sys.modules if n == "lessonkit" or n.startswith("lessonkit.")]:
+        module = sys.modules.pop(name)
+        source = getattr(module, "__file__", None)
+        if source:
+            # An edit of the same size within a second leaves a .pyc that still looks current.
+            Path(importlib.util.cache_from_source(source)).unlink(missing_ok=True)
+    importlib.invalidate_caches()
+    lessonkit = importlib.import_module("lessonkit")
+    importlib.import_module("lessonkit.site")
+    importlib.import_module("lessonkit.verify")
+    _state["core"] = digest
+    _state["session"] = None  # results of the old core are not evidence of the new one
+    log.info("lessonkit: the core changed; loaded it again and re-checking every page")
+    return True
+
+
+def setup_errors(config) -> list[str]:
+    """What in the site's configuration would let a page be published unchecked or shown wrongly."""
+    shown = Path(config.config_file_path or "mkdocs.yml").name
+    names = {e if isinstance(e, str) else type(e).__module__ for e in config.markdown_extensions}
+    problems = [f"{shown}: markdown_extensions lacks {ext}: lessonkit's {why}; add '- {ext}' "
+                "under markdown_extensions" for ext, why in REQUIRED_EXTENSIONS.items()
+                if ext not in names]
+    for name, plugin in config.plugins.items():
+        base = name.rsplit("/", 1)[-1]
+        options = getattr(plugin, "config", {}) or {}
+        if base in JINJA_PLUGINS and options.get("j2_variable_start_string", "{{") == "{{":
+            problems.append(
+                f"{shown}: plugin {name!r} also expands {{{{ ... }}}}: it would turn lessonkit's "
+                "claims and directives into Jinja before they are checked; remove it from plugins"
+                + (", or give it other delimiters (j2_variable_start_string, j2_variable_end_string)"
+                   if base == "macros" else ""))
+    return problems
+
+
+def _timed(hook):
+    """Count the time spent in a hook, so the benchmark can tell lessonkit's share of a build."""
+    def wrapper(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return hook(*args, **kwargs)
+        finally:
+            _state["spent"] += time.perf_counter() - start
+    wrapper.__name__, wrapper.__doc__ = hook.__name__, hook.__doc__
+    return wrapper
+
+
+class _DirtyBuildNote(logging.Filter):
+    """Under `serve --dirtyreload` every page whose inputs changed is re-checked: say so as info,
+    instead of the engine's warning that makes every dirty build abort in strict mode."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if _state["dirty"] and record.levelno == logging.WARNING and str(record.msg).startswith(_DIRTY_WARNING):
+            log.info("lessonkit: dirty rebuild; pages whose inputs changed are read and checked "
+                     "again, the other pages' results are reused")
+            return False
+        return True
+
+
+_DIRTY_FILTER = _DirtyBuildNote()
+
+
+@_timed
+def on_startup(*, command: str, dirty: bool) -> None:
+    """Note a dirty `serve`, so its rebuilds stay strict."""
+    _state["serving"] = command == "serve"
+    _state["dirty"] = command == "serve" and dirty
+    for name in ("mkdocs.commands.build", "properdocs.commands.build"):
+        logging.getLogger(name).addFilter(_DIRTY_FILTER)
+
+
+@_timed
 def on_config(config, **kwargs):
-    """Load and check the evidence once per build."""
+    """Refuse a setup that cannot show checked pages; refresh the evidence (only what changed)."""
+    problems = setup_errors(config)
+    if problems:
+        raise PluginError("lessonkit cannot check this site:\n" + "\n".join(problems))
+    if "lessonkit.mdext" in config.markdown_extensions:  # the hooks do its work, once
+        config.mdx_configs.setdefault("lessonkit.mdext", {})["passive"] = True
+    reload_core_if_changed()
     repo = Path(config.config_file_path).resolve().parent
-    _state["site"] = Site.load(repo)
-    _state["errors"] = list(_state["site"].site_errors())
+    session = _state["session"]
+    if session is None or session.repo != repo:
+        session = _state["session"] = lessonkit.site.CheckedSite(repo)
+    session.refresh()
     _state["results"] = {}
     return config
 
 
+def _shown(page_file, config) -> str:
+    return f"{Path(config.docs_dir).name}/{page_file.src_uri}"
+
+
+@_timed
+def on_files(files, *, config):
+    """Note each page's file before the engine reads it; in a dirty rebuild, have the engine read
+    again every page whose inputs changed, not only the pages edited."""
+    session = _state["session"]
+    pages = [(f, _shown(f, config), Path(f.abs_src_path)) for f in files.documentation_pages()]
+    _state["pages"] = [(shown, path) for _, shown, path in pages]
+    _state["sources"] = {}
+    for f, shown, path in pages:
+        if _state["dirty"] and session.needs_check(shown, path):
+            f.is_modified = lambda: True
+        _state["sources"][shown] = session.digests.digest(path)
+    return files
+
+
+@_timed
 def on_page_markdown(markdown, *, page, config, files):
-    """Expand the page's regions and transcripts, check its claims, keep the errors for on_env."""
-    site: Site = _state["site"]
+    """Expand the page's regions and transcripts and check its claims (again only if an input changed)."""
     raw = page.file.content_string
-    offset = raw.count("\n") - markdown.count("\n")
-    result = site.page(markdown, f"{Path(config.docs_dir).name}/{page.file.src_uri}", max(offset, 0))
-    _state["errors"].extend(result.errors)
-    _state.setdefault("results", {})[page.file.src_uri] = result
+    offset = max(raw.count("\n") - markdown.count("\n"), 0)
+    shown = _shown(page.file, config)
+    result = _state["session"].page(markdown, shown, offset, Path(page.file.abs_src_path),
+                                    _state.get("sources", {}).get(shown))
+    _state["results"][page.file.src_uri] = result
     return result.markdown
 
 
+@_timed
 def on_page_content(html, *, page, config, files):
-    """Put the finished transcript blocks into the slots the page left for them."""
-    result = _state.get("results", {}).pop(page.file.src_uri, None)
-    return result.fill(html) if result is not None else html
+    """Put the finished transcript blocks into the slots the page left for them, and mark it checked."""
+    result = _state["results"].pop(page.file.src_uri, None)
+    return html if result is None else result.fill(html) + lessonkit.verify.CHECKED_MARK
 
 
+class _Templates(jinja2.BytecodeCache):
+    """The theme's compiled templates, kept across the rebuilds of `serve` (each rebuild makes a
+    new Jinja environment and would compile Material's templates again: a third of a reload)."""
+
+    def __init__(self) -> None:
+        self.compiled: dict[str, bytes] = {}
+
+    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        if bucket.key in self.compiled:
+            bucket.bytecode_from_string(self.compiled[bucket.key])
+
+    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        self.compiled[bucket.key] = bucket.bytecode_to_string()
+
+
+_TEMPLATES = _Templates()
+
+
+@_timed
 def on_env(env, *, config, files):
-    """After every page was read: fail the build, strict or not, listing every error."""
-    errors: list[LessonError] = _state.get("errors", [])
+    """After every page was read: fail the build, strict or not, listing every error of the site."""
+    if _state["serving"] and env.bytecode_cache is None:
+        env.bytecode_cache = _TEMPLATES  # a bucket is used only while its template's source is unchanged
+    errors = _state["session"].errors(_state.get("pages", []))
     if errors:
-        raise PluginError("lessonkit found problems:\n" + LessonErrors(errors).report())
+        raise PluginError("lessonkit found problems:\n" + lessonkit.LessonErrors(errors).report())
     return env
+
+
+def _write_timings(ok: bool) -> None:
+    target = os.environ.get("LESSONKIT_TIMINGS")
+    session = _state["session"]
+    if target:
+        with open(target, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"lessonkit_s": round(_state["spent"], 6), "ok": ok,
+                                "page_checks": session.checks if session else 0,
+                                "evidence_loads": session.reloads if session else 0}) + "\n")
+    _state["spent"] = 0.0
+
+
+def on_post_build(*, config):
+    """Record lessonkit's time for this build when LESSONKIT_TIMINGS names a file (the benchmark)."""
+    _write_timings(True)
+
+
+def on_build_error(*, error):
+    """Record lessonkit's time for a build that failed, as for one that passed."""
+    _write_timings(False)

@@ -1,17 +1,35 @@
-"""The whole site: every evidence set, every lesson's commands, every page."""
+"""The whole site: every evidence set, every lesson's commands, every page; checked once or across rebuilds.
+
+`Site` checks a repository as it is now. `CheckedSite` keeps a site checked while its
+files change (`mkdocs serve`): it reloads the evidence when a file under evidence/ or code/
+changed and re-checks exactly the pages whose inputs changed (the page, the evidence sets
+it cites or names, the code files its regions come from), reusing every other page's
+result, so its errors are always those a full check of the same files would report.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
-from dataclasses import dataclass
+import shlex
+import time
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Iterable
 
 from lessonkit.errors import LessonError
-from lessonkit.evidence import Evidence, load_all_evidence
+from lessonkit.evidence import Evidence, load_all_evidence, set_folders
 from lessonkit.page import PageResult, process_page
 from lessonkit.spec import load_spec
 
 _FRONT_MATTER_RE = re.compile(r"""\A---[ \t]*\n.*?\n(?:---|\.\.\.)[ \t]*\n""", re.DOTALL)
+_REGION_LINE_RE = re.compile(r"""^[ \t]*\{\{[ \t]*region\b(?P<args>.*?)\}\}[ \t]*$""", re.VERBOSE | re.MULTILINE)
+_NAME_TOKEN_RE = re.compile(r"""[\w-]+""", re.VERBOSE)
+# A file written this recently may be written again within the file system's timestamp
+# granularity without its stat changing (git's "racy" case): hash it again next time.
+_RACY_NS = 1_000_000_000
+MISSING = "missing"
 
 
 @dataclass
@@ -60,27 +78,257 @@ def check_lesson_readmes(repo: Path) -> list[LessonError]:
         readme = spec_path.parent / "README.md"
         shown = f"code/{lesson}/README.md"
         if not readme.is_file():
-            errors.append(LessonError(shown, None, "is missing; it must show the build lines and commands of runs.toml"))
+            errors.append(LessonError(shown, None, "is missing; it must show the build lines and "
+                                      "commands of runs.toml"))
             continue
         # A command counts only as a whole line (a console block may prefix it with "$ ").
-        shown_lines = {line.strip().removeprefix("$ ") for line in readme.read_text(encoding="utf-8").splitlines()}
+        shown_lines = {line.strip().removeprefix("$ ")
+                       for line in readme.read_text(encoding="utf-8").splitlines()}
         wanted = [(f"build line {arch}", line) for arch, line in spec.build.items()]
         wanted += [(f"run {r.name!r}", r.command) for r in spec.runs]
         for what, command in wanted:
             if command not in shown_lines:
-                errors.append(LessonError(shown, None, f"does not show the {what} of {spec.path}: {command!r}; "
-                                          "copy it verbatim so readers run what the evidence ran"))
+                errors.append(LessonError(shown, None, f"does not show the {what} of {spec.path}: "
+                                          f"{command!r}; copy it verbatim so readers run what the "
+                                          "evidence ran"))
     return errors
+
+
+def docs_pages(repo: Path, docs: Path | None = None) -> list[tuple[str, Path]]:
+    """Every page under docs/ as (the path messages name it by, the file)."""
+    docs = docs or repo / "docs"
+    pages = []
+    for page_path in sorted(docs.rglob("*.md")):
+        shown = (page_path.relative_to(repo).as_posix() if page_path.is_relative_to(repo)
+                 else str(page_path))
+        pages.append((shown, page_path))
+    return pages
 
 
 def check_site(repo: Path, docs: Path | None = None) -> list[LessonError]:
     """All errors of the site: evidence, lesson READMEs and every page under docs/."""
     site = Site.load(repo)
     errors = site.site_errors()
-    docs = docs or repo / "docs"
-    for page_path in sorted(docs.rglob("*.md")):
-        text = page_path.read_text(encoding="utf-8")
-        body, offset = strip_front_matter(text)
-        shown = page_path.relative_to(repo).as_posix() if page_path.is_relative_to(repo) else str(page_path)
+    for shown, page_path in docs_pages(repo, docs):
+        body, offset = strip_front_matter(page_path.read_text(encoding="utf-8"))
         errors.extend(site.page(body, shown, offset).errors)
     return errors
+
+
+class FileDigests:
+    """A file's identity for change detection, cheap to ask again and again.
+
+    A file last changed more than a second before it was first seen is identified by its stat
+    (inode, size, modification and change times): any later write changes the change time.
+    A file seen within a second of its last change could change again without its stat
+    changing (the file system's timestamps are coarse; git calls this "racy"), so it is
+    identified by a hash of its bytes, read again on every look until it has settled.
+    """
+
+    def __init__(self) -> None:
+        self._known: dict[str, tuple[tuple[int, ...], str, bool]] = {}
+
+    def digest(self, path: Path | str) -> str:
+        """The file's identity: 'stat:...' or 'sha256:...' (same file, same answer), or 'missing'."""
+        key = os.fspath(path)
+        try:
+            st = os.stat(key)
+        except OSError:
+            self._known.pop(key, None)
+            return MISSING
+        stamp = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode)
+        known = self._known.get(key)
+        if known is not None and known[0] == stamp and known[2]:
+            return known[1]
+        settled = max(st.st_mtime_ns, st.st_ctime_ns) < time.time_ns() - _RACY_NS
+        if known is None or known[0] != stamp:
+            if settled:
+                identity = "stat:" + ":".join(map(str, stamp))
+                self._known[key] = (stamp, identity, True)
+                return identity
+        try:
+            with open(key, "rb") as f:
+                identity = "sha256:" + hashlib.sha256(f.read()).hexdigest()
+        except IsADirectoryError:
+            identity = "directory"
+        except OSError:
+            return MISSING
+        self._known[key] = (stamp, identity, settled)
+        return identity
+
+    def tree(self, root: Path) -> dict[str, str]:
+        """Every file under `root` (relative POSIX path -> digest); {} when there is no such folder."""
+        found: dict[str, str] = {}
+        for folder, dirs, files in os.walk(root):
+            dirs.sort()
+            rel = os.path.relpath(folder, root)
+            for name in sorted(files):
+                if not name.endswith((".pyc", ".pyo")):
+                    path = os.path.join(folder, name)
+                    found[os.path.normpath(os.path.join(rel, name))] = self.digest(path)
+        return found
+
+
+def _combine(items: Iterable[tuple[str, str]]) -> str:
+    h = hashlib.sha256()
+    for key, value in items:
+        h.update(f"{key}\0{value}\n".encode("utf-8", "surrogateescape"))
+    return h.hexdigest()
+
+
+def region_files(markdown: str) -> set[str]:
+    """The paths under code/ that the page's `{{ region PATH NAME }}` lines read."""
+    paths = set()
+    for m in _REGION_LINE_RE.finditer(markdown):
+        args = m.group("args").split()
+        if any(q in m.group("args") for q in "\"'\\"):
+            try:
+                args = shlex.split(m.group("args"))
+            except ValueError:
+                pass  # the page check reports the unreadable directive
+        if args:
+            paths.add(args[0])
+    return paths
+
+
+@dataclass(frozen=True)
+class PageInputs:
+    """What a page's result was computed from: its text, its source file, the sets it cites or
+    names, the code files of its regions, and the list of sets (a page naming no set says which exist)."""
+
+    markdown: str
+    offset: int
+    source: tuple[str, str]
+    catalog: str
+    sets: tuple[tuple[str, str], ...]
+    files: tuple[tuple[str, str], ...]
+
+
+@dataclass
+class CheckedSite:
+    """A site kept checked across rebuilds: `refresh` once per build, then `page` for each page."""
+
+    repo: Path
+    digests: FileDigests = field(default_factory=FileDigests)
+    site: Site | None = None
+    reloads: int = 0              # times the evidence was loaded (for tests and the benchmark)
+    checks: int = 0               # page checks that ran (not answered from an earlier result)
+    _tree: str = ""
+    _set_digests: dict[str, str] = field(default_factory=dict)
+    _catalog: str = ""
+    _site_errors: list[LessonError] = field(default_factory=list)
+    _pages: dict[str, tuple[PageInputs, PageResult]] = field(default_factory=dict)
+
+    def refresh(self) -> None:
+        """Reload the evidence and the site's own errors if any file under evidence/ or code/ changed."""
+        evidence = self.digests.tree(self.repo / "evidence")
+        code = self.digests.tree(self.repo / "code")
+        tree = _combine([("evidence/" + k, v) for k, v in evidence.items()]
+                        + [("code/" + k, v) for k, v in code.items()])
+        if self.site is not None and tree == self._tree:
+            return
+        before, before_digests = self.site, self._set_digests
+        self.site = Site.load(self.repo)
+        self.reloads += 1
+        self._site_errors = self.site.site_errors()
+        # A set may be read from another folder than its name (evidence/.old.<set> after a
+        # refresh stopped mid-swap): its files count for the set.
+        folders = {folder.name: name for name, folder in set_folders(self.repo).items()}
+        per_set: dict[str, list[tuple[str, str]]] = {}
+        for rel, digest in evidence.items():
+            top = rel.split(os.sep, 1)[0]
+            per_set.setdefault(folders.get(top, top), []).append((rel, digest))
+        self._set_digests = {name: _combine(items) for name, items in per_set.items()}
+        sets = self.site.evidence.sets
+        self._catalog = _combine([(name, "set") for name in sorted(sets)]
+                                 + [(name, "unreadable") for name in sorted(self.site.evidence.unreadable)])
+        if before is not None:  # a set whose files are unchanged keeps its parsed transcripts
+            for name, old in before.evidence.sets.items():
+                if (name in sets and type(old) is type(sets[name])
+                        and before_digests.get(name) == self._set_digests.get(name)):
+                    sets[name] = old
+        self._tree = tree
+
+    def _inputs(self, markdown: str, offset: int, source: tuple[str, str]) -> PageInputs:
+        """The inputs of a page about to be checked, taken before it is (a later edit shows as a change).
+
+        A set counts when its name appears as a word of its own ('day62-racecheck',
+        '.../day62-racecheck/x.cu'): a page can only cite a set by naming it (its default set
+        in `{{ evidence SET }}`), and naming a set that does not exist is an error that changes
+        when the set appears.
+        """
+        assert self.site is not None
+        known = set(self.site.evidence.sets) | self.site.evidence.unreadable | set(self._set_digests)
+        names = known & set(_NAME_TOKEN_RE.findall(markdown))
+        return PageInputs(
+            markdown, offset, source, self._catalog,
+            tuple(sorted((n, self._set_digests.get(n, MISSING)) for n in names)),
+            tuple(sorted((f, self.digests.digest(self.repo / "code" / f))
+                         for f in region_files(markdown))))
+
+    def _holds(self, inputs: PageInputs) -> bool:
+        """Whether a page's earlier result still holds for today's evidence and code."""
+        return (inputs.catalog == self._catalog
+                and all(self._set_digests.get(n, MISSING) == d for n, d in inputs.sets)
+                and all(self.digests.digest(self.repo / "code" / f) == d for f, d in inputs.files))
+
+    def page(self, markdown: str, path: str, line_offset: int = 0, source: Path | None = None,
+             source_digest: str | None = None) -> PageResult:
+        """The page's result: the earlier one when none of its inputs changed, else a new check.
+
+        `source` is the page's file and `source_digest` its identity taken before it was read
+        (taken now if not given), so `needs_check` can tell when it was edited since.
+        """
+        assert self.site is not None, "call refresh() first"
+        cached = self._pages.get(path)
+        if (cached is not None and cached[0].markdown == markdown and cached[0].offset == line_offset
+                and self._holds(cached[0])):
+            return cached[1]
+        if source is not None and source_digest is None:
+            source_digest = self.digests.digest(source)
+        inputs = self._inputs(markdown, line_offset,
+                              (os.fspath(source), source_digest or "") if source else ("", ""))
+        result = self.site.page(markdown, path, line_offset)
+        self.checks += 1
+        cited = {s for s, _ in result.cited} - {n for n, _ in inputs.sets}
+        if cited:  # cited without being named as a word (not expected): depend on them all the same
+            inputs = replace(inputs, sets=tuple(sorted(inputs.sets + tuple(
+                (n, self._set_digests.get(n, MISSING)) for n in cited))))
+        self._pages[path] = (inputs, result)
+        return result
+
+    def needs_check(self, path: str, source: Path) -> bool:
+        """Whether page `path` must be read and checked again: new, its file edited, or inputs changed."""
+        cached = self._pages.get(path)
+        return (cached is None or cached[0].source != (os.fspath(source), self.digests.digest(source))
+                or not self._holds(cached[0]))
+
+    def check_page_file(self, path: str, source: Path) -> PageResult:
+        """Read page `path` from `source` (front matter stripped) and check it."""
+        digest = self.digests.digest(source)
+        body, offset = strip_front_matter(source.read_text(encoding="utf-8"))
+        return self.page(body, path, offset, source, digest)
+
+    def site_errors(self) -> list[LessonError]:
+        """Errors that belong to no page (evidence integrity and freshness, lesson READMEs)."""
+        return list(self._site_errors)
+
+    def errors(self, pages: Iterable[tuple[str, Path]]) -> list[LessonError]:
+        """The site's errors and those of `pages` ((path as named, file)), each checked if it must be.
+
+        Results of pages no longer listed are forgotten.
+        """
+        wanted = dict(pages)
+        for path in [p for p in self._pages if p not in wanted]:
+            del self._pages[path]
+        errors = list(self._site_errors)
+        for path, source in wanted.items():
+            if self.needs_check(path, source):
+                self.check_page_file(path, source)
+            errors.extend(self._pages[path][1].errors)
+        return errors
+
+    def check(self, docs: Path | None = None) -> list[LessonError]:
+        """What a full check would report, re-checking only what changed since the last call."""
+        self.refresh()
+        return self.errors(docs_pages(self.repo, docs))

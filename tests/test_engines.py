@@ -1,0 +1,202 @@
+"""Engines: MkDocs and ProperDocs through the hooks, any engine through the Markdown extension,
+`verify-site` for an engine that ran neither, and the hooks' setup checks."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import markdown
+import pytest
+
+from conftest import HOOKS, PAGE, REPO, mkdocs_yml
+from lessonkit.errors import LessonErrors
+from lessonkit.verify import CHECKED_MARK, main as verify_main, unexpanded
+
+# PYTHONPATH: a site that lists lessonkit.mdext imports it while the engine reads mkdocs.yml.
+ENV = dict(os.environ, NO_MKDOCS_2_WARNING="1", DISABLE_MKDOCS_2_WARNING="true", PYTHONPATH=str(REPO))
+WRONG_CLAIM = ("docs/index.md:7: claim '121' (race:reports[severity=Error].hazards) disagrees with "
+               "evidence/demo/race.txt; it says '120' (line 7)")
+FIX = ("the engine published it without lessonkit; MkDocs and ProperDocs need "
+       "'hooks: [hooks/lessonkit_hooks.py]', other engines 'markdown_extensions: [lessonkit.mdext]'")
+
+
+def engine_build(repo: Path, engine: str, config: str = "mkdocs.yml") -> subprocess.CompletedProcess:
+    """`python -m ENGINE build` of repo into repo/site (ProperDocs with Material, the site's theme:
+    its copy of the 'mkdocs' theme is a separate package)."""
+    if engine == "properdocs":
+        edit(repo / config, "theme:\n  name: mkdocs\n", "theme:\n  name: material\n")
+    return subprocess.run([sys.executable, "-m", engine, "build", "-q", "-f", config, "-d", str(repo / "site")],
+                          cwd=repo, capture_output=True, text=True, env=ENV, timeout=180)
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new))
+
+
+@pytest.mark.parametrize("engine", ["mkdocs", "properdocs"])
+def test_engine_builds_a_checked_site(demo_repo: Path, engine: str, capsys):
+    done = engine_build(demo_repo, engine)
+    assert done.returncode == 0, done.stderr
+    html = (demo_repo / "site/index.html").read_text()
+    assert "the error has 120 hazards." in html and CHECKED_MARK.strip() in html
+    assert verify_main([str(demo_repo / "site")]) == 0
+    assert capsys.readouterr().out.startswith("ok: no unexpanded claim or directive in the ")
+
+
+@pytest.mark.parametrize("engine", ["mkdocs", "properdocs"])
+def test_engine_refuses_a_wrong_claim(demo_repo: Path, engine: str):
+    edit(demo_repo / "docs/index.md", "{{ 120 @", "{{ 121 @")
+    done = engine_build(demo_repo, engine)
+    assert done.returncode != 0
+    assert f"lessonkit found problems:\n{WRONG_CLAIM}\n1 error found" in done.stderr
+
+
+def test_verify_site_names_page_and_text_when_hooks_are_off(demo_repo: Path, capsys):
+    (demo_repo / "mkdocs.yml").write_text(mkdocs_yml().replace(f"hooks:\n  - {HOOKS}\n", "hooks: []\n"))
+    done = engine_build(demo_repo, "mkdocs")
+    assert done.returncode == 0, done.stderr  # an engine that ignores lessonkit publishes the raw page
+    assert verify_main([str(demo_repo / "site")]) == 1
+    html = (demo_repo / "site/index.html").read_text().splitlines()
+    line = next(i for i, text in enumerate(html, 1) if "{{ evidence demo }}" in text)
+    page = f"{(demo_repo / 'site').as_posix()}/index.html"
+    assert capsys.readouterr().err.splitlines() == [
+        f"{page}:{line}: unexpanded directive '{{{{ evidence demo }}}}'; {FIX}",
+        f"{page}:{line + 1}: unexpanded directive "
+        f"'{{{{ region demo/demo.cu body highlight=4@race:reports[severity=Error].line }}}}'; {FIX}",
+        f"{page}:{line + 2}: unexpanded claim '{{{{ 2 @ race:#reports }}}}'; {FIX}",
+        f"{page}:{line + 2}: unexpanded claim '{{{{ 120 @ race:reports[severity=Error].hazards }}}}'; {FIX}",
+        f"{page}:{line + 4}: unexpanded directive '{{{{ transcript race }}}}'; {FIX}",
+        "5 errors found"]
+
+
+def test_verify_site_accepts_escaped_braces_on_a_checked_page(demo_repo: Path):
+    edit(demo_repo / "docs/index.md", "# Demo\n", "# Demo\n\nWrite `\\{{ 2 @ race:#reports }}` to quote a count.\n")
+    done = engine_build(demo_repo, "mkdocs")
+    assert done.returncode == 0, done.stderr
+    assert "{{ 2 @ race:#reports }}" in (demo_repo / "site/index.html").read_text()
+    assert verify_main([str(demo_repo / "site")]) == 0
+
+
+def test_verify_site_reports_an_unfilled_slot():
+    assert [str(e) for e in unexpanded(f'<p>x</p>\n<div data-lk-slot="0"></div>{CHECKED_MARK}', "site/a.html")] == [
+        "site/a.html:2: transcript slot '<div data-lk-slot=\"0\"></div>' was never filled; "
+        "the engine ran lessonkit's expansion but not its postprocessor"]
+
+
+def test_verify_site_needs_a_folder(tmp_path: Path, capsys):
+    assert verify_main([str(tmp_path / "nothing")]) == 1
+    assert capsys.readouterr().err == (f"{tmp_path / 'nothing'}: is not a folder; expected a built site "
+                                       "(mkdocs build)\n1 error found\n")
+
+
+def test_cli_runs_verify_site(demo_repo: Path):
+    done = subprocess.run([sys.executable, "-m", "lessonkit", "verify-site", str(demo_repo / "nothing")],
+                          cwd=REPO, capture_output=True, text=True, env=ENV)
+    assert done.returncode == 1
+    assert done.stderr == f"{demo_repo / 'nothing'}: is not a folder; expected a built site (mkdocs build)\n1 error found\n"
+
+
+# The Python-Markdown extension, as an engine without hooks (Zensical) uses it.
+
+def convert(repo: Path, text: str, **config) -> str:
+    md = markdown.Markdown(extensions=["lessonkit.mdext", "pymdownx.superfences", "pymdownx.highlight",
+                                       "pymdownx.details"],
+                           extension_configs={"lessonkit.mdext": {"repo": str(repo), **config}})
+    return md.convert(text)
+
+
+def test_extension_expands_checks_and_fills(demo_repo: Path):
+    html = convert(demo_repo, PAGE)
+    assert "racecheck found 2 reports; the error has 120 hazards." in html
+    assert '<details class="abstract lk-transcript" data-search-exclude>' in html
+    assert "data-lk-slot" not in html and html.endswith(CHECKED_MARK.strip())
+    assert unexpanded(html, "x.html") == []
+
+
+def test_extension_fails_on_a_wrong_claim_naming_the_page(demo_repo: Path):
+    edit(demo_repo / "docs/index.md", "{{ 120 @", "{{ 121 @")
+    with pytest.raises(LessonErrors) as caught:
+        convert(demo_repo, (demo_repo / "docs/index.md").read_text())
+    assert str(caught.value) == f"{WRONG_CLAIM}\n1 error found"
+
+
+def test_extension_counts_lines_under_front_matter(demo_repo: Path):
+    page = demo_repo / "docs/index.md"
+    page.write_text("---\ntitle: Demo\n---\n" + PAGE.replace("{{ 120 @", "{{ 121 @"))
+    with pytest.raises(LessonErrors) as caught:
+        convert(demo_repo, PAGE.replace("{{ 120 @", "{{ 121 @"))  # the engine strips the front matter
+    assert str(caught.value) == WRONG_CLAIM.replace("index.md:7:", "index.md:10:") + "\n1 error found"
+
+
+def test_extension_fails_on_stale_evidence(demo_repo: Path):
+    edit(demo_repo / "code/demo/demo.cu", "// a tiny lesson", "// a tiny lesson, edited")
+    with pytest.raises(LessonErrors) as caught:
+        convert(demo_repo, PAGE)
+    assert "evidence/demo/manifest.json: code/demo/demo.cu has sha256 " in str(caught.value)
+
+
+def test_passive_extension_leaves_the_page_to_the_hooks(demo_repo: Path):
+    assert "{{ 2 @ race:#reports }}" in convert(demo_repo, PAGE, passive=True)
+
+
+def test_hooks_and_extension_together_check_once(demo_repo: Path):
+    (demo_repo / "mkdocs.yml").write_text(mkdocs_yml("  - lessonkit.mdext\n"))
+    done = engine_build(demo_repo, "mkdocs")
+    assert done.returncode == 0, done.stderr
+    assert (demo_repo / "site/index.html").read_text().count(CHECKED_MARK.strip()) == 1
+
+
+# Setup checks: the hooks refuse a configuration that would publish raw or unchecked pages.
+
+def test_refuses_fenced_code_instead_of_superfences(demo_repo: Path):
+    (demo_repo / "mkdocs.yml").write_text(mkdocs_yml().replace("pymdownx.superfences", "fenced_code"))
+    done = engine_build(demo_repo, "mkdocs")
+    assert done.returncode != 0
+    assert ("lessonkit cannot check this site:\nmkdocs.yml: markdown_extensions lacks pymdownx.superfences: "
+            "lessonkit's code regions and transcripts are fenced blocks (plain Markdown and fenced_code "
+            "show them as raw fences); add '- pymdownx.superfences' under markdown_extensions\n") in done.stderr
+
+
+def test_refuses_missing_highlight(demo_repo: Path):
+    (demo_repo / "mkdocs.yml").write_text(mkdocs_yml().replace("  - pymdownx.highlight\n", ""))
+    done = engine_build(demo_repo, "properdocs")
+    assert done.returncode != 0
+    assert ("mkdocs.yml: markdown_extensions lacks pymdownx.highlight: lessonkit's regions are numbered "
+            "with their file's own lines and highlighted by it; add '- pymdownx.highlight' under "
+            "markdown_extensions\n") in done.stderr
+
+
+def load_hooks():
+    spec = importlib.util.spec_from_file_location("lessonkit_hooks_under_test", HOOKS)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class FakePlugin:
+    def __init__(self, **config):
+        self.config = config
+
+
+def test_refuses_a_plugin_that_expands_braces(demo_repo: Path):
+    from mkdocs.config import load_config
+    hooks = load_hooks()
+    config = load_config(str(demo_repo / "mkdocs.yml"))
+    config.plugins["macros"] = FakePlugin(j2_variable_start_string="{{")
+    assert hooks.setup_errors(config) == [
+        "mkdocs.yml: plugin 'macros' also expands {{ ... }}: it would turn lessonkit's claims and "
+        "directives into Jinja before they are checked; remove it from plugins, or give it other "
+        "delimiters (j2_variable_start_string, j2_variable_end_string)"]
+    config.plugins["macros"] = FakePlugin(j2_variable_start_string="[[", j2_variable_end_string="]]")
+    assert hooks.setup_errors(config) == []
+
+
+def test_a_good_setup_has_no_setup_errors(demo_repo: Path):
+    from mkdocs.config import load_config
+    assert load_hooks().setup_errors(load_config(str(REPO / "mkdocs.yml"))) == []
