@@ -1,14 +1,17 @@
 """A page's directives and claims: expand what it pulls in and check every claim it makes.
 
-Syntax, each inside double braces:
-- a line holding only `{{ region PATH NAME [highlight=LINE[@REF:QUERY],...] }}`,
-  `{{ transcript REF [open] }}`, `{{ evidence SET }}` (the page's default set),
-  `{{ provenance SET }}` or `{{ commands SET [NAME ...] }}`;
-- anywhere, a claim `{{ VALUE @ REF:QUERY }}`: the author writes VALUE, the build checks it
-  and the page shows it.
-REF is SET/TRANSCRIPT, TRANSCRIPT of the default set, or SET alone for the set's provenance.
-Any compute-sanitizer summary written elsewhere on the page is checked against the
-transcripts the page cites.
+Syntax, each inside double braces, which may span lines within a paragraph:
+- standing alone on its line(s): `{{ region PATH NAME [highlight=LINE[@REF:QUERY],...] }}`,
+  `{{ transcript RUN [open] [title="…"] }}`, `{{ evidence SET }}` (the page's default set),
+  `{{ provenance SET }}` or `{{ commands SET [RUN ...] }}`;
+- anywhere, a claim `{{ VALUE @ REF:QUERY }}`: VALUE is exact, a range LOW–HIGH or rounded ~V
+  (lessonkit.claims), checked against every recording of the run; the page shows VALUE.
+REF is SET/RUN, RUN of the default set, or SET alone for the set's provenance. A `{{` that
+is never closed is an error; `\\{{` writes literal braces.
+
+Two rules read the expanded page (lessonkit.pagerules): a sanitizer summary quoted anywhere
+must be the summary line of a run its section cites, and a table row's labels must be the
+filter values of the claims in that row.
 """
 
 from __future__ import annotations
@@ -18,30 +21,55 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lessonkit.claims import ClaimValue, ClaimValueError, judge, parse_claim_value
 from lessonkit.errors import LessonError, LessonErrors
 from lessonkit.evidence import EvidenceSet
-from lessonkit.query import QueryError, resolve
+from lessonkit.pagescan import LineIndex, OutLine, Span, Token, scan, stands_alone, structure
+from lessonkit.query import Query, QueryError, parse_query, resolve
 from lessonkit.regions import load_region
-from lessonkit.render import render_commands, render_provenance, render_region, render_transcript
-from lessonkit.transcript import iter_summary_mentions
+from lessonkit.render import (Published, large_recordings, render_commands, render_provenance, render_region,
+                              render_transcript)
 
-_TOKEN_RE = re.compile(r"""(?<!\\)\{\{(?P<body>.*?)\}\}""", re.VERBOSE)
-_DIRECTIVE_LINE_RE = re.compile(r"""^\s*\{\{\s*(?P<word>[a-z]+)\b(?P<args>.*?)\}\}\s*$""", re.VERBOSE)
+PAGE_RANK = 2  # what a page claims comes after the evidence and sources it depends on
+
 _DIRECTIVES = ("region", "transcript", "evidence", "provenance", "commands")
+_CLAIM_AT_RE = re.compile(r"""\s@\s""")
+_NEWLINE_RUN_RE = re.compile(r"""[ \t\r]*\n[ \t\r]*""")
 _HIGHLIGHT_RE = re.compile(r"""^(?P<line>\d+)(?:@(?P<claim>.+))?$""")
-
-
 _SLOT_RE = re.compile(r"""<div\ data-lk-slot="(?P<n>\d+)"></div>""", re.VERBOSE)
+
+
+@dataclass(frozen=True)
+class ClaimOutcome:
+    """One claim of a page: where its value is written, and whether it holds.
+
+    `start`/`end` are offsets of the value in the processed Markdown. `error` is None when
+    the claim holds; `fix` is a value that would hold, or None when the reference or query
+    is broken (or no single value can hold); `skipped` marks a claim on an unreadable set.
+    """
+
+    line: int
+    start: int
+    end: int
+    value: str
+    ref_query: str
+    error: LessonError | None = None
+    fix: str | None = None
+    skipped: bool = False
+    set_name: str | None = None
 
 
 @dataclass
 class PageResult:
-    """The expanded Markdown, the errors found, the transcripts the page cites, and HTML for its slots."""
+    """The expanded Markdown, its errors, the runs it cites, HTML for its slots, its claims, what it links and reads."""
 
     markdown: str
     errors: list[LessonError] = field(default_factory=list)
     cited: set[tuple[str, str]] = field(default_factory=set)
     blocks: list[str] = field(default_factory=list)
+    claims: list[ClaimOutcome] = field(default_factory=list)
+    published: list[Published] = field(default_factory=list)
+    sources: set[str] = field(default_factory=set)  # paths under code/ its region directives read
 
     def slot(self, html: str) -> str:
         """A placeholder for finished HTML, filled in by `fill` once Markdown has run."""
@@ -53,6 +81,14 @@ class PageResult:
         return _SLOT_RE.sub(lambda m: self.blocks[int(m.group("n"))], html)
 
 
+@dataclass(frozen=True)
+class ShownClaim:
+    """A claim as the page rules see it: its parsed value and query (None when unreadable)."""
+
+    value: ClaimValue | None
+    query: Query | None
+
+
 @dataclass
 class _Page:
     path: str
@@ -62,195 +98,281 @@ class _Page:
     broken_sets: set[str]
     default_set: str | None = None
     result: PageResult = field(default_factory=lambda: PageResult(""))
+    citations: list[tuple[int, str, str]] = field(default_factory=list)  # (source line, set, run)
+    unknowable: list[int] = field(default_factory=list)  # source lines citing an unreadable set
 
-    def error(self, index: int, message: str) -> None:
-        self.result.errors.append(LessonError(self.path, index + 1 + self.offset, message))
+    def error(self, index: int, message: str) -> LessonError:
+        """Record an error at 0-based source line `index`."""
+        err = LessonError(self.path, index + 1 + self.offset, message, rank=PAGE_RANK)
+        self.result.errors.append(err)
+        return err
 
     def lookup(self, index: int, ref: str) -> tuple[EvidenceSet, str | None] | None:
-        """Resolve REF to (set, transcript or None); records an error and returns None if it names nothing."""
-        set_name, sep, transcript = ref.partition("/")
+        """Resolve REF to (set, run or None); records an error (or a skip) and returns None if it names nothing."""
+        set_name, sep, group = ref.partition("/")
+        default = self.sets.get(self.default_set or "")
         if not sep:
-            default = self.sets.get(self.default_set or "")
-            if default is not None and ref in default.entries:
-                set_name, transcript = default.name, ref
+            if default is not None and (ref in default.groups or ref in default.entries):
+                set_name, group = default.name, ref
             elif ref in self.sets:
                 return self.sets[ref], None
+            elif ref in self.broken_sets or (default is None and self.default_set in self.broken_sets):
+                self.unknowable.append(index)
+                return None
             elif default is not None:
                 self.error(index, f"no transcript {ref!r} in the page's set {default.name!r} and no set "
-                           f"of that name; transcripts: {', '.join(sorted(default.entries))}")
+                           f"of that name; transcripts: {', '.join(sorted(default.groups))}")
                 return None
         ev = self.sets.get(set_name)
         if ev is None:
-            why = (" (its manifest could not be read: see the error for it)"
-                   if set_name in self.broken_sets else "")
-            self.error(index, f"no evidence set {set_name!r}{why}; the sets are: "
-                       f"{', '.join(sorted(self.sets)) or 'none'}")
+            if set_name in self.broken_sets:
+                self.unknowable.append(index)  # the unreadable manifest is the one error to report
+                return None
+            self.error(index, f"no evidence set {set_name!r}; the sets are: {', '.join(sorted(self.sets)) or 'none'}")
             return None
-        if transcript not in ev.entries:
-            self.error(index, f"evidence set {ev.name!r} has no transcript {transcript!r}; it has: "
-                       f"{', '.join(sorted(ev.entries))}")
+        if not group:
+            return ev, None
+        if group not in ev.groups:
+            entry = ev.entries.get(group)
+            if entry is not None:
+                self.error(index, f"{group!r} is recording {entry.repeat} of {entry.repeats} of {entry.group!r}; "
+                           f"cite the run {entry.group!r}: a claim holds for every recording")
+            else:
+                self.error(index, f"evidence set {ev.name!r} has no transcript {group!r}; it has: "
+                           f"{', '.join(sorted(ev.groups))}")
             return None
-        self.result.cited.add((ev.name, transcript))
-        return ev, transcript
+        self.cite(index, ev.name, group)
+        return ev, group
 
-    def check_value(self, index: int, value: str, ref_query: str) -> bool:
-        """Check that `value` is what REF:QUERY says; records an error otherwise."""
-        ref, sep, query = ref_query.partition(":")
+    def cite(self, index: int, set_name: str, group: str) -> None:
+        """Note that source line `index` cites run `group` of `set_name`."""
+        self.result.cited.add((set_name, group))
+        self.citations.append((index, set_name, group))
+
+    def check_claim(self, index: int, value: str, ref_query: str, start: int, end: int,
+                    whole_number: bool = False) -> ShownClaim:
+        """Check `value` against every value REF:QUERY names; records the outcome and any error.
+
+        `whole_number`: only a plain integer can replace the value (a highlighted line).
+        """
+        ref, sep, query = (p.strip() for p in ref_query.partition(":"))
+        shown = f"{ref}:{query}" if sep else ref_query
+        line = index + 1 + self.offset
+        set_name: list[str] = []
+
+        def outcome(error: LessonError | None = None, fix: str | None = None, skipped: bool = False) -> None:
+            if fix is not None and whole_number and not fix.isdigit():
+                fix = None
+            self.result.claims.append(ClaimOutcome(line, start, end, value, shown, error, fix, skipped,
+                                                   set_name[0] if set_name else None))
+
+        parsed_query = _try_query(query) if sep else None
         if not sep:
-            self.error(index, f"claim {value!r} names {ref_query!r}; expected REF:QUERY, "
-                       "e.g. day62-racecheck/bare-all:rows[threads=32,kernel=scanTileRacy].mismatches")
-            return False
-        found = self.lookup(index, ref.strip())
-        if found is None:
-            return False
-        ev, transcript = found
+            outcome(self.error(index, f"claim {value!r} names {ref_query!r}; expected REF:QUERY, "
+                               "e.g. day62-racecheck/bare-all:rows[threads=32,kernel=scanTileRacy].mismatches"))
+            return ShownClaim(None, None)
         try:
-            got = resolve(ev, transcript, query.strip())
+            claim = parse_claim_value(value)
+        except ClaimValueError as exc:
+            outcome(self.error(index, f"claim {value!r} ({shown}): {exc}"))
+            return ShownClaim(None, parsed_query)
+        errors_before = len(self.result.errors)
+        found = self.lookup(index, ref)
+        if found is None:
+            new = self.result.errors[errors_before:]
+            outcome(new[0] if new else None, skipped=not new)
+            return ShownClaim(claim, parsed_query)
+        ev, group = found
+        set_name.append(ev.name)
+        try:
+            sample = resolve(ev, group, query)
         except QueryError as exc:
-            self.error(index, f"claim {value!r} ({ref_query.strip()}): {exc}")
-            return False
-        except LessonError as exc:  # the transcript itself is missing or malformed
-            self.error(index, f"claim {value!r} ({ref_query.strip()}) cannot be checked: {exc}")
-            return False
-        if got.text != value:
-            where = f" (line {got.line})" if got.line else ""
-            self.error(index, f"claim {value!r} ({ref_query.strip()}) disagrees with {got.path}; "
-                       f"it says {got.text!r}{where}")
-            return False
-        return True
+            outcome(self.error(index, f"claim {value!r} ({shown}): {exc}"))
+            return ShownClaim(claim, parsed_query)
+        except LessonError as exc:  # a recording is missing or malformed
+            outcome(self.error(index, f"claim {value!r} ({shown}) cannot be checked: {exc}"))
+            return ShownClaim(claim, parsed_query)
+        verdict = judge(claim, sample)
+        if verdict.holds:
+            outcome()
+        else:
+            outcome(self.error(index, f"claim {value!r} ({shown}) {verdict.problem}"), verdict.fix)
+        return ShownClaim(claim, parsed_query)
+
+
+def _try_query(text: str) -> Query | None:
+    try:
+        return parse_query(text)
+    except QueryError:
+        return None
 
 
 def process_page(markdown: str, path: str, repo: Path, sets: dict[str, EvidenceSet],
-                 broken_sets: set[str] = frozenset(), line_offset: int = 0) -> PageResult:
+                 broken_sets: set[str] | frozenset[str] = frozenset(), line_offset: int = 0) -> PageResult:
     """Expand a page's directives and check its claims; `line_offset` counts lines stripped above `markdown`."""
+    from lessonkit.pagerules import check_row_labels, check_summaries  # they read what this module builds
+
     page = _Page(path, line_offset, repo, sets, set(broken_sets))
-    lines = markdown.split("\n")
-    for i, line in enumerate(lines):
-        m = _DIRECTIVE_LINE_RE.match(line)
-        if m and m.group("word") == "evidence":
-            page.default_set = m.group("args").strip()
-            if page.default_set not in sets:
-                page.lookup(i, page.default_set)
-    out: list[str] = []
-    mentions: list[tuple[int, int, str | None]] = []
-    for i, line in enumerate(lines):
-        m = _DIRECTIVE_LINE_RE.match(line)
-        if m and m.group("word") in _DIRECTIVES:
-            indent = line[:len(line) - len(line.lstrip())]
-            block = _directive(page, i, m.group("word"), m.group("args"))
-            out.append("\n".join(indent + b if b else b for b in block.split("\n")))
-            continue
-        out.append(_claims_in_line(page, i, line, mentions))
-    _check_mentions(page, mentions)
+    lines = LineIndex(markdown)
+    tokens, unclosed = scan(markdown, lines)
+    for u in unclosed:
+        page.error(u.line, f"{u.snippet!r} is never closed: no '}}}}' before {u.before}; close it, "
+                   "or write \\{{ for literal braces")
+    for token in tokens:
+        if _directive_word(token) == "evidence" and stands_alone(markdown, token):
+            page.default_set = token.body.split(None, 1)[1].strip() if len(token.body.split()) > 1 else ""
+            if page.default_set not in sets and page.default_set not in page.broken_sets:
+                page.lookup(token.line, page.default_set)
+    out = _expand(page, markdown, lines, tokens)
+    in_fence, sections = structure(out)
+    check_row_labels(page, out, in_fence)
+    check_summaries(page, out, sections)
     page.result.errors.sort(key=lambda e: e.line or 0)
-    page.result.markdown = "\n".join(out)
+    page.result.markdown = "\n".join(line.text for line in out)
     return page.result
 
 
-def _claims_in_line(page: _Page, index: int, line: str,
-                    mentions: list[tuple[int, int, str | None]]) -> str:
-    pieces: list[str] = []
-    last = 0
-    for m in _TOKEN_RE.finditer(line):
-        plain = line[last:m.start()]
-        mentions.extend((index, s, text) for s, _, text in iter_summary_mentions(plain))
-        pieces.append(plain)
-        body = m.group("body")
-        value, sep, ref_query = body.rpartition(" @ ")
-        if not sep:
-            word = body.strip().split(" ", 1)[0]
-            hint = (f"'{word}' must stand alone on its line" if word in _DIRECTIVES
-                    else "expected {{ VALUE @ REF:QUERY }} or a directive: " + ", ".join(_DIRECTIVES))
-            page.error(index, f"cannot read {m.group(0)!r}; {hint}")
-            pieces.append(m.group(0))
-        else:
-            value = value.strip()
-            page.check_value(index, value, ref_query.strip())
-            pieces.append(value)
-        last = m.end()
-    tail = line[last:]
-    mentions.extend((index, s, text) for s, _, text in iter_summary_mentions(tail))
-    pieces.append(tail)
-    return "".join(pieces).replace("\\{{", "{{")
+def _directive_word(token: Token) -> str | None:
+    words = token.body.split(None, 1)
+    if words and words[0] in _DIRECTIVES and not _CLAIM_AT_RE.search(token.body):
+        return words[0]
+    return None
 
 
-def _check_mentions(page: _Page, mentions: list[tuple[int, int, str | None]]) -> None:
-    """Every summary quoted outside a claim must be a summary line of a transcript the page cites."""
-    cited = sorted(page.result.cited)
-    for index, _, text in mentions:
-        if text is None:
-            continue  # a mention with no figures ("the ERROR SUMMARY: line") quotes nothing
-        said: list[str] = []
-        for set_name, name in cited:
-            ev = page.sets[set_name]
-            try:
-                summaries = ev.transcript(name).summaries
-            except LessonError:
-                continue  # reported where the transcript is cited, and by the integrity check
-            if any(s.text == text for s in summaries):
-                break
-            kind = text.split(":", 1)[0]
-            said += [f"{s.text!r} in {ev.transcript_path(name)} (line {s.at})"
-                     for s in summaries if s.text.startswith(kind)]
-        else:
-            if not cited:
-                page.error(index, f"quote {text!r} is checked against the transcripts the page cites, "
-                           "and this page cites none; write it as a claim: {{ QUOTE @ SET/TRANSCRIPT:summary }}")
+def _expand(page: _Page, text: str, lines: LineIndex, tokens: list[Token]) -> list[OutLine]:
+    """The page with claims replaced by their values and directives by what they pull in."""
+    out = [OutLine(0)]
+
+    def plain(segment: str, at: int) -> None:
+        first = lines.line(at) if segment else 0
+        for k, piece in enumerate(segment.split("\n")):
+            if k:
+                out.append(OutLine(first + k))
+            out[-1].text += piece.replace("\\{{", "{{")
+
+    pos = 0
+    for token in tokens:
+        word = _directive_word(token)
+        if word is not None and stands_alone(text, token):
+            line_start = text.rfind("\n", 0, token.start) + 1
+            plain(text[pos:line_start], pos)
+            indent = text[line_start:token.start]
+            block = _directive(page, token, word, text)
+            out[-1] = OutLine(token.line, "\n".join(indent + b if b else b for b in block.split("\n")),
+                              generated=True)
+            line_end = text.find("\n", token.end)
+            if line_end == -1:
+                pos = len(text)
             else:
-                instead = "; ".join(said[:4]) or "no summary of that kind"
-                page.error(index, f"quote {text!r} is in none of the transcripts this page cites; "
-                           f"they say: {instead}")
+                pos = line_end + 1
+                out.append(OutLine(token.last_line + 1))
+            continue
+        plain(text[pos:token.start], pos)
+        pos = token.end
+        source = text[token.start:token.end]
+        if word is not None:
+            page.error(token.line, f"'{word}' must stand alone on its line(s): {_one_line(source)!r}")
+            out[-1].text += source
+            continue
+        m = None
+        for m in _CLAIM_AT_RE.finditer(token.body):
+            pass
+        if m is None:
+            page.error(token.line, f"cannot read {_one_line(source)!r}; expected {{{{ VALUE @ REF:QUERY }}}} "
+                       "or a directive: " + ", ".join(_DIRECTIVES))
+            out[-1].text += source
+            continue
+        raw_value = token.body[:m.start()]
+        value = _NEWLINE_RUN_RE.sub(" ", raw_value.strip())
+        start = token.start + 2 + len(raw_value) - len(raw_value.lstrip())
+        end = token.start + 2 + len(raw_value.rstrip())
+        ref_query = _NEWLINE_RUN_RE.sub(" ", token.body[m.end():].strip())
+        shown = page.check_claim(token.line, value, ref_query, start, end)
+        out[-1].spans.append(Span(len(out[-1].text), len(out[-1].text) + len(value), shown))
+        out[-1].text += value
+    plain(text[pos:], pos)
+    return out
 
 
-def _directive(page: _Page, index: int, word: str, args: str) -> str:
+def _one_line(source: str) -> str:
+    return _NEWLINE_RUN_RE.sub(" ", source)
+
+
+def _directive(page: _Page, token: Token, word: str, text: str) -> str:
+    index = token.line
     try:
-        parts = shlex.split(args)
+        parts = shlex.split(token.body.split(None, 1)[1] if len(token.body.split()) > 1 else "")
     except ValueError as exc:
         page.error(index, f"cannot read the {word} directive: {exc}")
         return ""
     if word == "evidence":
         return ""
     if word == "region":
-        return _region(page, index, parts)
+        return _region(page, token, parts, text)
     if not parts:
         page.error(index, f"the {word} directive needs an evidence name")
         return ""
     found = page.lookup(index, parts[0])
     if found is None:
         return ""
-    ev, transcript = found
+    ev, group = found
     if word == "transcript":
-        if transcript is None:
+        if group is None:
             page.error(index, f"'transcript {parts[0]}' names a set; name one of its transcripts: "
-                       f"{', '.join(sorted(ev.entries))}")
+                       f"{', '.join(sorted(ev.groups))}")
             return ""
-        try:
-            text = ev.transcript_text(transcript)
-        except LessonError as exc:
-            page.error(index, f"cannot embed: {exc}")
-            return ""
-        return page.result.slot(render_transcript(ev, ev.entries[transcript], text, opened="open" in parts[1:]))
-    if transcript is not None:
+        return _transcript(page, index, ev, group, parts[1:])
+    if group is not None:
         page.error(index, f"'{word}' takes a set name, not the transcript {parts[0]!r}")
         return ""
     if word == "provenance":
         return render_provenance(ev)
-    names = parts[1:] or sorted(ev.entries)
-    unknown = [n for n in names if n not in ev.entries]
+    names = parts[1:] or sorted(ev.groups)
+    unknown = [n for n in names if n not in ev.groups]
     if unknown:
         page.error(index, f"commands: set {ev.name!r} has no transcript {unknown[0]!r}; it has: "
-                   f"{', '.join(sorted(ev.entries))}")
+                   f"{', '.join(sorted(ev.groups))}")
         return ""
-    page.result.cited.update((ev.name, n) for n in names)
-    return render_commands(ev, names)
+    for name in names:
+        page.cite(index, ev.name, name)
+    return render_commands(ev, [ev.recordings(n)[0] for n in names])
 
 
-def _region(page: _Page, index: int, parts: list[str]) -> str:
+def _transcript(page: _Page, index: int, ev: EvidenceSet, group: str, options: list[str]) -> str:
+    opened, title = False, None
+    for option in options:
+        key, sep, value = option.partition("=")
+        if option == "open":
+            opened = True
+        elif key == "title" and sep and value.strip():
+            title = value.strip()
+        else:
+            page.error(index, f"unknown transcript option {option!r}; expected open or title=\"…\"")
+            return ""
+    names = ev.recordings(group)
+    try:
+        texts = [ev.transcript_text(n) for n in names]
+    except LessonError as exc:
+        page.error(index, f"cannot embed: {exc}")
+        return ""
+    figures = []
+    for name in names:
+        try:
+            figures.append(dict(ev.transcript(name).scalars))
+        except LessonError:
+            figures.append({})  # reported by the claims on it and by the integrity check
+    page.result.published.extend(large_recordings(ev, group, texts))
+    return page.result.slot(render_transcript(ev, group, texts, title=title, opened=opened, figures=figures))
+
+
+def _region(page: _Page, token: Token, parts: list[str], text: str) -> str:
+    index = token.line
     if len(parts) < 2:
         page.error(index, "the region directive needs a path under code/ and a region name: "
                    "{{ region LESSON/FILE NAME [highlight=LINE,...] }}")
         return ""
     relpath, name, options = parts[0], parts[1], parts[2:]
+    page.result.sources.add(relpath)
     where = LessonError(page.path, index + 1 + page.offset, f"asked for by region {name!r}")
     try:
         region = load_region(page.repo / "code", relpath, name, where)
@@ -261,6 +383,7 @@ def _region(page: _Page, index: int, parts: list[str]) -> str:
         page.result.errors.extend(exc.errors)
         return ""
     highlight: list[int] = []
+    source = text[token.start:token.end]
     for option in options:
         key, _, value = option.partition("=")
         if key != "highlight" or not value:
@@ -277,7 +400,13 @@ def _region(page: _Page, index: int, parts: list[str]) -> str:
                 page.error(index, f"highlighted line {line} is outside region {name!r} of code/{relpath} "
                            f"(lines {region.first}-{region.last})")
                 continue
-            if m.group("claim") and not page.check_value(index, str(line), m.group("claim")):
-                continue
+            if m.group("claim"):
+                at = re.search(r"(?<=[=,])" + re.escape(item), source)
+                start = token.start + (at.start() if at else 0)
+                errors_before = len(page.result.errors)
+                page.check_claim(index, m.group("line"), m.group("claim"), start, start + len(m.group("line")),
+                                 whole_number=True)
+                if len(page.result.errors) > errors_before:
+                    continue
             highlight.append(line)
     return render_region(region, highlight)

@@ -21,14 +21,16 @@ def test_good_page_expands(demo_repo: Path):
     result = run_page(demo_repo, PAGE)
     assert result.errors == []
     md = result.markdown
-    assert '``` cuda linenums="4" title="demo.cu, lines 4\u20135 (body)" hl_lines="1"' in md
+    assert 'linenums="4" title="demo.cu, lines 4\u20135 (body)" hl_lines="1"' in md
     assert "racecheck found 2 reports; the error has 120 hazards." in md
     assert '\n<div data-lk-slot="0"></div>\n' in md and len(result.blocks) == 1
     html = result.fill(md)
     assert ('<details class="abstract lk-transcript" data-search-exclude>\n'
             '<summary>Transcript demo/race (exit code 0, 1.5 s)</summary>') in html
     assert "========= RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)" in html
-    assert "<code>compute-sanitizer --tool racecheck ./demo</code>" in html and "on NVIDIA H200;" in html
+    assert "<code>compute-sanitizer --tool racecheck ./demo</code>" in html
+    assert ("Recorded 2026-11-29T12:00:00Z on NVIDIA H200 (compute capability 9.0); driver 580.159.04, "
+            "nvcc 13.0.88, compute-sanitizer 2025.3.1.0.") in html
     assert "{{" not in md
 
 
@@ -54,9 +56,9 @@ def test_count_and_provenance_claims(demo_repo: Path):
 def test_summary_quote_in_prose_is_checked(demo_repo: Path):
     text = "{{ evidence demo }}\n{{ transcript race }}\nIt ends with RACECHECK SUMMARY: 3 hazards displayed (1 error, 2 warnings)."
     assert errs(demo_repo, text) == [
-        "docs/p.md:3: quote 'RACECHECK SUMMARY: 3 hazards displayed (1 error, 2 warnings)' is in none of the "
-        "transcripts this page cites; they say: 'RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)' "
-        "in evidence/demo/race.txt (line 13)"]
+        "docs/p.md:3: quote 'RACECHECK SUMMARY: 3 hazards displayed (1 error, 2 warnings)' is not, verbatim, a "
+        "summary line of every recording of a run cited in the page's opening section (above the first heading); "
+        "they say: 'RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)' in evidence/demo/race.txt (line 13)"]
 
 
 def test_summary_quote_in_code_block_is_checked(demo_repo: Path):
@@ -66,8 +68,9 @@ def test_summary_quote_in_code_block_is_checked(demo_repo: Path):
 
 def test_summary_quote_on_a_page_that_cites_nothing(demo_repo: Path):
     assert errs(demo_repo, "ERROR SUMMARY: 0 errors") == [
-        "docs/p.md:1: quote 'ERROR SUMMARY: 0 errors' is checked against the transcripts the page cites, and "
-        "this page cites none; write it as a claim: {{ QUOTE @ SET/TRANSCRIPT:summary }}"]
+        "docs/p.md:1: quote 'ERROR SUMMARY: 0 errors' is checked against the runs cited in its section, and none "
+        "is cited in the page's opening section (above the first heading); cite the run there (a claim, or a "
+        "transcript or commands directive) or write the quote as a claim: {{ QUOTE @ RUN:summary }}"]
 
 
 def test_summary_mention_without_figures_is_not_a_quote(demo_repo: Path):
@@ -83,11 +86,14 @@ def test_unknown_set_and_transcript(demo_repo: Path):
 def test_query_errors(demo_repo: Path):
     assert errs(demo_repo, "{{ 1 @ demo/race:reports.hazards }}\n{{ 1 @ demo/race:nothing }}") == [
         "docs/p.md:1: claim '1' (demo/race:reports.hazards): reports[] selects 2 records in evidence/demo/race.txt, "
-        "not exactly one; add filters that single one out",
+        "not exactly one; add filters that single one out, or write KEY=* to claim every record it selects",
         "docs/p.md:2: claim '1' (demo/race:nothing): evidence/demo/race.txt has no value 'nothing'; it has: "
-        "#barriers, #hazards, #reports, #rows, command, compute_capability, compute_sanitizer, date, day, driver, "
-        "exit_code, gpu, hazards_displayed, mode, nvcc, race_errors, race_warnings, summary, timed_out, tool, "
-        "wall_s, warp_size"]
+        "#barriers, #hazards, #reports, #rows, #tiling, command, compute_capability, compute_sanitizer, date, day, "
+        "driver, exclusive, exit_code, gpu, hazards_displayed, mode, nvcc, race_errors, race_warnings, repeats, "
+        "summary, timed_out, tool, wall_s, warp_size"]
+    assert errs(demo_repo, "{{ 1 @ demo/race:hazard_displayed }}") == [
+        "docs/p.md:1: claim '1' (demo/race:hazard_displayed): evidence/demo/race.txt has no value "
+        "'hazard_displayed'; did you mean 'hazards_displayed'?"]
 
 
 def test_unreadable_token(demo_repo: Path):

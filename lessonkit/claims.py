@@ -1,0 +1,281 @@
+"""Claim values: what a page writes before the `@` of a claim, and whether every recording agrees.
+
+Three forms, each a statement about every value the query finds (every recording of the
+run, and every record a `KEY=*` filter selects):
+- exact `V`: every value is V, textually ("193,700" may stand for 193700);
+- range `LOW–HIGH` (an en dash, U+2013): every value is a number from LOW to HIGH, and the
+  range is not loose (see `allowed_width`);
+- rounded `~V`: every value rounds to V at V's last significant digit.
+The page shows the author's text; `accepted_value` is the value `lessonkit accept` writes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, InvalidOperation
+
+EN_DASH = "\u2013"
+
+_NUMBER_RE = re.compile(
+    r"""^(?P<sign>[+-])?
+        (?P<int>\d{1,3}(?:,\d{3})+|\d+)
+        (?P<frac>\.\d+)?
+        (?P<exp>[eE][+-]?\d+)?$""",
+    re.VERBOSE)
+_SEPARATED_RE = re.compile(r"""^[+-]?\d{1,3}(?:,\d{3})+(?:\.\d+)?$""", re.VERBOSE)
+# A range typed with a hyphen, an em dash, a figure dash or a minus sign instead of an en dash.
+_WRONG_DASH_RE = re.compile(
+    r"""^(?P<low>[+-]?[\d.,]+(?:[eE][+-]?\d+)?)\s*[-\u2012\u2014\u2212]\s*(?P<high>[+-]?[\d.,]+(?:[eE][+-]?\d+)?)$""",
+    re.VERBOSE)
+
+
+class ClaimValueError(ValueError):
+    """A claim value that cannot be read; the message says what was expected."""
+
+
+def number(text: str) -> Decimal | None:
+    """The number a page or a transcript writes (`193,700`, `0.0579`, `9.37e+10`), or None."""
+    m = _NUMBER_RE.match(text.strip())
+    if not m:
+        return None
+    try:
+        return Decimal(text.strip().replace(",", ""))
+    except InvalidOperation:  # pragma: no cover - the regex admits only valid numbers
+        return None
+
+
+def show_number(value: Decimal) -> str:
+    """A Decimal as plain digits, without an exponent or trailing zeros after the point."""
+    if value == 0:
+        return "0"
+    text = format(value.normalize(), "f")
+    return text
+
+
+@dataclass(frozen=True)
+class ClaimValue:
+    """A parsed claim value: `kind` is exact, range or rounded; `low`/`high` bound range and rounded."""
+
+    text: str
+    kind: str
+    low: Decimal | None = None
+    high: Decimal | None = None
+    unit: Decimal | None = None  # rounded: the place of the last significant digit
+
+    @property
+    def separated(self) -> bool:
+        """Whether the author wrote thousands separators (accept keeps them)."""
+        parts = self.text.lstrip("~").split(EN_DASH)
+        return any(_SEPARATED_RE.match(p.strip()) for p in parts)
+
+    def meaning(self) -> str:
+        """What a rounded claim admits, as a half-open interval."""
+        return f"[{show_number(self.low)}, {show_number(self.high)})"
+
+
+def parse_claim_value(text: str) -> ClaimValue:
+    """Read a claim value; ClaimValueError when a range or rounded value has no numbers."""
+    text = text.strip()
+    if not text:
+        raise ClaimValueError("the value is empty; write the value you expect before the '@'")
+    if text.startswith("~"):
+        body = text[1:].strip()
+        value = number(body)
+        if value is None:
+            raise ClaimValueError(f"cannot read {body!r} as a number; a rounded claim is ~V, e.g. ~30 or ~0.06")
+        unit = _unit(body)
+        return ClaimValue(text, "rounded", value - unit / 2, value + unit / 2, unit)
+    if EN_DASH in text:
+        low_text, _, high_text = (p.strip() for p in text.partition(EN_DASH))
+        low, high = number(low_text), number(high_text)
+        if low is not None or high is not None:  # one number makes it a range
+            for part, value in ((low_text, low), (high_text, high)):
+                if value is None:
+                    raise ClaimValueError(f"cannot read {part!r} as a number; a range is LOW{EN_DASH}HIGH "
+                                          f"with numbers, e.g. 193700{EN_DASH}197060")
+            if low > high:
+                raise ClaimValueError(f"the range's low end {low_text} is above its high end {high_text}; "
+                                      f"write LOW{EN_DASH}HIGH")
+            if low == high:
+                raise ClaimValueError(f"a range needs two different ends; write {low_text}")
+            return ClaimValue(text, "range", low, high)
+    return ClaimValue(text, "exact")
+
+
+def _unit(text: str) -> Decimal:
+    """The place of the last significant digit: ~30 -> 10, ~0.06 -> 0.01, ~1.8e9 -> 1e8, ~0 -> 1."""
+    plain = text.replace(",", "").lstrip("+-")
+    if "." not in plain and "e" not in plain.lower():
+        digits = plain.rstrip("0")
+        return Decimal(1) if not digits else Decimal(10) ** (len(plain) - len(digits))
+    return Decimal(1).scaleb(Decimal(plain).as_tuple().exponent)
+
+
+def allowed_width(claim: ClaimValue, values: list[Decimal]) -> tuple[Decimal, Decimal]:
+    """(the widest a range may be, the observed spread): max(4 × spread, half its larger end's magnitude)."""
+    spread = max(values) - min(values) if values else Decimal(0)
+    half_end = max(abs(claim.low), abs(claim.high)) / 2
+    return max(4 * spread, half_end), spread
+
+
+@dataclass(frozen=True)
+class Found:
+    """One value a query found: its text as a page writes it, its file and line."""
+
+    text: str
+    path: str = ""
+    line: int | None = None
+
+
+@dataclass(frozen=True)
+class Sample:
+    """Every value one claim's query found, and where: `group` with `recordings` recordings."""
+
+    values: tuple[Found, ...]
+    group: str
+    recordings: int
+
+    def where(self) -> str:
+        """'evidence/x/run.txt', '5 recordings of run', 'the 4 records it selects in …'."""
+        place = self.values[0].path if self.recordings == 1 else f"{self.recordings} recordings of {self.group}"
+        if len(self.values) == self.recordings:
+            return place
+        return f"the {len(self.values)} records it selects in {place}"
+
+    def at(self, found: Found) -> str:
+        """Where one value is: 'line 7' for a lone recording, else 'evidence/x/run.r2.txt, line 7'."""
+        line = f"line {found.line}" if found.line else ""
+        if self.recordings == 1 and len(self.values) == 1:
+            return line
+        return ", ".join(p for p in (found.path, line) if p)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether a claim holds; if not, what is wrong (after "claim 'V' (REF:QUERY) ") and a value that would hold."""
+
+    holds: bool
+    problem: str = ""
+    fix: str | None = None
+
+
+def judge(claim: ClaimValue, sample: Sample) -> Verdict:
+    """Check a claim against every value found; the verdict says what is wrong and what would hold."""
+    problem = _problem(claim, sample)
+    if problem is None:
+        return Verdict(True)
+    fix = accepted_value(claim, sample)
+    return Verdict(False, problem, fix)
+
+
+def _span(sample: Sample) -> tuple[str, str, list[Decimal]] | None:
+    """(smallest text, largest text, numbers) when every value is a number, else None."""
+    numbers = [number(f.text) for f in sample.values]
+    if any(n is None for n in numbers):
+        return None
+    lo = min(range(len(numbers)), key=lambda i: numbers[i])
+    hi = max(range(len(numbers)), key=lambda i: numbers[i])
+    return sample.values[lo].text, sample.values[hi].text, numbers  # type: ignore[return-value]
+
+
+def _problem(claim: ClaimValue, sample: Sample) -> str | None:
+    values = sample.values
+    where = sample.where()
+    span = _span(sample)
+    distinct = list(dict.fromkeys(f.text for f in values))
+    if claim.kind == "exact":
+        wanted = claim.text.replace(",", "") if claim.separated else claim.text
+        if all(f.text == wanted for f in values):
+            return None
+        hint = _dash_hint(claim.text)
+        if len(distinct) == 1:
+            first = values[0]
+            at = sample.at(first)
+            if len(values) == 1:
+                return f"disagrees with {where}; it says {first.text!r}{f' ({at})' if at else ''}{hint}"
+            return f"disagrees with {where}; each says {first.text!r} ({at}){hint}"
+        if span is not None:
+            return f"varies across {where}: {span[0]} to {span[1]}; quote a range{hint}"
+        shown = ", ".join(repr(t) for t in distinct[:4]) + (", …" if len(distinct) > 4 else "")
+        return f"varies across {where}: {shown}; no one value holds for all of them"
+    kind = "a range" if claim.kind == "range" else "a rounded figure"
+    if span is None:
+        bad = next(f for f in values if number(f.text) is None)
+        at = sample.at(bad)
+        return f"is {kind}, but {where} gives {bad.text!r}{f' ({at})' if at else ''}, which is not a number"
+    low_text, high_text, numbers = span
+    if len(values) == 1:
+        gives = f"{where} says {values[0].text!r}"
+    elif len(distinct) == 1:
+        gives = f"{where} all say {values[0].text!r}"
+    else:
+        gives = f"{where} give {low_text} to {high_text}"
+    if claim.kind == "rounded":
+        if all(claim.low <= n < claim.high for n in numbers):
+            return None
+        return f"does not hold: {gives}; {claim.text} means {claim.meaning()}"
+    outside = [f for f, n in zip(values, numbers) if not claim.low <= n <= claim.high]
+    if outside:
+        if len(values) == 1:
+            at = sample.at(values[0])
+            return f"does not hold: {gives}{f' ({at})' if at else ''}"
+        return f"does not hold: {gives}; {outside[0].text} ({sample.at(outside[0])}) is outside it"
+    widest, spread = allowed_width(claim, numbers)
+    width = claim.high - claim.low
+    if width > widest:
+        return (f"is too loose: it is {show_number(width)} wide, and a range may be at most "
+                f"{show_number(widest)} wide here (the larger of 4 × the observed spread, "
+                f"{show_number(spread)}, and half its larger end, "
+                f"{show_number(max(abs(claim.low), abs(claim.high)) / 2)}); {gives}")
+    return None
+
+
+def _dash_hint(text: str) -> str:
+    m = _WRONG_DASH_RE.match(text)
+    if not m or number(m.group("low")) is None or number(m.group("high")) is None:
+        return ""
+    return f"; a range is written with an en dash (U+2013): {m.group('low')}{EN_DASH}{m.group('high')}"
+
+
+def accepted_value(claim: ClaimValue, sample: Sample) -> str | None:
+    """The value accept writes: exact when all agree, else a rounded or a range that holds; None if none can."""
+    distinct = list(dict.fromkeys(f.text for f in sample.values))
+    span = _span(sample)
+    candidates: list[str] = []
+    if claim.kind == "rounded" and span is not None:
+        rounded = {(n / claim.unit).to_integral_value(rounding="ROUND_HALF_UP") * claim.unit for n in span[2]}
+        if len(rounded) == 1:
+            candidates.append("~" + _written(rounded.pop(), claim))
+    if len(distinct) == 1 and claim.kind != "rounded":
+        candidates.append(_written(number(distinct[0]), claim) if claim.separated and span else distinct[0])
+    elif span is not None and len(distinct) > 1:
+        candidates.append(_covering_range(span, sample, claim))
+    for text in candidates:
+        try:
+            candidate = parse_claim_value(text)
+        except ClaimValueError:
+            continue
+        if _problem(candidate, sample) is None:
+            return text
+    return None
+
+
+def _covering_range(span: tuple[str, str, list[Decimal]], sample: Sample, claim: ClaimValue) -> str:
+    """LOW–HIGH around every value, its ends rounded outwards to the spread's leading digit."""
+    low_text, high_text, numbers = span
+    if any("e" in f.text.lower() for f in sample.values):
+        return f"{low_text}{EN_DASH}{high_text}"
+    low, high = min(numbers), max(numbers)
+    unit = Decimal(1).scaleb((high - low).adjusted())
+    low = (low / unit).to_integral_value(rounding=ROUND_FLOOR) * unit
+    high = (high / unit).to_integral_value(rounding=ROUND_CEILING) * unit
+    return f"{_written(low, claim)}{EN_DASH}{_written(high, claim)}"
+
+
+def _written(value: Decimal, claim: ClaimValue) -> str:
+    """A number as accept writes it: with thousands separators when the author used them."""
+    text = show_number(value)
+    if claim.separated and "." not in text:
+        return f"{int(value):,}"
+    return text

@@ -1,0 +1,188 @@
+"""Rules over a whole expanded page: quoted sanitizer summaries, and table rows' labels.
+
+Summaries. Any line that mentions `RACECHECK SUMMARY` or `ERROR SUMMARY` (any case, any
+spacing) followed by a figure quotes a summary. From the mention on, the expanded line must
+be, verbatim, a summary line of every recording of some run that the same section cites (a
+claim, a `transcript` or a `commands` directive under the same heading), and the quote
+must end there: at the end of the line, a closing backtick, quotation mark or bracket, or
+sentence punctuation. A claim inside the quote stands for the figure at its place: its
+value must hold for that figure in every recording.
+
+Row labels. In a table row with claims that filter records, a plain number cell must be
+the value of one filter key shared by every claim of the row that uses that key
+(`| 128 | {{ … cells[threads=128,…] … }} |`), and a text cell that names a value the
+table's claims filter on must be the one this row's claims select.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from lessonkit.claims import Found, Sample, judge
+from lessonkit.errors import LessonError
+from lessonkit.pagescan import OutLine, Section, section_of, split_cells, tables
+from lessonkit.transcript import Summary
+
+if TYPE_CHECKING:
+    from lessonkit.page import ShownClaim, _Page
+
+_MENTION_RE = re.compile(r"""\b(?P<tool>racecheck|error)[ \t_-]*summary\b""", re.IGNORECASE | re.VERBOSE)
+_QUOTE_END_RE = re.compile(r"""[`"\u201c\u201d;|<]|\.(?=\s|$)""")
+_FIGURE_RE = re.compile(r"""\d[\d,]*(?:\.\d+)?""")
+_AFTER_QUOTE_RE = re.compile(
+    r"""^(?:\s*$|[`"'\u201c\u201d\u2018\u2019*_<|)\]]|[.;:!?](?:$|[\s`"'\u201d\u2019*_<|)\]]))""", re.VERBOSE)
+_PLAIN_NUMBER_RE = re.compile(r"""^[+-]?\d[\d,]*(?:\.\d+)?$""")
+_CODE_LABEL_RE = re.compile(r"""^`(?P<text>[^`]+)`$""")
+
+
+# -- summaries -----------------------------------------------------------------------------------
+
+def check_summaries(page: "_Page", out: list[OutLine], sections: list[Section]) -> None:
+    """Every summary a line quotes is a summary line of every recording of a run its section cites."""
+    for line in out:
+        if line.generated:
+            continue
+        for m in _MENTION_RE.finditer(line.text):
+            end = _QUOTE_END_RE.search(line.text, m.end())
+            stretch = line.text[m.start():end.start() if end else len(line.text)]
+            if not any(c.isdigit() for c in stretch[m.end() - m.start():]):
+                continue  # a mention with no figure ("the ERROR SUMMARY: line") quotes nothing
+            _check_quote(page, line, m.start(), m.group("tool").upper(), _shown(stretch), sections)
+
+
+def _shown(stretch: str) -> str:
+    text = stretch.rstrip(" \t.:,")
+    while text.endswith(")") and text.count(")") > text.count("("):
+        text = text[:-1]
+    return text
+
+
+def _check_quote(page: "_Page", line: OutLine, at: int, tool: str, quote: str, sections: list[Section]) -> None:
+    section = section_of(sections, line.src)
+    cited = sorted({(s, g) for src, s, g in page.citations if section_of(sections, src) == section})
+    unknowable = any(section_of(sections, src) == section for src in page.unknowable)
+    said: list[str] = []
+    for set_name, group in cited:
+        recordings = _summaries(page, set_name, group)
+        if recordings is None:
+            unknowable = True
+            continue
+        if all(any(_matches(line, at, s.text) for s in sums) for _, sums in recordings):
+            return
+        said += _what_they_say(group, recordings, tool)
+    if unknowable:
+        return  # a run it cites cannot be read: that error is the one to fix first
+    if not cited:
+        page.error(line.src, f"quote {quote!r} is checked against the runs cited in its section, and none "
+                   f"is cited in {section.named()}; cite the run there (a claim, or a transcript or commands "
+                   "directive) or write the quote as a claim: {{ QUOTE @ RUN:summary }}")
+        return
+    instead = "; ".join(said[:4]) or "no summary of that kind"
+    page.error(line.src, f"quote {quote!r} is not, verbatim, a summary line of every recording of a run "
+               f"cited in {section.named()}; they say: {instead}")
+
+
+def _summaries(page: "_Page", set_name: str, group: str) -> list[tuple[str, tuple[Summary, ...]]] | None:
+    """(path, summaries) of every recording of a run, or None when one cannot be read."""
+    ev = page.sets[set_name]
+    found = []
+    for name in ev.recordings(group):
+        try:
+            found.append((ev.transcript_path(name), ev.transcript(name).summaries))
+        except LessonError:
+            return None  # reported by the integrity check and by the claims on it
+    return found
+
+
+def _matches(line: OutLine, at: int, summary: str) -> bool:
+    """Whether line.text from `at` is `summary` verbatim (claims standing for its figures), then ends."""
+    text = line.text
+    slots = {s.start: s for s in line.spans if _is_figure_claim(s.claim)}
+    i, j = at, 0
+    while j < len(summary):
+        slot = slots.get(i)
+        if slot is not None:
+            figure = _FIGURE_RE.match(summary, j)
+            if figure is None or not judge(slot.claim.value, Sample((Found(figure.group()),), "", 1)).holds:
+                return False
+            i, j = slot.end, figure.end()
+            continue
+        if i >= len(text) or text[i] != summary[j]:
+            return False
+        i, j = i + 1, j + 1
+    return bool(_AFTER_QUOTE_RE.match(text[i:]))
+
+
+def _is_figure_claim(claim: "ShownClaim") -> bool:
+    value = claim.value
+    return value is not None and (value.kind != "exact" or bool(_PLAIN_NUMBER_RE.match(value.text)))
+
+
+def _what_they_say(group: str, recordings: list[tuple[str, tuple[Summary, ...]]], tool: str) -> list[str]:
+    """The summaries of `tool`'s kind in a run's recordings, each with where it is."""
+    where: dict[str, list[tuple[str, int]]] = {}
+    for path, sums in recordings:
+        for s in sums:
+            if s.text.upper().startswith(tool):
+                where.setdefault(s.text, []).append((path, s.at))
+    said = []
+    for text, places in where.items():
+        path, at = places[0]
+        if len(recordings) == 1:
+            said.append(f"{text!r} in {path} (line {at})")
+        else:
+            said.append(f"{text!r} in {len(places)} of {len(recordings)} recordings of {group} ({path}, line {at})")
+    return said
+
+
+# -- row labels ----------------------------------------------------------------------------------
+
+def check_row_labels(page: "_Page", out: list[OutLine], in_fence: list[bool]) -> None:
+    """A table row's number labels, and its labels that name filter values, agree with its claims' filters."""
+    for rows in tables(out, in_fence):
+        filters = {r: _row_filters(out[r]) for r in rows}
+        used: dict[str, set[str]] = {}
+        for pairs in filters.values():
+            for key, value in pairs:
+                used.setdefault(key, set()).add(value)
+        for r in rows:
+            if not filters[r]:
+                continue  # a row that claims nothing from records has nothing to bind its labels to
+            for cell in split_cells(out[r]):
+                if any(cell.start <= s.start < cell.end for s in out[r].spans):
+                    continue
+                problem = _label_problem(cell.text.strip(), filters[r], used)
+                if problem:
+                    page.error(out[r].src, problem)
+
+
+def _row_filters(line: OutLine) -> list[tuple[str, str]]:
+    pairs = []
+    for span in line.spans:
+        query = span.claim.query
+        if query is not None:
+            pairs += [(k, v) for k, v in query.filters or () if v != "*"]
+    return pairs
+
+
+def _label_problem(label: str, pairs: list[tuple[str, str]], used: dict[str, set[str]]) -> str | None:
+    by_key: dict[str, set[str]] = {}
+    for key, value in pairs:
+        by_key.setdefault(key, set()).add(value)
+    if _PLAIN_NUMBER_RE.match(label):
+        number = label.replace(",", "")
+        if any(values == {number} for values in by_key.values()):
+            return None
+        shown = ", ".join(sorted({f"{k}={v}" for k, v in pairs}))
+        return (f"row label {label!r} is not the value of a filter that every claim in its row shares "
+                f"({shown}); write the value they select, or make the label a claim")
+    m = _CODE_LABEL_RE.match(label)
+    text = m.group("text") if m else label
+    keys = [k for k, values in used.items() if text in values]
+    clashes = [(k, sorted(by_key[k])) for k in keys if k in by_key and by_key[k] != {text}]
+    if not keys or any(by_key.get(k) == {text} for k in keys) or not clashes:
+        return None
+    key, values = clashes[0]
+    return (f"row label {label!r} is a {key} that the table's claims select, but the claims in its row "
+            f"select {', '.join(f'{key}={v}' for v in values)}; write the label of the records they select")

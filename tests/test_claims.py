@@ -1,0 +1,454 @@
+"""Claims over every recording (exact, range, rounded, KEY=*), the escape routes of issue 10, transcripts."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from lessonkit.claims import ClaimValueError, Found, Sample, accepted_value, number, parse_claim_value
+from lessonkit.errors import LessonErrors
+from lessonkit.render import files_to_publish
+from lessonkit.site import Site
+
+from conftest import BARE, RACE, record_set
+
+ERROR_HAZARDS = (118, 120, 125, 121, 119)
+
+
+def racing(n: int) -> str:
+    return RACE.replace("[120 hazards]", f"[{n} hazards]")
+
+
+@pytest.fixture
+def repeats(demo_repo: Path) -> Path:
+    """The demo with race recorded five times: the Error's hazards vary, everything else agrees."""
+    record_set(demo_repo, "demo", {"race": [racing(n) for n in ERROR_HAZARDS], "bare": BARE})
+    return demo_repo
+
+
+def run_page(repo: Path, text: str):
+    return Site.load(repo).page(text, "docs/p.md")
+
+
+def errs(repo: Path, text: str) -> list[str]:
+    return [str(e) for e in run_page(repo, text).errors]
+
+
+def sample(*texts: str) -> Sample:
+    return Sample(tuple(Found(t, f"evidence/x/run.r{k}.txt", 7) for k, t in enumerate(texts, 1)), "run", len(texts))
+
+
+# -- claim values, as data --------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, low, high", [
+    ("~30", "25", "35"), ("~0.06", "0.055", "0.065"), ("~300", "250", "350"), ("~0", "-0.5", "0.5"),
+    ("~3.0", "2.95", "3.05"), ("~1.8e9", "1.75e9", "1.85e9"), ("~195,000", "194500", "195500"),
+])
+def test_rounded_means_its_last_significant_digit(text: str, low: str, high: str):
+    value = parse_claim_value(text)
+    assert (value.kind, value.low, value.high) == ("rounded", Decimal(low), Decimal(high))
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "the value is empty; write the value you expect before the '@'"),
+    ("~abc", "cannot read 'abc' as a number; a rounded claim is ~V, e.g. ~30 or ~0.06"),
+    ("193700\u2013abc", "cannot read 'abc' as a number; a range is LOW\u2013HIGH with numbers, e.g. 193700\u2013197060"),
+    ("197060\u2013193700", "the range's low end 197060 is above its high end 193700; write LOW\u2013HIGH"),
+    ("5\u20135", "a range needs two different ends; write 5"),
+])
+def test_malformed_claim_values(text: str, message: str):
+    with pytest.raises(ClaimValueError) as exc:
+        parse_claim_value(text)
+    assert str(exc.value) == message
+
+
+def test_text_with_an_en_dash_is_an_exact_claim():
+    assert parse_claim_value("Read\u2013Write").kind == "exact"
+
+
+@pytest.mark.parametrize("text, value", [("193,700", Decimal(193700)), ("0.0579", Decimal("0.0579")),
+                                         ("9.37e+10", Decimal("9.37e10")), ("19,37", None), ("-", None)])
+def test_numbers_a_page_may_write(text: str, value):
+    assert number(text) == value
+
+
+@pytest.mark.parametrize("claim, values, fix", [
+    ("195308", ("193700", "197060", "195924"), "193000\u2013198000"),
+    ("195,308", ("193700", "197060"), "193,000\u2013198,000"),
+    ("5\u20136", ("7", "7"), "7"),
+    ("~30", ("36.2", "38.9"), "~40"),
+    ("~30", ("36.2", "48.9"), "30\u201350"),
+    ("0.057", ("0.0559", "0.0579"), "0.055\u20130.058"),
+    ("9.4e+10", ("9.37e+10", "9.62e+10"), "9.37e+10\u20139.62e+10"),
+    ("Error", ("Warning", "Warning"), "Warning"),
+    ("Error", ("Warning", "Error"), None),
+])
+def test_the_value_accept_writes(claim: str, values: tuple[str, ...], fix):
+    assert accepted_value(parse_claim_value(claim), sample(*values)) == fix
+
+
+# -- exact, range and rounded over recordings ---------------------------------------------------------
+
+def test_exact_claim_that_varies_fails_with_the_spread(repeats: Path):
+    assert errs(repeats, "{{ 120 @ demo/race:reports[severity=Error].hazards }}") == [
+        "docs/p.md:1: claim '120' (demo/race:reports[severity=Error].hazards) varies across 5 recordings of "
+        "race: 118 to 125; quote a range"]
+
+
+def test_exact_claim_every_recording_agrees_with_passes(repeats: Path):
+    assert errs(repeats, "{{ 8 @ demo/race:reports[severity=Warning].hazards }} {{ 2 @ demo/race:#reports }}") == []
+
+
+def test_exact_claim_every_recording_contradicts(repeats: Path):
+    assert errs(repeats, "{{ 9 @ demo/race:reports[severity=Warning].hazards }}") == [
+        "docs/p.md:1: claim '9' (demo/race:reports[severity=Warning].hazards) disagrees with 5 recordings of race; "
+        "each says '8' (evidence/demo/race.r1.txt, line 10)"]
+
+
+def test_range_that_holds_every_recording_passes_and_shows_as_written(repeats: Path):
+    result = run_page(repeats, "between {{ 115\u2013130 @ demo/race:reports[severity=Error].hazards }} hazards")
+    assert result.errors == [] and result.markdown == "between 115\u2013130 hazards"
+
+
+def test_range_that_misses_a_recording(repeats: Path):
+    assert errs(repeats, "{{ 118\u2013124 @ demo/race:reports[severity=Error].hazards }}") == [
+        "docs/p.md:1: claim '118\u2013124' (demo/race:reports[severity=Error].hazards) does not hold: 5 recordings "
+        "of race give 118 to 125; 125 (evidence/demo/race.r3.txt, line 7) is outside it"]
+
+
+def test_range_too_loose(repeats: Path):
+    assert errs(repeats, "{{ 0\u20131000 @ demo/race:reports[severity=Error].hazards }}") == [
+        "docs/p.md:1: claim '0\u20131000' (demo/race:reports[severity=Error].hazards) is too loose: it is 1000 wide, "
+        "and a range may be at most 500 wide here (the larger of 4 × the observed spread, 7, and half its larger "
+        "end, 500); 5 recordings of race give 118 to 125"]
+
+
+def test_range_as_wide_as_half_its_end_passes(repeats: Path):
+    assert errs(repeats, "{{ 65\u2013130 @ demo/race:reports[severity=Error].hazards }}") == []
+
+
+def test_range_written_with_a_hyphen(repeats: Path):
+    assert errs(repeats, "{{ 118-125 @ demo/race:reports[severity=Error].hazards }}") == [
+        "docs/p.md:1: claim '118-125' (demo/race:reports[severity=Error].hazards) varies across 5 recordings of "
+        "race: 118 to 125; quote a range; a range is written with an en dash (U+2013): 118\u2013125"]
+
+
+def test_range_on_text(repeats: Path):
+    assert errs(repeats, "{{ 1\u20132 @ demo/race:reports[severity=Error].severity }}") == [
+        "docs/p.md:1: claim '1\u20132' (demo/race:reports[severity=Error].severity) is a range, but 5 recordings of "
+        "race gives 'Error' (evidence/demo/race.r1.txt, line 7), which is not a number"]
+
+
+def test_rounded_claims(repeats: Path):
+    assert errs(repeats, "{{ ~1.5 @ demo/race:wall_s }} {{ ~2 @ demo/race:wall_s }} "
+                "{{ ~100 @ demo/race:reports[severity=Error].hazards }}") == []
+    assert errs(repeats, "{{ ~1 @ demo/race:wall_s }}\n{{ ~120 @ demo/race:reports[severity=Error].hazards }}") == [
+        "docs/p.md:1: claim '~1' (demo/race:wall_s) does not hold: 5 recordings of race all say '1.5'; "
+        "~1 means [0.5, 1.5)",
+        "docs/p.md:2: claim '~120' (demo/race:reports[severity=Error].hazards) does not hold: 5 recordings of "
+        "race give 118 to 125; ~120 means [115, 125)"]
+
+
+def test_thousands_separators_keep_the_authors_text(demo_repo: Path):
+    record_set(demo_repo, "demo", {"race": racing(195308), "bare": BARE})
+    result = run_page(demo_repo, "{{ 195,308 @ demo/race:reports[severity=Error].hazards }}")
+    assert result.errors == [] and result.markdown == "195,308"
+
+
+# -- KEY=* ---------------------------------------------------------------------------------------------
+
+def test_wildcard_selects_every_record_of_every_recording(repeats: Path):
+    assert errs(repeats, "{{ 0\u20137 @ demo/race:rows[threads=*].mismatches }} {{ 2 @ demo/race:#rows[kernel=*] }}") == []
+    assert errs(repeats, "{{ 0 @ demo/race:rows[kernel=*].mismatches }}") == [
+        "docs/p.md:1: claim '0' (demo/race:rows[kernel=*].mismatches) varies across the 10 records it selects in "
+        "5 recordings of race: 0 to 7; quote a range"]
+
+
+def test_wildcard_key_must_exist(demo_repo: Path):
+    assert errs(demo_repo, "{{ 0 @ demo/race:rows[thread=*].mismatches }}") == [
+        "docs/p.md:1: claim '0' (demo/race:rows[thread=*].mismatches): filter key 'thread' is not a field of rows "
+        "in evidence/demo/race.txt; did you mean 'threads'? its fields: first_bad, gated, kernel, mismatches, threads"]
+
+
+def test_several_records_without_a_wildcard(demo_repo: Path):
+    assert errs(demo_repo, "{{ 0 @ demo/race:rows[kernel=k].mismatches }}") == [
+        "docs/p.md:1: claim '0' (demo/race:rows[kernel=k].mismatches): rows[kernel=k] selects 2 records in "
+        "evidence/demo/race.txt, not exactly one; add filters that single one out, or write KEY=* to claim every "
+        "record it selects"]
+
+
+# -- filters are validated -------------------------------------------------------------------------------
+
+def test_unknown_filter_key(demo_repo: Path):
+    assert errs(demo_repo, "{{ 0 @ demo/race:#reports[no_such_key=x] }}") == [
+        "docs/p.md:1: claim '0' (demo/race:#reports[no_such_key=x]): filter key 'no_such_key' is not a field of "
+        "reports in evidence/demo/race.txt; its fields: access, accesses, file, hazards, kernel, line, location, "
+        "pairs, severity"]
+
+
+def test_misspelt_filter_value_gets_a_suggestion(demo_repo: Path):
+    assert errs(demo_repo, "{{ 0 @ demo/race:#reports[severity=error] }}") == [
+        "docs/p.md:1: claim '0' (demo/race:#reports[severity=error]): filter severity='error' matches no record of "
+        "reports in evidence/demo/race.txt, nor any record of the set with a 'severity'; did you mean 'Error'?"]
+
+
+def test_filter_value_nothing_resembles(demo_repo: Path):
+    assert errs(demo_repo, "{{ 0 @ demo/race:#rows[threads=7777] }}") == [
+        "docs/p.md:1: claim '0' (demo/race:#rows[threads=7777]): filter threads='7777' matches no record of rows in "
+        "evidence/demo/race.txt, nor any record of the set with a 'threads'; its values there: '256', '32'"]
+
+
+def test_a_count_of_zero_over_a_well_formed_filter(demo_repo: Path):
+    record_set(demo_repo, "demo", {"race": RACE, "bare": BARE + "     64 | k      |          0 |         - | no\n"})
+    # Each value exists (Error and 8 in race; 64 in bare's rows); the combinations select nothing.
+    assert errs(demo_repo, "{{ 0 @ demo/race:#reports[severity=Error,hazards=8] }} "
+                "{{ 0 @ demo/race:#rows[threads=64] }}") == []
+
+
+def test_filter_on_a_collection_no_run_has(demo_repo: Path):
+    assert errs(demo_repo, "{{ 0 @ demo/race:#barriers[kernel=k] }} {{ 0 @ demo/race:#barriers }}") == [
+        "docs/p.md:1: claim '0' (demo/race:#barriers[kernel=k]): barriers has no records in "
+        "evidence/demo/race.txt nor in any run of the set, so filter key 'kernel' cannot be checked; claim the "
+        "count without filters: #barriers"]
+
+
+@pytest.mark.parametrize("query, message", [
+    ("rows[threads=32]", "name the field to quote: rows[...].FIELD"),
+    ("#rows.threads", "a count (#rows) takes no field; drop '.threads'"),
+    ("rows[threads].kernel", "filter 'threads' is not KEY=VALUE (KEY=* selects every record with KEY)"),
+    ("rows[threads=32,threads=256].kernel", "filter key 'threads' appears twice"),
+    ("rows[threads=32", "cannot read query 'rows[threads=32'; expected NAME, COLLECTION[KEY=VALUE,...].FIELD "
+     "or #COLLECTION[KEY=VALUE,...]"),
+])
+def test_malformed_queries(demo_repo: Path, query: str, message: str):
+    assert errs(demo_repo, f"{{{{ 1 @ demo/race:{query} }}}}") == [f"docs/p.md:1: claim '1' (demo/race:{query}): {message}"]
+
+
+# -- claims and directives over several lines; nothing unchecked ---------------------------------------
+
+def test_a_claim_wrapped_over_two_lines_is_checked(demo_repo: Path):
+    text = "the Warning had {{ 999999 @\ndemo/race:reports[severity=Warning].hazards }} hazards.\nNext line."
+    assert errs(demo_repo, text) == [
+        "docs/p.md:1: claim '999999' (demo/race:reports[severity=Warning].hazards) disagrees with "
+        "evidence/demo/race.txt; it says '8' (line 10)"]
+    result = run_page(demo_repo, text.replace("999999", "8"))
+    assert result.errors == [] and result.markdown == "the Warning had 8 hazards.\nNext line."
+
+
+def test_a_directive_over_two_lines(demo_repo: Path):
+    result = run_page(demo_repo, 'before\n{{ transcript demo/race\n   title="racecheck, the demo" }}\nafter')
+    assert result.errors == [] and result.markdown == 'before\n\n<div data-lk-slot="0"></div>\n\nafter'
+    assert "<summary>racecheck, the demo (exit code 0, 1.5 s)</summary>" in result.blocks[0]
+
+
+def test_unclosed_braces_before_the_paragraph_ends(demo_repo: Path):
+    assert errs(demo_repo, "a {{ 2 @ demo/race:#reports\n\nnext") == [
+        "docs/p.md:1: '{{ 2 @ demo/race:#reports' is never closed: no '}}' before the end of its paragraph "
+        "(line 1); close it, or write \\{{ for literal braces"]
+
+
+def test_unclosed_braces_before_the_next_claim(demo_repo: Path):
+    assert errs(demo_repo, "a {{ 2 @ demo/race:#reports and {{ 2 @ demo/race:#reports }}") == [
+        "docs/p.md:1: '{{ 2 @ demo/race:#reports and {{ 2 @ demo/race:#reports }}' is never closed: no '}}' "
+        "before the next '{{' (line 1); close it, or write \\{{ for literal braces"]
+
+
+def test_unclosed_braces_at_the_end_of_the_page(demo_repo: Path):
+    assert errs(demo_repo, "text\n{{ transcript race") == [
+        "docs/p.md:2: '{{ transcript race' is never closed: no '}}' before the end of the page; close it, "
+        "or write \\{{ for literal braces"]
+
+
+def test_a_directive_that_does_not_stand_alone(demo_repo: Path):
+    assert errs(demo_repo, "see {{ transcript demo/race }}") == [
+        "docs/p.md:1: 'transcript' must stand alone on its line(s): '{{ transcript demo/race }}'"]
+
+
+def test_an_unknown_transcript_option(demo_repo: Path):
+    assert errs(demo_repo, "{{ transcript demo/race closed }}") == [
+        "docs/p.md:1: unknown transcript option 'closed'; expected open or title=\"…\""]
+
+
+def test_a_recording_is_not_a_citation(repeats: Path):
+    assert errs(repeats, "{{ 2 @ demo/race.r2:#reports }}") == [
+        "docs/p.md:1: 'race.r2' is recording 2 of 5 of 'race'; cite the run 'race': a claim holds for every recording"]
+
+
+def test_page_errors_rank_after_their_causes(demo_repo: Path):
+    assert [e.rank for e in run_page(demo_repo, "{{ 9 @ demo/race:#reports }}").errors] == [2]
+
+
+def test_an_unreadable_manifest_is_the_only_error(demo_repo: Path):
+    (demo_repo / "evidence/demo/manifest.json").write_text("{ not json")
+    site = Site.load(demo_repo)
+    page = (demo_repo / "docs/index.md").read_text()
+    assert site.page(page, "docs/index.md").errors == []
+    assert [str(e) for e in site.site_errors()] == [
+        "evidence/demo/manifest.json:1: not valid JSON: Expecting property name enclosed in double quotes (column 3)"]
+    assert "1 error found" in LessonErrors(site.site_errors()).report()
+
+
+# -- sanitizer summaries, whatever their shape, checked against their section ------------------------------
+
+SECTION = "# Demo\n\n{{ evidence demo }}\n\n## racecheck\n\n{{ transcript race }}\n\n"
+
+
+@pytest.mark.parametrize("quote, shown", [
+    ("RACECHECK SUMMARY: 7 hazards displayed (7 errors and 0 warnings).",
+     "RACECHECK SUMMARY: 7 hazards displayed (7 errors and 0 warnings)"),
+    ("RACECHECK SUMMARY: 9 hazards displayed", "RACECHECK SUMMARY: 9 hazards displayed"),
+    ("racecheck summary: 2 hazards displayed (1 error, 1 warning)",
+     "racecheck summary: 2 hazards displayed (1 error, 1 warning)"),
+    ("RACECHECK  SUMMARY: 2 hazards displayed (1 error, 1 warning)",
+     "RACECHECK  SUMMARY: 2 hazards displayed (1 error, 1 warning)"),
+    ("RACECHECK SUMMARY: {{ 2 @ race:hazards_displayed }} hazards displayed (5 errors, 1 warning)",
+     "RACECHECK SUMMARY: 2 hazards displayed (5 errors, 1 warning)"),
+    ("It ended with RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning) and more",
+     "RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning) and more"),
+])
+def test_racecheck_summary_shapes(demo_repo: Path, quote: str, shown: str):
+    assert errs(demo_repo, SECTION + quote) == [
+        f"docs/p.md:9: quote {shown!r} is not, verbatim, a summary line of every recording of a run cited in the "
+        "section 'racecheck'; they say: 'RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)' in "
+        "evidence/demo/race.txt (line 13)"]
+
+
+@pytest.mark.parametrize("quote, shown", [
+    ("ERROR SUMMARY:3 errors", "ERROR SUMMARY:3 errors"),
+    ("ERROR SUMMARY: 3 errors were found", "ERROR SUMMARY: 3 errors were found"),
+    ("error summary: 0 errors", "error summary: 0 errors"),
+])
+def test_error_summary_shapes(demo_repo: Path, quote: str, shown: str):
+    assert errs(demo_repo, SECTION + quote) == [
+        f"docs/p.md:9: quote {shown!r} is not, verbatim, a summary line of every recording of a run cited in the "
+        "section 'racecheck'; they say: no summary of that kind"]
+
+
+@pytest.mark.parametrize("quote", [
+    "It ended with RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning).",
+    "racecheck: `RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)`, twice",
+    "========= RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)",
+    "(RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning))",
+    "RACECHECK SUMMARY: {{ 2 @ race:hazards_displayed }} hazards displayed (1 error, 1 warning)",
+    "{{ RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning) @ race:summary }}",
+    "the RACECHECK SUMMARY: line comes last",
+])
+def test_summaries_that_are_the_runs_own(demo_repo: Path, quote: str):
+    assert errs(demo_repo, SECTION + quote) == []
+
+
+def test_a_right_summary_attached_to_the_wrong_run(demo_repo: Path):
+    fixed = "========= COMPUTE-SANITIZER\n" + BARE + "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)\n"
+    record_set(demo_repo, "demo", {"race": RACE, "bare": BARE, "race-fixed": fixed})
+    text = ("{{ evidence demo }}\n\n## Fixed kernels\n\n{{ commands demo race-fixed }}\n\n"
+            "On the fixed kernels racecheck ended with RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)\n\n"
+            "## Buggy kernels\n\n{{ transcript race }}\n")
+    assert errs(demo_repo, text) == [
+        "docs/p.md:7: quote 'RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)' is not, verbatim, a "
+        "summary line of every recording of a run cited in the section 'Fixed kernels'; they say: "
+        "'RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)' in evidence/demo/race-fixed.txt (line 6)"]
+
+
+def test_a_section_that_cites_nothing(demo_repo: Path):
+    assert errs(demo_repo, SECTION + "## Elsewhere\n\nERROR SUMMARY: 0 errors\n") == [
+        "docs/p.md:11: quote 'ERROR SUMMARY: 0 errors' is checked against the runs cited in its section, and none "
+        "is cited in the section 'Elsewhere'; cite the run there (a claim, or a transcript or commands directive) "
+        "or write the quote as a claim: {{ QUOTE @ RUN:summary }}"]
+
+
+def test_a_summary_that_differs_between_recordings(demo_repo: Path):
+    other = RACE.replace(": 2 hazards", ": 3 hazards")
+    record_set(demo_repo, "demo", {"race": [RACE, RACE, other], "bare": BARE})
+    assert errs(demo_repo, SECTION + "RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)") == [
+        "docs/p.md:9: quote 'RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)' is not, verbatim, a "
+        "summary line of every recording of a run cited in the section 'racecheck'; they say: "
+        "'RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)' in 2 of 3 recordings of race "
+        "(evidence/demo/race.r1.txt, line 13); 'RACECHECK SUMMARY: 3 hazards displayed (1 error, 1 warning)' in "
+        "1 of 3 recordings of race (evidence/demo/race.r3.txt, line 13)"]
+    # A claim may stand for the figures that vary; each must hold for that figure in every recording.
+    # (A figure whose plural changes between recordings cannot be quoted this way: the words differ.)
+    varying = "RACECHECK SUMMARY: {{ 2\u20133 @ race:hazards_displayed }} hazards displayed (1 error, 1 warning)"
+    assert errs(demo_repo, SECTION + varying) == []
+    assert errs(demo_repo, SECTION + varying.replace("1 warning", "2 warnings")) == [
+        "docs/p.md:9: quote 'RACECHECK SUMMARY: 2\u20133 hazards displayed (1 error, 2 warnings)' is not, verbatim, "
+        "a summary line of every recording of a run cited in the section 'racecheck'; they say: "
+        "'RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)' in 2 of 3 recordings of race "
+        "(evidence/demo/race.r1.txt, line 13); 'RACECHECK SUMMARY: 3 hazards displayed (1 error, 1 warning)' in "
+        "1 of 3 recordings of race (evidence/demo/race.r3.txt, line 13)"]
+
+
+# -- row labels --------------------------------------------------------------------------------------------
+
+TABLE = """\
+| threads | kernel | mismatches |
+| ---: | --- | ---: |
+| 32 | `k` | {{ 0 @ demo/race:rows[threads=32,kernel=k].mismatches }} |
+| 256 | `k` | {{ 7 @ demo/race:rows[threads=256,kernel=k].mismatches }} |
+"""
+
+
+def test_row_labels_that_agree_with_their_claims(demo_repo: Path):
+    assert errs(demo_repo, TABLE) == []
+
+
+def test_a_row_label_changed_to_another_number(demo_repo: Path):
+    assert errs(demo_repo, TABLE.replace("| 256 |", "| 257 |")) == [
+        "docs/p.md:4: row label '257' is not the value of a filter that every claim in its row shares "
+        "(kernel=k, threads=256); write the value they select, or make the label a claim"]
+
+
+def test_a_row_label_that_names_another_rows_records(demo_repo: Path):
+    table = ("| severity | hazards |\n| --- | ---: |\n"
+             "| Error | {{ 120 @ demo/race:reports[severity=Error].hazards }} |\n"
+             "| `Error` | {{ 8 @ demo/race:reports[severity=Warning].hazards }} |\n")
+    assert errs(demo_repo, table) == [
+        "docs/p.md:4: row label '`Error`' is a severity that the table's claims select, but the claims in its row "
+        "select severity=Warning; write the label of the records they select"]
+
+
+def test_row_labels_outside_tables_and_rows_without_filters(demo_repo: Path):
+    text = "| a | b |\n| --- | --- |\n| 129 | {{ 2 @ demo/race:#reports }} |\n| 5 | plain |\n\n128 threads"
+    assert errs(demo_repo, text) == []
+
+
+# -- transcripts ---------------------------------------------------------------------------------------
+
+def test_every_recording_is_shown_the_first_open(repeats: Path):
+    result = run_page(repeats, '{{ transcript demo/race title="racecheck on the demo" }}')
+    html = result.blocks[0]
+    assert result.errors == []
+    assert ("<summary>racecheck on the demo (5 recordings, exit code 0 in each, 1.5\u20131.5 s)</summary>") in html
+    assert html.count('<details class="lk-recording"') == 5
+    assert '<details class="lk-recording" open>\n<summary>Recording 1 of 5 (exit code 0, 1.5 s)</summary>' in html
+    assert '<details class="lk-recording">\n<summary>Recording 5 of 5 (exit code 0, 1.5 s)</summary>' in html
+    assert "[125 hazards]" in html and "[118 hazards]" in html
+    assert "Recorded 5 times; claims on this run hold for every recording." in html
+    assert "NumPy" not in html and "compute-sanitizer 2025.3.1.0" in html
+
+
+def test_a_hang_is_shown_as_stopped_by_its_timeout(demo_repo: Path):
+    import json
+    path = demo_repo / "evidence/demo/manifest.json"
+    data = json.loads(path.read_text())
+    data["transcripts"]["race"].update(timed_out=True, exit_code=None)
+    path.write_text(json.dumps(data))
+    result = run_page(demo_repo, "{{ transcript demo/race }}")
+    assert "<summary>Transcript demo/race (stopped by its timeout, 1.5 s)</summary>" in result.blocks[0]
+
+
+def test_a_large_transcript_shows_head_and_tail_and_links_the_file(demo_repo: Path):
+    big = RACE + "".join(f"program line {i}\n" for i in range(30000))
+    record_set(demo_repo, "demo", {"race": big, "bare": BARE})
+    result = run_page(demo_repo, "{{ transcript demo/race }}")
+    html = result.blocks[0]
+    assert result.errors == [] and len(html) < 80_000
+    assert '<a href="evidence/demo/race.txt">The whole transcript</a>' in html
+    assert "program line 0\n" in html and "program line 29999</code></pre>" in html
+    assert "program line 15000\n" not in html
+    assert [p.link for p in result.published] == ["evidence/demo/race.txt"]
+    assert files_to_publish(result.published, "day62/index.html") == {
+        "day62/evidence/demo/race.txt": demo_repo / "evidence/demo/race.txt"}
+    assert files_to_publish(result.published, "index.html") == {
+        "evidence/demo/race.txt": demo_repo / "evidence/demo/race.txt"}
