@@ -6,6 +6,8 @@ run, and every record a `KEY=*` filter selects):
 - range `LOW–HIGH` (an en dash, U+2013): every value is a number from LOW to HIGH, and the
   range is not loose (see `allowed_width`);
 - rounded `~V`: every value rounds to V at V's last significant digit.
+A timing (a value named `wall_s` or `…_s`, seconds or a rate per second) changes between runs
+of unchanged code, so it takes a range or a rounded value, never an exact one.
 The page shows the author's text; `accepted_value` is the value `lessonkit accept` writes.
 """
 
@@ -135,6 +137,7 @@ class Sample:
     values: tuple[Found, ...]
     group: str
     recordings: int
+    timing: bool = False  # seconds or a rate per second: it changes from run to run
 
     def where(self) -> str:
         """'evidence/x/run.txt', '5 recordings of run', 'the 4 records it selects in …'."""
@@ -184,8 +187,17 @@ def _problem(claim: ClaimValue, sample: Sample) -> str | None:
     where = sample.where()
     span = _span(sample)
     distinct = list(dict.fromkeys(f.text for f in values))
+    if len(values) == 1:
+        gives = f"{where} says {values[0].text!r}"
+    elif len(distinct) == 1:
+        gives = f"{where} all say {values[0].text!r}"
+    else:
+        gives = f"{where} give {span[0]} to {span[1]}" if span else ""
     if claim.kind == "exact":
         wanted = claim.text.replace(",", "") if claim.separated else claim.text
+        if sample.timing and span is not None:
+            return (f"is a timing, which changes from run to run even when nothing else does; quote it "
+                    f"rounded (~V) or as a range (LOW{EN_DASH}HIGH): {gives}")
         if all(f.text == wanted for f in values):
             return None
         hint = _dash_hint(claim.text)
@@ -205,12 +217,6 @@ def _problem(claim: ClaimValue, sample: Sample) -> str | None:
         at = sample.at(bad)
         return f"is {kind}, but {where} gives {bad.text!r}{f' ({at})' if at else ''}, which is not a number"
     low_text, high_text, numbers = span
-    if len(values) == 1:
-        gives = f"{where} says {values[0].text!r}"
-    elif len(distinct) == 1:
-        gives = f"{where} all say {values[0].text!r}"
-    else:
-        gives = f"{where} give {low_text} to {high_text}"
     if claim.kind == "rounded":
         if all(claim.low <= n < claim.high for n in numbers):
             return None
@@ -247,9 +253,14 @@ def accepted_value(claim: ClaimValue, sample: Sample) -> str | None:
         rounded = {(n / claim.unit).to_integral_value(rounding="ROUND_HALF_UP") * claim.unit for n in span[2]}
         if len(rounded) == 1:
             candidates.append("~" + _written(rounded.pop(), claim))
+    if sample.timing and claim.kind == "exact" and span is not None:
+        unit = Decimal(1).scaleb(max(abs(n) for n in span[2]).adjusted())
+        rounded = {(n / unit).to_integral_value(rounding="ROUND_HALF_UP") * unit for n in span[2]}
+        if len(rounded) == 1:
+            candidates.append("~" + show_number(rounded.pop()))
     if len(distinct) == 1 and claim.kind != "rounded":
         candidates.append(_written(number(distinct[0]), claim) if claim.separated and span else distinct[0])
-    elif span is not None and len(distinct) > 1:
+    if span is not None and len(distinct) > 1:
         candidates.append(_covering_range(span, sample, claim))
     for text in candidates:
         try:

@@ -49,6 +49,11 @@ class Query:
         return not self.count and self.filters is None and self.field is None
 
     @property
+    def timing(self) -> bool:
+        """Whether it names seconds or a rate per second (`wall_s`, `campaign_s`, `instances_per_s`)."""
+        return not self.count and (self.field or self.name).endswith("_s")
+
+    @property
     def wildcard(self) -> bool:
         """Whether a `KEY=*` filter lets it select several records."""
         return any(v == WILDCARD for _, v in self.filters or ())
@@ -156,12 +161,12 @@ def resolve(ev: EvidenceSet, group: str | None, query: str) -> Sample:
         values = {"arch": ev.arch, "build": ev.build, **ev.provenance}
         if q.name not in values:
             raise QueryError(f"set {ev.name!r} records no {q.name!r}; it records: {_known(values)}")
-        return Sample((Found(show(values[q.name]), manifest),), ev.name, 1)
+        return Sample((Found(show(values[q.name]), manifest),), ev.name, 1, q.timing)
     names = ev.recordings(group)
     parsed = [ev.transcript(n) for n in names]
     if q.is_value:
         found = tuple(_value(ev, n, p, q.name) for n, p in zip(names, parsed))
-        return Sample(found, group, len(names))
+        return Sample(found, group, len(names), q.timing)
     for n, p in zip(names, parsed):
         if q.name not in p.collections():
             raise QueryError(f"{ev.transcript_path(n)} has no collection {q.name!r}; "
@@ -187,7 +192,7 @@ def resolve(ev: EvidenceSet, group: str | None, query: str) -> Sample:
     if not found_list:
         where = ev.transcript_path(names[0]) if len(names) == 1 else f"{len(names)} recordings of {group}"
         raise QueryError(f"{q.selection()} selects no record in {where}")
-    return Sample(tuple(found_list), group, len(names))
+    return Sample(tuple(found_list), group, len(names), q.timing)
 
 
 def _value(ev: EvidenceSet, name: str, parsed: Transcript, wanted: str) -> Found:

@@ -83,10 +83,17 @@ def test_numbers_a_page_may_write(text: str, value):
     ("0.057", ("0.0559", "0.0579"), "0.055\u20130.058"),
     ("9.4e+10", ("9.37e+10", "9.62e+10"), "9.37e+10\u20139.62e+10"),
     ("Error", ("Warning", "Warning"), "Warning"),
+    ("28.19", ("28.4", "31.2"), "28\u201332"),
     ("Error", ("Warning", "Error"), None),
 ])
 def test_the_value_accept_writes(claim: str, values: tuple[str, ...], fix):
     assert accepted_value(parse_claim_value(claim), sample(*values)) == fix
+
+
+@pytest.mark.parametrize("values, fix", [(("28.19",), "~30"), (("2.9", "3.3"), "~3"), (("2.4", "3.6"), "2\u20134")])
+def test_the_value_accept_writes_for_a_timing(values: tuple[str, ...], fix: str):
+    timing = Sample(sample(*values).values, "run", len(values), timing=True)
+    assert accepted_value(parse_claim_value("28.19"), timing) == fix
 
 
 # -- exact, range and rounded over recordings ---------------------------------------------------------
@@ -149,6 +156,12 @@ def test_rounded_claims(repeats: Path):
         "~1 means [0.5, 1.5)",
         "docs/p.md:2: claim '~120' (demo/race:reports[severity=Error].hazards) does not hold: 5 recordings of "
         "race give 118 to 125; ~120 means [115, 125)"]
+
+
+def test_a_timing_is_never_exact(repeats: Path):
+    assert errs(repeats, "{{ 1.5 @ demo/race:wall_s }}") == [
+        "docs/p.md:1: claim '1.5' (demo/race:wall_s) is a timing, which changes from run to run even when nothing "
+        "else does; quote it rounded (~V) or as a range (LOW\u2013HIGH): 5 recordings of race all say '1.5'"]
 
 
 def test_thousands_separators_keep_the_authors_text(demo_repo: Path):
