@@ -46,6 +46,7 @@ class Plan:
 
     edits: list[Edit] = field(default_factory=list)
     refused: list[LessonError] = field(default_factory=list)
+    held_back: dict[str, int] = field(default_factory=dict)  # set -> stale claims on it, while it has errors
 
 
 def _read_page(path: Path, shown: str) -> str:
@@ -72,9 +73,7 @@ def plan_accept(repo: Path, docs: Path | None = None) -> Plan:
             if claim.error is None or claim.skipped:
                 continue
             if claim.set_name in troubled:
-                plan.refused.append(LessonError(shown, claim.line, f"claim {claim.value!r} ({claim.ref_query}) "
-                                                f"is not accepted: evidence/{claim.set_name} has errors (listed "
-                                                "by python -m lessonkit check); fix the evidence first"))
+                plan.held_back[claim.set_name] = plan.held_back.get(claim.set_name, 0) + 1
             elif claim.fix is None:
                 plan.refused.append(claim.error)
             elif text[base + claim.start:base + claim.end] != claim.value:
@@ -123,30 +122,54 @@ def _confirmed(count: int, pages: int, yes: bool, stdin: TextIO, out: TextIO) ->
     return stdin.readline().strip().lower() in ("y", "yes")
 
 
-def main(argv: list[str] | None = None, stdin: TextIO | None = None, out: TextIO | None = None) -> int:
-    """Run `accept`; returns EXIT_DONE, EXIT_UNCONFIRMED or EXIT_REFUSED."""
+HELP = ("list the claims the evidence no longer supports as page:line: old -> new, and rewrite their "
+        "values once confirmed (--yes: without asking)")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Declare accept's arguments on `parser`."""
+    parser.add_argument("--repo", type=Path, default=None,
+                        help="repository root (default: the nearest folder up from here with mkdocs.yml)")
+    parser.add_argument("--yes", action="store_true", help="rewrite without asking")
+
+
+def run(args: argparse.Namespace, stdin: TextIO | None = None, out: TextIO | None = None) -> int:
+    """Run accept with parsed arguments; returns EXIT_DONE, EXIT_UNCONFIRMED or EXIT_REFUSED."""
+    from lessonkit.cli import find_repo  # the command line's rule for finding the repository
+
     stdin = stdin or sys.stdin
     out = out or sys.stdout
-    parser = argparse.ArgumentParser(prog="python -m lessonkit accept", description=__doc__.split("\n")[0])
-    parser.add_argument("--repo", default=".", help="repository root (default: .)")
-    parser.add_argument("--yes", action="store_true", help="rewrite without asking")
-    args = parser.parse_args(argv)
-    repo = Path(args.repo).resolve()
+    repo = args.repo.resolve() if args.repo is not None else find_repo(Path.cwd())
     plan = plan_accept(repo)
     for edit in plan.edits:
         print(f"{edit.page}:{edit.line}: {edit.old} -> {edit.new}", file=out)
+    for set_name, count in sorted(plan.held_back.items()):
+        print(f"evidence/{set_name}: {count} claim{'s' if count != 1 else ''} on it not accepted while the set "
+              "has errors (python -m lessonkit check lists them); fix or refresh it, then accept", file=out)
     if plan.refused:
         print(f"not accepted ({len(plan.refused)}; fix by hand):", file=out)
         for error in plan.refused:
             print(f"  {error}", file=out)
+    refused = bool(plan.refused or plan.held_back)
     if not plan.edits:
-        if not plan.refused:
+        if not refused:
             print("every claim holds; nothing to accept", file=out)
-        return EXIT_REFUSED if plan.refused else EXIT_DONE
+        return EXIT_REFUSED if refused else EXIT_DONE
     pages = len({e.page for e in plan.edits})
     if not _confirmed(len(plan.edits), pages, args.yes, stdin, out):
         return EXIT_UNCONFIRMED
     apply_edits(repo, plan.edits)
     print(f"rewrote {len(plan.edits)} claim value{'s' if len(plan.edits) != 1 else ''} in {pages} "
           f"page{'s' if pages != 1 else ''}; review with git diff, then run python -m lessonkit check", file=out)
-    return EXIT_REFUSED if plan.refused else EXIT_DONE
+    return EXIT_REFUSED if refused else EXIT_DONE
+
+
+def main(argv: list[str] | None = None, stdin: TextIO | None = None, out: TextIO | None = None) -> int:
+    """`python -m lessonkit accept [--repo R] [--yes]`; returns the exit status."""
+    parser = argparse.ArgumentParser(prog="python -m lessonkit accept", description=HELP)
+    add_arguments(parser)
+    try:
+        return run(parser.parse_args(argv), stdin, out)
+    except LessonError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_UNCONFIRMED

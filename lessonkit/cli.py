@@ -96,11 +96,14 @@ def _transcript(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+from lessonkit import accept  # noqa: E402  (its logic lives there; kept beside the table it joins)
+
 COMMANDS: dict[str, Command] = {
     "check": Command("verify every page, region, claim and evidence set; exit 1 listing all errors",
                      _check_arguments, _check),
     "regions": Command("the regions of a source file as JSON", _file_argument, _regions),
     "transcript": Command("a parsed transcript as JSON", _file_argument, _transcript),
+    "accept": Command(accept.HELP, accept.add_arguments, accept.run),
 }
 
 
