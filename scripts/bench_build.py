@@ -1,64 +1,393 @@
 #!/usr/bin/env python3
-"""Benchmark: the real site built with claim checking (the hooks) and without, and `check` alone.
+"""Course-scale benchmark: a synthetic site of N copies of a real lesson, measured as whole processes.
 
-Builds the same pages five times each way, alternating, in this process, and prints the
-medians and their ratio. Usage: python3 scripts/bench_build.py [--runs 5]
+Usage: python3 scripts/bench_build.py --lessons 100 [--runs 5] [--reloads 7] [--json] [--profile]
+
+Each copy has its page, code folder and evidence set (renamed, `lessonkit check` passing).
+Alternating, `--runs` times each: `mkdocs build` with the hooks; the same expanded pages built
+without checking (a replay hook that only pastes the pages lessonkit expanded, so the
+difference is the checking); `python -m lessonkit check`. The time inside lessonkit comes
+from the hooks themselves (LESSONKIT_TIMINGS). Then under `mkdocs serve --dirtyreload`: the
+time from a one-page edit until the served page shows it, and three injected errors (a wrong
+claim, a transcript edited with its manifest hash updated, a renamed region), each of which
+the reload must report. `--json` prints one line with the medians.
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
+import hashlib
+import json
 import os
+import re
+import shutil
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-os.environ.setdefault("NO_MKDOCS_2_WARNING", "1")
+LESSON = "day62-racecheck"
+ENV = dict(os.environ, NO_MKDOCS_2_WARNING="1", DISABLE_MKDOCS_2_WARNING="true")
+_NAV_RE = re.compile(r"""^nav:\n(?:[ \t]+.*\n|\n)*""", re.MULTILINE)
+_HOOKS_RE = re.compile(r"""^hooks:\n(?:[ \t]+-.*\n)*""", re.MULTILINE)
+_MDEXT_RE = re.compile(r"""^[ \t]+-[ \t]+lessonkit\.mdext\b.*\n(?:[ \t]{4,}.*\n)*""", re.MULTILINE)
+_CLAIM_RE = re.compile(r"""\{\{\ (?P<value>\d+)\ @\ (?P<ref>[^{}]+?)\ \}\}""", re.VERBOSE)
+_REGION_RE = re.compile(r"""^\{\{\ region\ (?P<path>\S+)\ (?P<name>\S+)""", re.VERBOSE | re.MULTILINE)
+_SUMMARY_RE = re.compile(r"""(?P<head>[A-Z]+\ SUMMARY:\ )(?P<n>\d+)""", re.VERBOSE)
+
+REPLAY_HOOK = '''"""Benchmark only: paste the pages lessonkit expanded earlier, without checking anything."""
+import json, re
+from pathlib import Path
+_PAGES = json.loads((Path(__file__).parent / "expanded.json").read_text())
+_SLOT = re.compile(r'<div data-lk-slot="(\\d+)"></div>')
+
+def on_page_markdown(markdown, *, page, config, files):
+    return _PAGES[page.file.src_uri]["markdown"]
+
+def on_page_content(html, *, page, config, files):
+    blocks = _PAGES[page.file.src_uri]["blocks"]
+    return _SLOT.sub(lambda m: blocks[int(m.group(1))], html)
+'''
+
+EXPAND = '''import json, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from lessonkit.site import Site, docs_pages, strip_front_matter
+repo = Path(sys.argv[1])
+site = Site.load(repo)
+out = {}
+for shown, path in docs_pages(repo):
+    body, offset = strip_front_matter(path.read_text(encoding="utf-8"))
+    r = site.page(body, shown, offset)
+    assert not r.errors, r.errors
+    out[path.relative_to(repo / "docs").as_posix()] = {"markdown": r.markdown, "blocks": r.blocks}
+Path(sys.argv[2]).write_text(json.dumps(out))
+'''
 
 
-def build_once(config_file: Path, hooks: bool, site_dir: str) -> float:
-    """Seconds for one full `mkdocs build` of the site, with or without the lessonkit hooks."""
-    from mkdocs.commands.build import build
-    from mkdocs.config import load_config
-
-    # Same pages, theme and extensions; hooks=[] turns off regions, transcripts and claim checks.
-    overrides = {} if hooks else {"hooks": []}
-    config = load_config(str(config_file), site_dir=site_dir, **overrides)
-    assert any("lessonkit_hooks" in n for n in config.plugins) == hooks
+def run(cmd: list[str], cwd: Path, env: dict | None = None) -> float:
+    """Wall seconds of one whole process; exits the benchmark if it fails."""
     start = time.perf_counter()
-    build(config)
-    return time.perf_counter() - start
+    done = subprocess.run(cmd, cwd=cwd, env=env or ENV, capture_output=True, text=True)
+    took = time.perf_counter() - start
+    if done.returncode != 0:
+        sys.exit(f"bench: {' '.join(cmd)} failed in {cwd}:\n{done.stdout}{done.stderr}")
+    return took
+
+
+def git_files(rev: str, paths: list[str], dest: Path) -> None:
+    """Write `paths` as they are at `rev` under dest."""
+    archive = subprocess.run(["git", "archive", rev, *paths], cwd=REPO, capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
+
+
+def lesson_source(work: Path, rev: str | None, core: Path) -> tuple[Path, str]:
+    """A folder holding the lesson's page, code, evidence and the pages it links to, checking clean.
+
+    The working tree is used when it passes; otherwise (evidence being re-recorded, say) the
+    newest commit where the lesson passes, among the last 40 that touched it.
+    """
+    paths = [f"docs/{LESSON}.md", "docs/reference", "docs/assets", f"code/{LESSON}", f"evidence/{LESSON}"]
+    candidates: list[str | None] = [rev] if rev else [None]
+    if not rev:
+        log = subprocess.run(["git", "log", "--format=%H", "-n", "40", "--", *paths], cwd=REPO,
+                             capture_output=True, text=True).stdout.split()
+        candidates += log
+    for candidate in candidates:
+        src = work / f"source-{candidate or 'worktree'}"
+        src.mkdir()
+        if candidate is None:
+            for rel in paths:
+                (src / rel).parent.mkdir(parents=True, exist_ok=True)
+                if (REPO / rel).is_dir():
+                    shutil.copytree(REPO / rel, src / rel)
+                else:
+                    shutil.copy2(REPO / rel, src / rel)
+        else:
+            try:
+                git_files(candidate, paths, src)
+            except subprocess.CalledProcessError:
+                continue  # the lesson did not exist yet
+        make_site(src.with_name(src.name + "-probe"), 1, src, core)
+        probe = subprocess.run([sys.executable, "-m", "lessonkit", "check", "--repo", "."],
+                               cwd=src.with_name(src.name + "-probe"), env=ENV, capture_output=True, text=True)
+        if probe.returncode == 0:
+            return src, candidate or "working tree"
+        print(f"bench: the lesson at {candidate or 'the working tree'} does not check clean; "
+              f"trying an older commit:\n{probe.stderr.strip()[:600]}", file=sys.stderr)
+    sys.exit("bench: no revision of the lesson checks clean with today's lessonkit")
+
+
+def lesson_name(i: int) -> str:
+    """The i-th synthetic lesson's name (also its evidence set's)."""
+    return f"l{i:03d}-racecheck"
+
+
+def make_site(dest: Path, lessons: int, src: Path, core: Path) -> None:
+    """A repository with `lessons` renamed copies of the lesson, the core from `core`, the hooks."""
+    dest.mkdir(parents=True)
+    skip = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(core, dest / "lessonkit", ignore=skip)
+    for rel in ("hooks", "overrides"):
+        if (REPO / rel).is_dir():
+            shutil.copytree(REPO / rel, dest / rel, ignore=skip)
+    shutil.copytree(src / "docs" / "reference", dest / "docs" / "reference")
+    shutil.copytree(src / "docs" / "assets", dest / "docs" / "assets")
+    page = (src / "docs" / f"{LESSON}.md").read_text(encoding="utf-8")
+    manifest = (src / "evidence" / LESSON / "manifest.json").read_text(encoding="utf-8")
+    nav = ["nav:", "  - Home: index.md"]
+    index = ["# Synthetic course", ""]
+    for i in range(1, lessons + 1):
+        name = lesson_name(i)
+        shutil.copytree(src / "code" / LESSON, dest / "code" / name)
+        runs = dest / "code" / name / "runs.toml"
+        runs.write_text(runs.read_text(encoding="utf-8").replace(LESSON, name), encoding="utf-8")
+        shutil.copytree(src / "evidence" / LESSON, dest / "evidence" / name)
+        (dest / "evidence" / name / "manifest.json").write_text(manifest.replace(LESSON, name), encoding="utf-8")
+        (dest / "docs" / f"{name}.md").write_text(page.replace(LESSON, name), encoding="utf-8")
+        nav.append(f'  - "Lesson {i}": {name}.md')
+        index.append(f"- [Lesson {i}]({name}.md)")
+    nav += ["  - Reference:"] + [f"      - reference/{p.name}" for p in sorted((dest / "docs/reference").glob("*.md"))]
+    (dest / "docs" / "index.md").write_text("\n".join(index) + "\n", encoding="utf-8")
+    config = (REPO / "mkdocs.yml").read_text(encoding="utf-8")
+    config = _NAV_RE.sub("\n".join(nav) + "\n\n", config)
+    (dest / "mkdocs.yml").write_text(config, encoding="utf-8")
+    replay = _HOOKS_RE.sub("hooks:\n  - bench/replay.py\n", _MDEXT_RE.sub("", config))
+    (dest / "mkdocs-replay.yml").write_text(replay, encoding="utf-8")
+
+
+def free_port() -> int:
+    """A TCP port on the loopback interface that nothing listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Serve:
+    """`mkdocs serve --dirtyreload` on the synthetic site, its log read as it grows."""
+
+    def __init__(self, repo: Path) -> None:
+        self.repo, self.port = repo, free_port()
+        self.log_path = repo / "bench" / "serve.log"
+        self.log = open(self.log_path, "w")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "mkdocs", "serve", "--dirtyreload", "-a", f"127.0.0.1:{self.port}"],
+            cwd=repo, env=ENV, stdout=self.log, stderr=subprocess.STDOUT)
+        self.seen = 0
+        self.wait_for(lambda t: "Serving on" in t, 600, "the first build")
+
+    def text(self) -> str:
+        return self.log_path.read_text(encoding="utf-8", errors="replace")
+
+    def wait_for(self, done, timeout: float, what: str) -> str:
+        """Wait until `done(new log text)`; return that text and mark it read."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            new = self.text()[self.seen:]
+            if done(new):
+                self.seen += len(new)
+                return new
+            if self.proc.poll() is not None:
+                sys.exit(f"bench: mkdocs serve stopped during {what}:\n{self.text()[-3000:]}")
+            time.sleep(0.005)
+        self.seen = len(self.text())
+        return ""
+
+    def page(self, name: str) -> str:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/{name}/", timeout=10) as r:
+            return r.read().decode("utf-8", errors="replace")
+
+    def close(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.log.close()
+
+
+def full_check(repo: Path) -> list[str]:
+    """The error lines of `python -m lessonkit check` on the site as it is now (the ground truth)."""
+    done = subprocess.run([sys.executable, "-m", "lessonkit", "check", "--repo", "."], cwd=repo,
+                          env=ENV, capture_output=True, text=True)
+    return [line for line in done.stderr.splitlines() if ": " in line and not line.endswith(" found")]
+
+
+def measure_reloads(repo: Path, lessons: int, reloads: int) -> tuple[list[float], int, list[str]]:
+    """Reload times after one-page edits, and how many of three injected errors went unreported.
+
+    Each injected error is first applied and checked by a full `lessonkit check`; the reload
+    must then report every error line that check reported.
+    """
+    expected = []
+    for what, inject in injections(repo, lessons):
+        undo = inject()
+        errors = full_check(repo)
+        undo()
+        expected.append((what, inject, errors))
+    serve = Serve(repo)
+    times: list[float] = []
+    missed: list[str] = []
+    try:
+        for k in range(reloads):
+            name = lesson_name(1 + k % lessons)
+            page = repo / "docs" / f"{name}.md"
+            token = f"bench-edit-{k}-{time.time_ns()}"
+            original = page.read_text(encoding="utf-8")
+            start = time.perf_counter()
+            page.write_text(original + f"\n<!-- {token} -->\n", encoding="utf-8")
+            while token not in serve.page(name):
+                if time.perf_counter() - start > 60:
+                    sys.exit(f"bench: the edit of {page.name} never reached the served page")
+                time.sleep(0.005)
+            times.append(time.perf_counter() - start)
+            serve.wait_for(lambda t: "Documentation built in" in t, 30, "a reload")
+        for what, inject, errors in expected:
+            undo = inject()
+            report = serve.wait_for(lambda t, e=errors: all(line in t for line in e), 30, what)
+            if not report:
+                missed.append(what)
+            undo()
+            serve.wait_for(lambda t: "Documentation built in" in t, 60, f"undoing {what}")
+    finally:
+        serve.close()
+    return times, len(missed), missed
+
+
+def _rewrite(path: Path, old: str, new: str):
+    text = path.read_text(encoding="utf-8")
+    assert old in text, (path, old)
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+    return lambda: path.write_text(text, encoding="utf-8")
+
+
+def injections(repo: Path, lessons: int):
+    """(what, apply -> undo) for the three injected errors, each shown by a full check to be one."""
+    name = lesson_name(max(1, lessons // 2))
+    page = repo / "docs" / f"{name}.md"
+    text = page.read_text(encoding="utf-8")
+    claim = _CLAIM_RE.search(text)
+    wrong = claim.group(0).replace(f"{{{{ {claim.group('value')} @",
+                                   f"{{{{ {int(claim.group('value')) + 1} @", 1)
+    yield "a wrong claim", lambda: _rewrite(page, claim.group(0), wrong)
+
+    evidence = repo / "evidence" / name
+
+    def edit_transcript(transcript: Path, m: re.Match):
+        def apply():
+            old_hash = hashlib.sha256(transcript.read_bytes()).hexdigest()
+            undo_text = _rewrite(transcript, m.group(0), m.group("head") + str(int(m.group("n")) + 1))
+            new_hash = hashlib.sha256(transcript.read_bytes()).hexdigest()
+            undo_manifest = _rewrite(evidence / "manifest.json", old_hash, new_hash)
+            return lambda: (undo_manifest(), undo_text())
+        return apply
+
+    for transcript in sorted(evidence.glob("*.txt")):
+        m = _SUMMARY_RE.search(transcript.read_text(encoding="utf-8", errors="replace"))
+        if not m or transcript.stem not in text:
+            continue
+        apply = edit_transcript(transcript, m)
+        undo = apply()
+        errors = full_check(repo)
+        undo()
+        if any(e.startswith(f"docs/{name}.md:") for e in errors):
+            yield "an edited transcript with its manifest hash updated", apply
+            break
+    else:
+        sys.exit("bench: no summary line of a cited transcript that the page's claims depend on")
+
+    region = _REGION_RE.search(text)
+    source = repo / "code" / region.group("path")
+    yield "a renamed region", lambda: _rewrite(source, f"snippet: {region.group('name')}\n",
+                                               f"snippet: {region.group('name')}-renamed\n")
+
+
+def timings(path: Path) -> list[float]:
+    """lessonkit's seconds per build, as the hooks recorded them."""
+    return [json.loads(line)["lessonkit_s"] for line in path.read_text().splitlines() if line]
+
+
+def profile(repo: Path) -> None:
+    """One build under cProfile: the lessonkit functions that take the most time."""
+    import pstats
+    out = repo / "bench" / "build.prof"
+    run([sys.executable, "-m", "cProfile", "-o", str(out), "-m", "mkdocs", "build", "-q", "-d",
+         str(repo / "bench" / "site-prof")], repo)
+    stats = pstats.Stats(str(out))
+    rows = [(tt, ct, nc, f"{Path(fn).parent.name}/{Path(fn).name}:{ln}({name})")
+            for (fn, ln, name), (_, nc, tt, ct, _) in stats.stats.items()
+            if "/lessonkit/" in fn or "lessonkit_hooks" in fn]
+    print("lessonkit functions in one build (own s, cumulative s, calls):", file=sys.stderr)
+    for tt, ct, nc, where in sorted(rows, reverse=True)[:25]:
+        print(f"  {tt:7.3f} {ct:7.3f} {nc:8d}  {where}", file=sys.stderr)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--lessons", type=int, default=100)
+    parser.add_argument("--runs", type=int, default=5, help="builds of each kind, alternating")
+    parser.add_argument("--reloads", type=int, default=7, help="one-page edits under serve")
+    parser.add_argument("--rev", help="take the lesson from this commit (default: the working tree)")
+    parser.add_argument("--core", type=Path, default=REPO / "lessonkit",
+                        help="the lessonkit folder to measure (default: the working tree's)")
+    parser.add_argument("--keep", type=Path, help="build the synthetic site here and keep it")
+    parser.add_argument("--profile", action="store_true", help="also profile one build (stderr)")
+    parser.add_argument("--json", action="store_true", help="print one JSON line")
     args = parser.parse_args()
-    logging.getLogger("mkdocs").setLevel(logging.ERROR)
-    from lessonkit.site import check_site
 
-    with_hooks: list[float] = []
-    without: list[float] = []
-    checks: list[float] = []
-    with tempfile.TemporaryDirectory() as out:
-        build_once(REPO / "mkdocs.yml", True, out)  # warm caches and imports once, untimed
+    work = Path(tempfile.mkdtemp(prefix="lk-bench-"))
+    try:
+        src, where = lesson_source(work, args.rev, args.core)
+        repo = args.keep or work / "site"
+        if repo.exists():
+            shutil.rmtree(repo)
+        make_site(repo, args.lessons, src, args.core)
+        (repo / "bench").mkdir()
+        (repo / "bench" / "replay.py").write_text(REPLAY_HOOK)
+        subprocess.run([sys.executable, "-c", EXPAND, str(repo), str(repo / "bench" / "expanded.json")],
+                       check=True, env=ENV)
+        timing_file = repo / "bench" / "timings.jsonl"
+        with_env = dict(ENV, LESSONKIT_TIMINGS=str(timing_file))
+        build = [sys.executable, "-m", "mkdocs", "build", "-q", "-d", str(repo / "bench" / "out")]
+        replay = build + ["-f", "mkdocs-replay.yml"]
+        check = [sys.executable, "-m", "lessonkit", "check", "--repo", "."]
+        run(build, repo, with_env)  # warm the disk cache and the .pyc files, untimed
+        run(replay, repo)
+        timing_file.unlink()
+        with_s, without_s, check_s = [], [], []
         for _ in range(args.runs):
-            with_hooks.append(build_once(REPO / "mkdocs.yml", True, out))
-            without.append(build_once(REPO / "mkdocs.yml", False, out))
-            start = time.perf_counter()
-            errors = check_site(REPO)
-            checks.append(time.perf_counter() - start)
-            assert not errors, errors
-    on, off, chk = (statistics.median(x) for x in (with_hooks, without, checks))
-    print(f"build with claim checking : median {on:.3f} s  ({', '.join(f'{t:.3f}' for t in with_hooks)})")
-    print(f"build with hooks off      : median {off:.3f} s  ({', '.join(f'{t:.3f}' for t in without)})")
-    print(f"ratio with/without        : {on / off:.3f}  (checking costs {100 * (on / off - 1):+.1f}%)")
-    print(f"python -m lessonkit check : median {chk:.3f} s  ({', '.join(f'{t:.3f}' for t in checks)})")
+            with_s.append(run(build, repo, with_env))
+            without_s.append(run(replay, repo))
+            check_s.append(run(check, repo))
+        inside = timings(timing_file)
+        reload_s, missed, which = measure_reloads(repo, args.lessons, args.reloads)
+        if args.profile:
+            profile(repo)
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    med = statistics.median
+    result = {"lessons": args.lessons, "build_s_with": round(med(with_s), 3),
+              "build_s_without": round(med(without_s), 3), "lessonkit_s": round(med(inside), 3),
+              "check_s": round(med(check_s), 3), "reload_s": round(med(reload_s), 3),
+              "reload_missed_errors": missed}
+    if args.json:
+        print(json.dumps(result))
+        return 0
+    runs = lambda xs: ", ".join(f"{x:.3f}" for x in xs)  # noqa: E731
+    print(f"{args.lessons} copies of {LESSON} (from {where}); whole processes, medians of {args.runs}")
+    print(f"build with the hooks      : {result['build_s_with']:.3f} s  ({runs(with_s)})")
+    print(f"same pages, no checking   : {result['build_s_without']:.3f} s  ({runs(without_s)})")
+    print(f"inside lessonkit          : {result['lessonkit_s']:.3f} s  "
+          f"({100 * result['lessonkit_s'] / result['build_s_with']:.1f}% of the build; {runs(inside)})")
+    print(f"python -m lessonkit check : {result['check_s']:.3f} s  ({runs(check_s)})")
+    print(f"serve --dirtyreload, edit : {result['reload_s']:.3f} s  ({runs(reload_s)})")
+    print(f"injected errors missed    : {missed}" + (f" ({', '.join(which)})" if which else ""))
     return 0
 
 

@@ -1,0 +1,229 @@
+"""Rebuilds under `mkdocs serve`: an incremental check reports what a full check reports, a dirty
+reload re-checks the pages whose evidence changed, and an edit of the core takes effect."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from hypothesis import given, settings, strategies as st
+
+from conftest import BARE, PAGE, RACE, README, REPO, RUNS, SOURCE, mkdocs_yml, record_set, write_tree
+from lessonkit.site import CheckedSite, FileDigests, check_site
+
+OTHER_PAGE = """\
+# Other
+
+{{ 0 @ demo/bare:rows[threads=32,kernel=k].mismatches }} mismatches at 32 threads.
+
+{{ region two/two.cu step }}
+"""
+TWO_SOURCE = "// lesson two\n// snippet: step\nint x;\n// end snippet\n"
+
+
+def two_lessons(root: Path) -> Path:
+    """The demo lesson, a second lesson 'two' (code only) and two pages: a small site to edit."""
+    write_tree(root, {
+        "code/demo/demo.cu": SOURCE, "code/demo/runs.toml": RUNS, "code/demo/README.md": README,
+        "code/two/two.cu": TWO_SOURCE, "docs/index.md": PAGE, "docs/other.md": OTHER_PAGE,
+    })
+    record_set(root, "demo", {"race": RACE, "bare": BARE})
+    return root
+
+
+def toggle(path: Path, a: str, b: str) -> None:
+    """Replace a by b in the file, or b by a if a is not there (nothing if the file is gone)."""
+    if not path.is_file():
+        return
+    text = path.read_text()
+    path.write_text(text.replace(a, b) if a in text else text.replace(b, a))
+
+
+def retext_and_rehash(repo: Path, name: str, a: str, b: str) -> None:
+    """Edit a transcript and write its new sha256 into the manifest, as a forger would."""
+    path, manifest = repo / "evidence/demo" / name, repo / "evidence/demo/manifest.json"
+    if not (path.is_file() and manifest.is_file()):
+        return
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    toggle(path, a, b)
+    after = hashlib.sha256(path.read_bytes()).hexdigest()
+    manifest.write_text(manifest.read_text().replace(before, after))
+
+
+def move(a: Path, b: Path) -> None:
+    """Move a to b, or back if a is not there."""
+    if a.exists():
+        a.rename(b)
+    elif b.exists():
+        b.rename(a)
+
+
+EDITS = {
+    "claim": lambda r: toggle(r / "docs/index.md", "{{ 120 @", "{{ 121 @"),
+    "forged transcript": lambda r: retext_and_rehash(r, "race.txt", "[120 hazards]", "[121 hazards]"),
+    "hand-edited transcript": lambda r: toggle(r / "evidence/demo/race.txt", "[8 hazards]", "[9 hazards]"),
+    "renamed region": lambda r: toggle(r / "code/demo/demo.cu", "snippet: body\n", "snippet: body2\n"),
+    "renamed region, other lesson": lambda r: toggle(r / "code/two/two.cu", "snippet: step\n", "snippet: stop\n"),
+    "same bytes written again": lambda r: toggle(r / "docs/index.md", "# Demo", "# Demo"),
+    "new page": lambda r: move(r / "docs/other.md", r / "docs/moved.md"),
+    "stray evidence file": lambda r: move(r / "evidence/demo/manifest.json", r / "evidence/demo/.manifest"),
+    "broken manifest": lambda r: toggle(r / "evidence/demo/manifest.json", '"format"', '"formát"'),
+    "set renamed": lambda r: move(r / "evidence/demo", r / "evidence/demo2"),
+    "changed command": lambda r: toggle(r / "code/demo/runs.toml", 'command = "./demo"', 'command = "./demo all"'),
+    "README": lambda r: toggle(r / "code/demo/README.md", "\n./demo\n", "\n./demo --all\n"),
+    "default set": lambda r: toggle(r / "docs/index.md", "{{ evidence demo }}", "{{ evidence demo2 }}"),
+}
+
+
+def as_text(errors) -> list[str]:
+    return sorted(str(e) for e in errors)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.sampled_from(sorted(EDITS)), min_size=1, max_size=10))
+def test_incremental_errors_equal_a_full_check(edits: list[str]):
+    with tempfile.TemporaryDirectory() as tmp:
+        repo = two_lessons(Path(tmp))
+        incremental = CheckedSite(repo)
+        assert as_text(incremental.check()) == as_text(check_site(repo))
+        for name in edits:
+            EDITS[name](repo)
+            assert as_text(incremental.check()) == as_text(check_site(repo)), name
+
+
+def test_only_the_edited_page_is_checked_again(tmp_path: Path):
+    repo = two_lessons(tmp_path)
+    site = CheckedSite(repo)
+    assert site.check() == [] and (site.checks, site.reloads) == (2, 1)
+    assert site.check() == [] and (site.checks, site.reloads) == (2, 1)
+    EDITS["claim"](repo)
+    assert [str(e) for e in site.check()] == [
+        "docs/index.md:7: claim '121' (race:reports[severity=Error].hazards) disagrees with "
+        "evidence/demo/race.txt; it says '120' (line 7)"]
+    assert (site.checks, site.reloads) == (3, 1)
+    EDITS["renamed region, other lesson"](repo)  # code changed: evidence reloaded, only other.md re-checked
+    assert len(site.check()) == 2 and (site.checks, site.reloads) == (4, 2)
+
+
+def test_an_edit_within_the_same_timestamp_is_seen(tmp_path: Path):
+    path = tmp_path / "a.txt"
+    path.write_text("120")
+    digests = FileDigests()
+    first = digests.digest(path)
+    stat = os.stat(path)
+    path.write_text("121")
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # same size, same mtime: a racy edit
+    assert digests.digest(path) != first
+
+
+def test_a_settled_file_is_known_by_its_stat(tmp_path: Path):
+    path = tmp_path / "a.txt"
+    path.write_text("old")
+    time.sleep(1.1)  # more than the racy window after the file's last change
+    digests = FileDigests()
+    first = digests.digest(path)
+    assert first.startswith("stat:") and digests.digest(path) == first  # not read: known by its stat
+    path.write_text("new")
+    os.utime(path, (1_000_000_000, 1_000_000_000))  # the change time moves, whatever mtime says
+    assert digests.digest(path) not in (first, digests.digest(tmp_path / "gone"))
+
+
+# Under `mkdocs serve`: whole processes, as an author runs them.
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Serve:
+    """`python -m mkdocs serve` in repo, its log read as it grows."""
+
+    def __init__(self, repo: Path, *args: str):
+        self.log_path = repo / "serve.log"
+        self.log = open(self.log_path, "w")
+        env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
+        self.proc = subprocess.Popen([sys.executable, "-m", "mkdocs", "serve", *args, "-a",
+                                      f"127.0.0.1:{free_port()}"], cwd=repo, env=env,
+                                     stdout=self.log, stderr=subprocess.STDOUT)
+        self.seen = 0
+        self.first = self.expect("Serving on")  # the first build's log comes before it
+
+    def expect(self, needle: str, timeout: float = 60) -> str:
+        """Wait until `needle` appears in the log after what was read; return the new text."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            text = self.log_path.read_text()
+            at = text.find(needle, self.seen)
+            if at >= 0:
+                new, self.seen = text[self.seen:at + len(needle)], at + len(needle)
+                return new
+            assert self.proc.poll() is None, text
+            time.sleep(0.02)
+        raise AssertionError(f"{needle!r} not in the serve log:\n{self.log_path.read_text()[self.seen:]}")
+
+    def close(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=20)
+        self.log.close()
+
+
+SERVED = "strict: true\n" + mkdocs_yml() + "watch:\n  - code\n  - evidence\n"
+
+
+def test_dirty_reload_rechecks_pages_whose_evidence_changed(tmp_path: Path):
+    repo = two_lessons(tmp_path)
+    (repo / "mkdocs.yml").write_text(SERVED)
+    serve = Serve(repo, "--dirtyreload")
+    try:
+        assert "Documentation built in" in serve.first and "WARNING" not in serve.first
+        assert "lessonkit: dirty rebuild" in serve.first  # strict, and a dirty build does not abort
+        retext_and_rehash(repo, "race.txt", "[120 hazards]", "[121 hazards]")
+        report = serve.expect("error found")
+        assert ("lessonkit found problems:\ndocs/index.md:7: claim '120' (race:reports[severity=Error].hazards) "
+                "disagrees with evidence/demo/race.txt; it says '121' (line 7)\n1 error found") in report
+        retext_and_rehash(repo, "race.txt", "[120 hazards]", "[121 hazards]")
+        assert "lessonkit found problems" not in serve.expect("Documentation built in")
+    finally:
+        serve.close()
+
+
+EDITED_CORE = '''
+
+_original_page = Site.page
+
+
+def _edited_page(self, markdown, path, line_offset=0):
+    result = _original_page(self, markdown, path, line_offset)
+    result.errors.append(LessonError(path, 1, "the edited core rejects every page"))
+    return result
+
+
+Site.page = _edited_page
+'''
+
+
+def test_an_edit_of_the_core_takes_effect_on_the_next_rebuild(tmp_path: Path):
+    repo = two_lessons(tmp_path)
+    for folder in ("lessonkit", "hooks"):
+        shutil.copytree(REPO / folder, repo / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    (repo / "mkdocs.yml").write_text(SERVED.replace(f"hooks:\n  - {REPO}/hooks/lessonkit_hooks.py\n",
+                                                    "hooks:\n  - hooks/lessonkit_hooks.py\n")
+                                     + "  - lessonkit\n")
+    serve = Serve(repo)
+    try:
+        assert "Documentation built in" in serve.first and "lessonkit found" not in serve.first
+        with open(repo / "lessonkit/site.py", "a") as f:
+            f.write(EDITED_CORE)
+        report = serve.expect("errors found")
+        assert ("docs/index.md:1: the edited core rejects every page\n"
+                "docs/other.md:1: the edited core rejects every page\n2 errors found") in report
+    finally:
+        serve.close()
