@@ -226,7 +226,7 @@ def process_page(markdown: str, path: str, repo: Path, sets: dict[str, EvidenceS
     out = _expand(page, markdown, lines, tokens)
     in_fence, sections = structure(out)
     check_row_labels(page, out, in_fence)
-    check_summaries(page, out, sections)
+    check_summaries(page, out, in_fence, sections)
     page.result.errors.sort(key=lambda e: e.line or 0)
     page.result.markdown = "\n".join(line.text for line in out)
     return page.result

@@ -21,13 +21,17 @@ from typing import TYPE_CHECKING
 
 from lessonkit.claims import Found, Sample, judge
 from lessonkit.errors import LessonError
-from lessonkit.pagescan import OutLine, Section, section_of, split_cells, tables
+from lessonkit.pagescan import OutLine, Section, Span, section_of, split_cells, tables
 from lessonkit.transcript import Summary
 
 if TYPE_CHECKING:
     from lessonkit.page import ShownClaim, _Page
 
-_MENTION_RE = re.compile(r"""\b(?P<tool>racecheck|error)[ \t_-]*summary\b""", re.IGNORECASE | re.VERBOSE)
+_MENTION_RE = re.compile(
+    r"""\b(?P<tool>racecheck|error)(?:[\s_-]|&nbsp;|&\#0*160;|&\#x0*a0;)*summary\b""", re.IGNORECASE | re.VERBOSE)
+_MAYBE_MENTION_RE = re.compile(r"""racecheck|error|summary""", re.IGNORECASE)
+# A line that starts a new block: a soft line break before it is not a space inside a sentence.
+_BLOCK_START_RE = re.compile(r"""^\s*(?:[-*+]\s|\d+[.)]\s|\#|\||>|<|`{3,}|~{3,}|$)""", re.VERBOSE)
 _QUOTE_END_RE = re.compile(r"""[`"\u201c\u201d;|<]|\.(?=\s|$)""")
 _FIGURE_RE = re.compile(r"""\d[\d,]*(?:\.\d+)?""")
 _AFTER_QUOTE_RE = re.compile(
@@ -38,17 +42,33 @@ _CODE_LABEL_RE = re.compile(r"""^`(?P<text>[^`]+)`$""")
 
 # -- summaries -----------------------------------------------------------------------------------
 
-def check_summaries(page: "_Page", out: list[OutLine], sections: list[Section]) -> None:
+def check_summaries(page: "_Page", out: list[OutLine], in_fence: list[bool], sections: list[Section]) -> None:
     """Every summary a line quotes is a summary line of every recording of a run its section cites."""
-    for line in out:
-        if line.generated:
+    for i, first in enumerate(out):
+        if first.generated or not _MAYBE_MENTION_RE.search(first.text):
             continue
+        line = first if in_fence[i] else _paragraph_from(out, in_fence, i)
         for m in _MENTION_RE.finditer(line.text):
+            if m.start() >= len(first.text):
+                break  # a mention on a later line is checked from that line
             end = _QUOTE_END_RE.search(line.text, m.end())
             stretch = line.text[m.start():end.start() if end else len(line.text)]
             if not any(c.isdigit() for c in stretch[m.end() - m.start():]):
                 continue  # a mention with no figure ("the ERROR SUMMARY: line") quotes nothing
             _check_quote(page, line, m.start(), m.group("tool").upper(), _shown(stretch), sections)
+
+
+def _paragraph_from(out: list[OutLine], in_fence: list[bool], i: int) -> OutLine:
+    """Line i with the lines that continue its paragraph, joined as Markdown shows them (one space)."""
+    text, spans = out[i].text, list(out[i].spans)
+    j = i + 1
+    while j < len(out) and not out[j].generated and not in_fence[j] and not _BLOCK_START_RE.match(out[j].text):
+        rest = out[j].text.lstrip()
+        base = len(text) + 1 - (len(out[j].text) - len(rest))
+        spans += [Span(s.start + base, s.end + base, s.claim) for s in out[j].spans]
+        text = f"{text} {rest}"
+        j += 1
+    return OutLine(out[i].src, text, spans)
 
 
 def _shown(stretch: str) -> str:

@@ -134,6 +134,8 @@ def _index(parsed: Transcript, name: str) -> _Index:
     hit = _indexes.get(key)
     if hit is not None and hit[0] is parsed:
         return hit[1]
+    if len(_indexes) > 4096:  # a long `mkdocs serve` session: drop indexes of transcripts read long ago
+        _indexes.clear()
     records = parsed.collections()[name]
     by_value: dict[str, dict[str, set[int]]] = {}
     for i, record in enumerate(records):

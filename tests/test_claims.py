@@ -339,8 +339,25 @@ def test_error_summary_shapes(demo_repo: Path, quote: str, shown: str):
         "section 'racecheck'; they say: no summary of that kind"]
 
 
+@pytest.mark.parametrize("quote, shown", [
+    ("It ended with RACECHECK\nSUMMARY: 3 hazards displayed (1 error, 2 warnings).",
+     "RACECHECK SUMMARY: 3 hazards displayed (1 error, 2 warnings)"),
+    ("It ended with RACECHECK SUMMARY:\n  3 hazards displayed (1 error, 2 warnings).",
+     "RACECHECK SUMMARY: 3 hazards displayed (1 error, 2 warnings)"),
+    ("It ended with RACECHECK&nbsp;SUMMARY: 3 hazards displayed (1 error, 2 warnings).",
+     "RACECHECK&nbsp;SUMMARY: 3 hazards displayed (1 error, 2 warnings)"),
+])
+def test_a_summary_wrapped_or_spaced_is_still_a_quote(demo_repo: Path, quote: str, shown: str):
+    assert errs(demo_repo, SECTION + quote) == [
+        f"docs/p.md:9: quote {shown!r} is not, verbatim, a summary line of every recording of a run cited in the "
+        "section 'racecheck'; they say: 'RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)' in "
+        "evidence/demo/race.txt (line 13)"]
+
+
 @pytest.mark.parametrize("quote", [
     "It ended with RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning).",
+    "It ended with RACECHECK\nSUMMARY: 2 hazards displayed (1 error,\n1 warning). And then",
+    "- RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)\n- another item",
     "racecheck: `RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)`, twice",
     "========= RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)",
     "(RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning))",
@@ -439,6 +456,14 @@ def test_every_recording_is_shown_the_first_open(repeats: Path):
     assert "[125 hazards]" in html and "[118 hazards]" in html
     assert "Recorded 5 times; claims on this run hold for every recording." in html
     assert "NumPy" not in html and "compute-sanitizer 2025.3.1.0" in html
+
+
+def test_the_figures_that_differ_between_recordings_are_tabled(demo_repo: Path):
+    record_set(demo_repo, "demo", {"race": [RACE, RACE.replace(": 2 hazards", ": 3 hazards")], "bare": BARE})
+    html = run_page(demo_repo, "{{ transcript demo/race }}").blocks[0]
+    assert ('<thead><tr><th>recording</th><th>status</th><th>wall time</th><th>hazards_displayed</th></tr></thead>\n'
+            "<tbody>\n<tr><td>1</td><td>exit code 0</td><td>1.50 s</td><td>2</td></tr>\n"
+            "<tr><td>2</td><td>exit code 0</td><td>1.50 s</td><td>3</td></tr>\n</tbody>") in html
 
 
 def test_a_hang_is_shown_as_stopped_by_its_timeout(demo_repo: Path):
