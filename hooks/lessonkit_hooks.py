@@ -25,8 +25,8 @@ from mkdocs.exceptions import PluginError
 # The core sits beside mkdocs.yml; make it importable without installing the project.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import lessonkit.site  # noqa: E402
-import lessonkit.verify  # noqa: E402
+import lessonkit.site
+import lessonkit.verify
 
 log = logging.getLogger("mkdocs.plugins.lessonkit")
 

@@ -97,6 +97,7 @@ def _transcript(args: argparse.Namespace) -> int:
 
 
 from lessonkit import accept  # noqa: E402  (its logic lives there; kept beside the table it joins)
+from lessonkit import verify
 
 COMMANDS: dict[str, Command] = {
     "check": Command("verify every page, region, claim and evidence set; exit 1 listing all errors",
@@ -104,6 +105,7 @@ COMMANDS: dict[str, Command] = {
     "regions": Command("the regions of a source file as JSON", _file_argument, _regions),
     "transcript": Command("a parsed transcript as JSON", _file_argument, _transcript),
     "accept": Command(accept.HELP, accept.add_arguments, accept.run),
+    "verify-site": Command(verify.HELP, verify.add_arguments, verify.run),
 }
 
 

@@ -90,7 +90,7 @@ def _read(session: CheckedSite, path: Path) -> str:
 class _ExpandAndCheck(Preprocessor):
     """Expand the page and check it; raise LessonErrors when anything disagrees."""
 
-    def __init__(self, md: Markdown, ext: "LessonkitExtension") -> None:
+    def __init__(self, md: Markdown, ext: LessonkitExtension) -> None:
         super().__init__(md)
         self.ext = ext
 
@@ -120,7 +120,7 @@ class _ExpandAndCheck(Preprocessor):
 class _FillSlots(Postprocessor):
     """Put each finished transcript block into its slot."""
 
-    def __init__(self, md: Markdown, ext: "LessonkitExtension") -> None:
+    def __init__(self, md: Markdown, ext: LessonkitExtension) -> None:
         super().__init__(md)
         self.ext = ext
 
@@ -155,6 +155,6 @@ class LessonkitExtension(Extension):
         self.result = None
 
 
-def makeExtension(**kwargs: Any) -> LessonkitExtension:  # noqa: N802 (Python-Markdown's name)
+def makeExtension(**kwargs: Any) -> LessonkitExtension:
     """The entry point Python-Markdown calls for `lessonkit.mdext`."""
     return LessonkitExtension(**kwargs)

@@ -14,9 +14,9 @@ import os
 import re
 import shlex
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Iterable
 
 from lessonkit.errors import LessonError
 from lessonkit.evidence import Evidence, load_all_evidence, set_folders
@@ -40,7 +40,7 @@ class Site:
     evidence: Evidence
 
     @classmethod
-    def load(cls, repo: Path) -> "Site":
+    def load(cls, repo: Path) -> Site:
         """Load and check all evidence under `repo`."""
         return cls(repo, load_all_evidence(repo))
 
@@ -141,11 +141,10 @@ class FileDigests:
         if known is not None and known[0] == stamp and known[2]:
             return known[1]
         settled = max(st.st_mtime_ns, st.st_ctime_ns) < time.time_ns() - _RACY_NS
-        if known is None or known[0] != stamp:
-            if settled:
-                identity = "stat:" + ":".join(map(str, stamp))
-                self._known[key] = (stamp, identity, True)
-                return identity
+        if (known is None or known[0] != stamp) and settled:
+            identity = "stat:" + ":".join(map(str, stamp))
+            self._known[key] = (stamp, identity, True)
+            return identity
         try:
             with open(key, "rb") as f:
                 identity = "sha256:" + hashlib.sha256(f.read()).hexdigest()

@@ -56,20 +56,30 @@ def verify_site(site_dir: Path) -> list[LessonError]:
     return errors
 
 
-def main(argv: list[str] | None = None) -> int:
+HELP = "exit 1 naming page and text if a built page shows a claim or directive unexpanded"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of `verify-site`."""
+    parser.add_argument("site_dir", type=Path, help="the folder a build wrote (e.g. site/)")
+
+
+def run(args: argparse.Namespace) -> int:
     """Exit 0 when every built page was expanded and checked; 1 listing each page and text otherwise."""
-    parser = argparse.ArgumentParser(prog="python -m lessonkit verify-site",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("site_dir", help="the folder a build wrote (e.g. site/)")
-    args = parser.parse_args(argv)
-    site_dir = Path(args.site_dir)
-    errors = verify_site(site_dir)
+    errors = verify_site(args.site_dir)
     if errors:
         print(LessonErrors(errors).report(), file=sys.stderr)
         return 1
-    pages = sum(1 for _ in site_dir.rglob("*.html"))
-    print(f"ok: no unexpanded claim or directive in the {pages} pages under {site_dir}")
+    pages = sum(1 for _ in args.site_dir.rglob("*.html"))
+    print(f"ok: no unexpanded claim or directive in the {pages} pages under {args.site_dir}")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m lessonkit verify-site SITE_DIR` on its own; returns the exit status."""
+    parser = argparse.ArgumentParser(prog="python -m lessonkit verify-site", description=HELP)
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
 
 
 if __name__ == "__main__":

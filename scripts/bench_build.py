@@ -73,7 +73,7 @@ Path(sys.argv[2]).write_text(json.dumps(out))
 def run(cmd: list[str], cwd: Path, env: dict | None = None) -> float:
     """Wall seconds of one whole process; exits the benchmark if it fails."""
     start = time.perf_counter()
-    done = subprocess.run(cmd, cwd=cwd, env=env or ENV, capture_output=True, text=True)
+    done = subprocess.run(cmd, cwd=cwd, env=env or ENV, capture_output=True, text=True, check=False)
     took = time.perf_counter() - start
     if done.returncode != 0:
         sys.exit(f"bench: {' '.join(cmd)} failed in {cwd}:\n{done.stdout}{done.stderr}")
@@ -96,7 +96,7 @@ def lesson_source(work: Path, rev: str | None, core: Path) -> tuple[Path, str]:
     candidates: list[str | None] = [rev] if rev else [None]
     if not rev:
         log = subprocess.run(["git", "log", "--format=%H", "-n", "40", "--", *paths], cwd=REPO,
-                             capture_output=True, text=True).stdout.split()
+                             capture_output=True, text=True, check=False).stdout.split()
         candidates += log
     for candidate in candidates:
         src = work / f"source-{candidate or 'worktree'}"
@@ -115,7 +115,7 @@ def lesson_source(work: Path, rev: str | None, core: Path) -> tuple[Path, str]:
                 continue  # the lesson did not exist yet
         make_site(src.with_name(src.name + "-probe"), 1, src, core)
         probe = subprocess.run([sys.executable, "-m", "lessonkit", "check", "--repo", "."],
-                               cwd=src.with_name(src.name + "-probe"), env=ENV, capture_output=True, text=True)
+                               cwd=src.with_name(src.name + "-probe"), env=ENV, capture_output=True, text=True, check=False)
         if probe.returncode == 0:
             return src, candidate or "working tree"
         print(f"bench: the lesson at {candidate or 'the working tree'} does not check clean; "
@@ -174,7 +174,7 @@ class Serve:
     def __init__(self, repo: Path) -> None:
         self.repo, self.port = repo, free_port()
         self.log_path = repo / "bench" / "serve.log"
-        self.log = open(self.log_path, "w")
+        self.log = open(self.log_path, "w")  # noqa: SIM115 (open while the server runs)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "mkdocs", "serve", "--dirtyreload", "-a", f"127.0.0.1:{self.port}"],
             cwd=repo, env=ENV, stdout=self.log, stderr=subprocess.STDOUT)
@@ -214,7 +214,7 @@ class Serve:
 def full_check(repo: Path) -> list[str]:
     """The error lines of `python -m lessonkit check` on the site as it is now (the ground truth)."""
     done = subprocess.run([sys.executable, "-m", "lessonkit", "check", "--repo", "."], cwd=repo,
-                          env=ENV, capture_output=True, text=True)
+                          env=ENV, capture_output=True, text=True, check=False)
     return [line for line in done.stderr.splitlines() if ": " in line and not line.endswith(" found")]
 
 
@@ -379,7 +379,7 @@ def main() -> int:
     if args.json:
         print(json.dumps(result))
         return 0
-    runs = lambda xs: ", ".join(f"{x:.3f}" for x in xs)  # noqa: E731
+    runs = lambda xs: ", ".join(f"{x:.3f}" for x in xs)
     print(f"{args.lessons} copies of {LESSON} (from {where}); whole processes, medians of {args.runs}")
     print(f"build with the hooks      : {result['build_s_with']:.3f} s  ({runs(with_s)})")
     print(f"same pages, no checking   : {result['build_s_without']:.3f} s  ({runs(without_s)})")

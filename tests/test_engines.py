@@ -11,10 +11,11 @@ from pathlib import Path
 
 import markdown
 import pytest
-
 from conftest import HOOKS, PAGE, REPO, mkdocs_yml
+
 from lessonkit.errors import LessonErrors
-from lessonkit.verify import CHECKED_MARK, main as verify_main, unexpanded
+from lessonkit.verify import CHECKED_MARK, unexpanded
+from lessonkit.verify import main as verify_main
 
 # PYTHONPATH: a site that lists lessonkit.mdext imports it while the engine reads mkdocs.yml.
 ENV = dict(os.environ, NO_MKDOCS_2_WARNING="1", DISABLE_MKDOCS_2_WARNING="true", PYTHONPATH=str(REPO))
@@ -30,7 +31,7 @@ def engine_build(repo: Path, engine: str, config: str = "mkdocs.yml") -> subproc
     if engine == "properdocs":
         edit(repo / config, "theme:\n  name: mkdocs\n", "theme:\n  name: material\n")
     return subprocess.run([sys.executable, "-m", engine, "build", "-q", "-f", config, "-d", str(repo / "site")],
-                          cwd=repo, capture_output=True, text=True, env=ENV, timeout=180)
+                          cwd=repo, capture_output=True, text=True, env=ENV, timeout=180, check=False)
 
 
 def edit(path: Path, old: str, new: str) -> None:
@@ -67,8 +68,8 @@ def test_verify_site_names_page_and_text_when_hooks_are_off(demo_repo: Path, cap
     page = f"{(demo_repo / 'site').as_posix()}/index.html"
     assert capsys.readouterr().err.splitlines() == [
         f"{page}:{line}: unexpanded directive '{{{{ evidence demo }}}}'; {FIX}",
-        f"{page}:{line + 1}: unexpanded directive "
-        f"'{{{{ region demo/demo.cu body highlight=4@race:reports[severity=Error].line }}}}'; {FIX}",
+        (f"{page}:{line + 1}: unexpanded directive "
+        f"'{{{{ region demo/demo.cu body highlight=4@race:reports[severity=Error].line }}}}'; {FIX}"),
         f"{page}:{line + 2}: unexpanded claim '{{{{ 2 @ race:#reports }}}}'; {FIX}",
         f"{page}:{line + 2}: unexpanded claim '{{{{ 120 @ race:reports[severity=Error].hazards }}}}'; {FIX}",
         f"{page}:{line + 4}: unexpanded directive '{{{{ transcript race }}}}'; {FIX}",
@@ -85,8 +86,8 @@ def test_verify_site_accepts_escaped_braces_on_a_checked_page(demo_repo: Path):
 
 def test_verify_site_reports_an_unfilled_slot():
     assert [str(e) for e in unexpanded(f'<p>x</p>\n<div data-lk-slot="0"></div>{CHECKED_MARK}', "site/a.html")] == [
-        "site/a.html:2: transcript slot '<div data-lk-slot=\"0\"></div>' was never filled; "
-        "the engine ran lessonkit's expansion but not its postprocessor"]
+        ("site/a.html:2: transcript slot '<div data-lk-slot=\"0\"></div>' was never filled; "
+        "the engine ran lessonkit's expansion but not its postprocessor")]
 
 
 def test_verify_site_needs_a_folder(tmp_path: Path, capsys):
@@ -97,7 +98,7 @@ def test_verify_site_needs_a_folder(tmp_path: Path, capsys):
 
 def test_cli_runs_verify_site(demo_repo: Path):
     done = subprocess.run([sys.executable, "-m", "lessonkit", "verify-site", str(demo_repo / "nothing")],
-                          cwd=REPO, capture_output=True, text=True, env=ENV)
+                          cwd=REPO, capture_output=True, text=True, env=ENV, check=False)
     assert done.returncode == 1
     assert done.stderr == f"{demo_repo / 'nothing'}: is not a folder; expected a built site (mkdocs build)\n1 error found\n"
 
@@ -190,9 +191,9 @@ def test_refuses_a_plugin_that_expands_braces(demo_repo: Path):
     config = load_config(str(demo_repo / "mkdocs.yml"))
     config.plugins["macros"] = FakePlugin(j2_variable_start_string="{{")
     assert hooks.setup_errors(config) == [
-        "mkdocs.yml: plugin 'macros' also expands {{ ... }}: it would turn lessonkit's claims and "
+        ("mkdocs.yml: plugin 'macros' also expands {{ ... }}: it would turn lessonkit's claims and "
         "directives into Jinja before they are checked; remove it from plugins, or give it other "
-        "delimiters (j2_variable_start_string, j2_variable_end_string)"]
+        "delimiters (j2_variable_start_string, j2_variable_end_string)")]
     config.plugins["macros"] = FakePlugin(j2_variable_start_string="[[", j2_variable_end_string="]]")
     assert hooks.setup_errors(config) == []
 

@@ -13,9 +13,21 @@ import tempfile
 import time
 from pathlib import Path
 
-from hypothesis import given, settings, strategies as st
+from conftest import (
+    BARE,
+    PAGE,
+    RACE,
+    README,
+    REPO,
+    RUNS,
+    SOURCE,
+    mkdocs_yml,
+    record_set,
+    write_tree,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from conftest import BARE, PAGE, RACE, README, REPO, RUNS, SOURCE, mkdocs_yml, record_set, write_tree
 from lessonkit.site import CheckedSite, FileDigests, check_site
 
 OTHER_PAGE = """\
@@ -105,8 +117,8 @@ def test_only_the_edited_page_is_checked_again(tmp_path: Path):
     assert site.check() == [] and (site.checks, site.reloads) == (2, 1)
     EDITS["claim"](repo)
     assert [str(e) for e in site.check()] == [
-        "docs/index.md:7: claim '121' (race:reports[severity=Error].hazards) disagrees with "
-        "evidence/demo/race.txt; it says '120' (line 7)"]
+        ("docs/index.md:7: claim '121' (race:reports[severity=Error].hazards) disagrees with "
+        "evidence/demo/race.txt; it says '120' (line 7)")]
     assert (site.checks, site.reloads) == (3, 1)
     EDITS["renamed region, other lesson"](repo)  # code changed: evidence reloaded, only other.md re-checked
     assert len(site.check()) == 2 and (site.checks, site.reloads) == (4, 2)
@@ -148,7 +160,7 @@ class Serve:
 
     def __init__(self, repo: Path, *args: str):
         self.log_path = repo / "serve.log"
-        self.log = open(self.log_path, "w")
+        self.log = open(self.log_path, "w")  # noqa: SIM115 (open while the server runs)
         env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
         self.proc = subprocess.Popen([sys.executable, "-m", "mkdocs", "serve", *args, "-a",
                                       f"127.0.0.1:{free_port()}"], cwd=repo, env=env,
