@@ -269,29 +269,33 @@ def _expand(page: _Page, text: str, lines: LineIndex, tokens: list[Token]) -> li
             continue
         plain(text[pos:token.start], pos)
         pos = token.end
-        source = text[token.start:token.end]
-        if word is not None:
-            page.error(token.line, f"'{word}' must stand alone on its line(s): {_one_line(source)!r}")
-            out[-1].text += source
-            continue
-        m = None
-        for m in _CLAIM_AT_RE.finditer(token.body):
-            pass
-        if m is None:
-            page.error(token.line, f"cannot read {_one_line(source)!r}; expected {{{{ VALUE @ REF:QUERY }}}} "
-                       "or a directive: " + ", ".join(_DIRECTIVES))
-            out[-1].text += source
-            continue
-        raw_value = token.body[:m.start()]
-        value = _NEWLINE_RUN_RE.sub(" ", raw_value.strip())
-        start = token.start + 2 + len(raw_value) - len(raw_value.lstrip())
-        end = token.start + 2 + len(raw_value.rstrip())
-        ref_query = _NEWLINE_RUN_RE.sub(" ", token.body[m.end():].strip())
-        shown = page.check_claim(token.line, value, ref_query, start, end)
-        out[-1].spans.append(Span(len(out[-1].text), len(out[-1].text) + len(value), shown))
-        out[-1].text += value
+        _inline(page, out[-1], token, word, text[token.start:token.end])
     plain(text[pos:], pos)
     return out
+
+
+def _inline(page: _Page, line: OutLine, token: Token, word: str | None, source: str) -> None:
+    """Append a claim's value to `line` (checking it), or the token as written with its error."""
+    if word is not None:
+        page.error(token.line, f"'{word}' must stand alone on its line(s): {_one_line(source)!r}")
+        line.text += source
+        return
+    m = None
+    for m in _CLAIM_AT_RE.finditer(token.body):
+        pass  # the last ' @ ' separates the value from the reference
+    if m is None:
+        page.error(token.line, f"cannot read {_one_line(source)!r}; expected {{{{ VALUE @ REF:QUERY }}}} "
+                   "or a directive: " + ", ".join(_DIRECTIVES))
+        line.text += source
+        return
+    raw_value = token.body[:m.start()]
+    value = _NEWLINE_RUN_RE.sub(" ", raw_value.strip())
+    start = token.start + 2 + len(raw_value) - len(raw_value.lstrip())
+    end = token.start + 2 + len(raw_value.rstrip())
+    ref_query = _NEWLINE_RUN_RE.sub(" ", token.body[m.end():].strip())
+    shown = page.check_claim(token.line, value, ref_query, start, end)
+    line.spans.append(Span(len(line.text), len(line.text) + len(value), shown))
+    line.text += value
 
 
 def _one_line(source: str) -> str:
