@@ -216,7 +216,7 @@ def _problem(claim: ClaimValue, sample: Sample) -> str | None:
         bad = next(f for f in values if number(f.text) is None)
         at = sample.at(bad)
         return f"is {kind}, but {where} gives {bad.text!r}{f' ({at})' if at else ''}, which is not a number"
-    low_text, high_text, numbers = span
+    numbers = span[2]
     if claim.kind == "rounded":
         if all(claim.low <= n < claim.high for n in numbers):
             return None

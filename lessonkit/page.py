@@ -27,8 +27,14 @@ from lessonkit.evidence import EvidenceSet
 from lessonkit.pagescan import LineIndex, OutLine, Span, Token, scan, stands_alone, structure
 from lessonkit.query import Query, QueryError, parse_query, resolve
 from lessonkit.regions import load_region
-from lessonkit.render import (Published, large_recordings, render_commands, render_provenance, render_region,
-                              render_transcript)
+from lessonkit.render import (
+    Published,
+    large_recordings,
+    render_commands,
+    render_provenance,
+    render_region,
+    render_transcript,
+)
 
 PAGE_RANK = 2  # what a page claims comes after the evidence and sources it depends on
 
@@ -210,7 +216,10 @@ def _try_query(text: str) -> Query | None:
 def process_page(markdown: str, path: str, repo: Path, sets: dict[str, EvidenceSet],
                  broken_sets: set[str] | frozenset[str] = frozenset(), line_offset: int = 0) -> PageResult:
     """Expand a page's directives and check its claims; `line_offset` counts lines stripped above `markdown`."""
-    from lessonkit.pagerules import check_row_labels, check_summaries  # they read what this module builds
+    from lessonkit.pagerules import (  # they read what this module builds
+        check_row_labels,
+        check_summaries,
+    )
 
     page = _Page(path, line_offset, repo, sets, set(broken_sets))
     lines = LineIndex(markdown)

@@ -42,7 +42,7 @@ _CODE_LABEL_RE = re.compile(r"""^`(?P<text>[^`]+)`$""")
 
 # -- summaries -----------------------------------------------------------------------------------
 
-def check_summaries(page: "_Page", out: list[OutLine], in_fence: list[bool], sections: list[Section]) -> None:
+def check_summaries(page: _Page, out: list[OutLine], in_fence: list[bool], sections: list[Section]) -> None:
     """Every summary a line quotes is a summary line of every recording of a run its section cites."""
     for i, first in enumerate(out):
         if first.generated or not _MAYBE_MENTION_RE.search(first.text):
@@ -78,7 +78,7 @@ def _shown(stretch: str) -> str:
     return text
 
 
-def _check_quote(page: "_Page", line: OutLine, at: int, tool: str, quote: str, sections: list[Section]) -> None:
+def _check_quote(page: _Page, line: OutLine, at: int, tool: str, quote: str, sections: list[Section]) -> None:
     section = section_of(sections, line.src)
     cited = sorted({(s, g) for src, s, g in page.citations if section_of(sections, src) == section})
     unknowable = any(section_of(sections, src) == section for src in page.unknowable)
@@ -103,7 +103,7 @@ def _check_quote(page: "_Page", line: OutLine, at: int, tool: str, quote: str, s
                f"cited in {section.named()}; they say: {instead}")
 
 
-def _summaries(page: "_Page", set_name: str, group: str) -> list[tuple[str, tuple[Summary, ...]]] | None:
+def _summaries(page: _Page, set_name: str, group: str) -> list[tuple[str, tuple[Summary, ...]]] | None:
     """(path, summaries) of every recording of a run, or None when one cannot be read."""
     ev = page.sets[set_name]
     found = []
@@ -134,7 +134,7 @@ def _matches(line: OutLine, at: int, summary: str) -> bool:
     return bool(_AFTER_QUOTE_RE.match(text[i:]))
 
 
-def _is_figure_claim(claim: "ShownClaim") -> bool:
+def _is_figure_claim(claim: ShownClaim) -> bool:
     value = claim.value
     return value is not None and (value.kind != "exact" or bool(_PLAIN_NUMBER_RE.match(value.text)))
 
@@ -158,7 +158,7 @@ def _what_they_say(group: str, recordings: list[tuple[str, tuple[Summary, ...]]]
 
 # -- row labels ----------------------------------------------------------------------------------
 
-def check_row_labels(page: "_Page", out: list[OutLine], in_fence: list[bool]) -> None:
+def check_row_labels(page: _Page, out: list[OutLine], in_fence: list[bool]) -> None:
     """A table row's number labels, and its labels that name filter values, agree with its claims' filters."""
     for rows in tables(out, in_fence):
         filters = {r: _row_filters(out[r]) for r in rows}

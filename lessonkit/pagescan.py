@@ -7,6 +7,7 @@ closes it within the same paragraph; a `{{` with no such `}}` is reported, never
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 from dataclasses import dataclass, field
 
@@ -178,7 +179,7 @@ def split_cells(line: OutLine) -> list[Cell]:
     bars = [i for i, c in enumerate(text) if c == "|" and (i == 0 or text[i - 1] != "\\")
             and not any(a <= i < b for a, b in protected)]
     edges = [-1] + bars + [len(text)]
-    cells = [Cell(a + 1, b, text[a + 1:b]) for a, b in zip(edges, edges[1:])]
+    cells = [Cell(a + 1, b, text[a + 1:b]) for a, b in itertools.pairwise(edges)]
     if cells and not cells[0].text.strip() and bars and text[:bars[0]].strip() == "":
         cells = cells[1:]
     if cells and not cells[-1].text.strip() and bars and text[bars[-1] + 1:].strip() == "":

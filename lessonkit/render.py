@@ -9,9 +9,10 @@ from __future__ import annotations
 import html
 import posixpath
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from lessonkit.evidence import EvidenceSet, TranscriptEntry
 from lessonkit.regions import Region
@@ -111,12 +112,12 @@ def render_transcript(ev: EvidenceSet, group: str, texts: Sequence[str], *, titl
     names = ev.recordings(group)
     entries = [ev.entries[n] for n in names]
     heading = title or f"Transcript {ev.name}/{group}"
-    parts = [
+    parts = [(
         f'<details class="abstract lk-transcript" data-search-exclude{" open" if opened else ""}>\n'
         f"<summary>{html.escape(heading)} ({html.escape(_status(entries))})</summary>\n"
         f"<p><strong>Command</strong> <code>{html.escape(entries[0].command)}</code>, run in the folder where "
         f"the program was built with <code>{html.escape(ev.build)}</code>. {_run_provenance(ev, entries)}</p>\n"
-    ]
+    )]
     if len(entries) == 1:
         parts.append(_text_block(ev, names[0], texts[0], limit))
     else:

@@ -6,11 +6,10 @@ import io
 from pathlib import Path
 
 import pytest
+from conftest import BARE, PAGE, RACE, record_set
 
 from lessonkit.accept import EXIT_DONE, EXIT_REFUSED, EXIT_UNCONFIRMED, main
 from lessonkit.site import check_site
-
-from conftest import BARE, PAGE, RACE, record_set
 
 STALE = "{{ 120 @ race:reports[severity=Error].hazards }}"
 
@@ -127,8 +126,8 @@ def test_claims_on_evidence_with_errors_are_refused(rerecorded: Path):
     page = rerecorded / "docs/index.md"
     before = page.read_bytes()
     code, out = accept(rerecorded, "--yes")
-    assert (code, out) == (EXIT_REFUSED, "evidence/demo: 1 claim on it not accepted while the set has errors "
-                           "(python -m lessonkit check lists them); fix or refresh it, then accept\n")
+    assert (code, out) == (EXIT_REFUSED, ("evidence/demo: 1 claim on it not accepted while the set has errors "
+                           "(python -m lessonkit check lists them); fix or refresh it, then accept\n"))
     assert page.read_bytes() == before
 
 

@@ -6,13 +6,19 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from conftest import BARE, RACE, record_set
 
-from lessonkit.claims import ClaimValueError, Found, Sample, accepted_value, number, parse_claim_value
+from lessonkit.claims import (
+    ClaimValueError,
+    Found,
+    Sample,
+    accepted_value,
+    number,
+    parse_claim_value,
+)
 from lessonkit.errors import LessonErrors
 from lessonkit.render import files_to_publish
 from lessonkit.site import Site
-
-from conftest import BARE, RACE, record_set
 
 ERROR_HAZARDS = (118, 120, 125, 121, 119)
 
@@ -100,8 +106,8 @@ def test_the_value_accept_writes_for_a_timing(values: tuple[str, ...], fix: str)
 
 def test_exact_claim_that_varies_fails_with_the_spread(repeats: Path):
     assert errs(repeats, "{{ 120 @ demo/race:reports[severity=Error].hazards }}") == [
-        "docs/p.md:1: claim '120' (demo/race:reports[severity=Error].hazards) varies across 5 recordings of "
-        "race: 118 to 125; quote a range"]
+        ("docs/p.md:1: claim '120' (demo/race:reports[severity=Error].hazards) varies across 5 recordings of "
+        "race: 118 to 125; quote a range")]
 
 
 def test_exact_claim_every_recording_agrees_with_passes(repeats: Path):
@@ -110,8 +116,8 @@ def test_exact_claim_every_recording_agrees_with_passes(repeats: Path):
 
 def test_exact_claim_every_recording_contradicts(repeats: Path):
     assert errs(repeats, "{{ 9 @ demo/race:reports[severity=Warning].hazards }}") == [
-        "docs/p.md:1: claim '9' (demo/race:reports[severity=Warning].hazards) disagrees with 5 recordings of race; "
-        "each says '8' (evidence/demo/race.r1.txt, line 10)"]
+        ("docs/p.md:1: claim '9' (demo/race:reports[severity=Warning].hazards) disagrees with 5 recordings of race; "
+        "each says '8' (evidence/demo/race.r1.txt, line 10)")]
 
 
 def test_range_that_holds_every_recording_passes_and_shows_as_written(repeats: Path):
@@ -121,15 +127,15 @@ def test_range_that_holds_every_recording_passes_and_shows_as_written(repeats: P
 
 def test_range_that_misses_a_recording(repeats: Path):
     assert errs(repeats, "{{ 118\u2013124 @ demo/race:reports[severity=Error].hazards }}") == [
-        "docs/p.md:1: claim '118\u2013124' (demo/race:reports[severity=Error].hazards) does not hold: 5 recordings "
-        "of race give 118 to 125; 125 (evidence/demo/race.r3.txt, line 7) is outside it"]
+        ("docs/p.md:1: claim '118\u2013124' (demo/race:reports[severity=Error].hazards) does not hold: 5 recordings "
+        "of race give 118 to 125; 125 (evidence/demo/race.r3.txt, line 7) is outside it")]
 
 
 def test_range_too_loose(repeats: Path):
     assert errs(repeats, "{{ 0\u20131000 @ demo/race:reports[severity=Error].hazards }}") == [
-        "docs/p.md:1: claim '0\u20131000' (demo/race:reports[severity=Error].hazards) is too loose: it is 1000 wide, "
+        ("docs/p.md:1: claim '0\u20131000' (demo/race:reports[severity=Error].hazards) is too loose: it is 1000 wide, "
         "and a range may be at most 500 wide here (the larger of 4 × the observed spread, 7, and half its larger "
-        "end, 500); 5 recordings of race give 118 to 125"]
+        "end, 500); 5 recordings of race give 118 to 125")]
 
 
 def test_range_as_wide_as_half_its_end_passes(repeats: Path):
@@ -138,30 +144,30 @@ def test_range_as_wide_as_half_its_end_passes(repeats: Path):
 
 def test_range_written_with_a_hyphen(repeats: Path):
     assert errs(repeats, "{{ 118-125 @ demo/race:reports[severity=Error].hazards }}") == [
-        "docs/p.md:1: claim '118-125' (demo/race:reports[severity=Error].hazards) varies across 5 recordings of "
-        "race: 118 to 125; quote a range; a range is written with an en dash (U+2013): 118\u2013125"]
+        ("docs/p.md:1: claim '118-125' (demo/race:reports[severity=Error].hazards) varies across 5 recordings of "
+        "race: 118 to 125; quote a range; a range is written with an en dash (U+2013): 118\u2013125")]
 
 
 def test_range_on_text(repeats: Path):
     assert errs(repeats, "{{ 1\u20132 @ demo/race:reports[severity=Error].severity }}") == [
-        "docs/p.md:1: claim '1\u20132' (demo/race:reports[severity=Error].severity) is a range, but 5 recordings of "
-        "race gives 'Error' (evidence/demo/race.r1.txt, line 7), which is not a number"]
+        ("docs/p.md:1: claim '1\u20132' (demo/race:reports[severity=Error].severity) is a range, but 5 recordings of "
+        "race gives 'Error' (evidence/demo/race.r1.txt, line 7), which is not a number")]
 
 
 def test_rounded_claims(repeats: Path):
     assert errs(repeats, "{{ ~1.5 @ demo/race:wall_s }} {{ ~2 @ demo/race:wall_s }} "
                 "{{ ~100 @ demo/race:reports[severity=Error].hazards }}") == []
     assert errs(repeats, "{{ ~1 @ demo/race:wall_s }}\n{{ ~120 @ demo/race:reports[severity=Error].hazards }}") == [
-        "docs/p.md:1: claim '~1' (demo/race:wall_s) does not hold: 5 recordings of race all say '1.5'; "
-        "~1 means [0.5, 1.5)",
-        "docs/p.md:2: claim '~120' (demo/race:reports[severity=Error].hazards) does not hold: 5 recordings of "
-        "race give 118 to 125; ~120 means [115, 125)"]
+        ("docs/p.md:1: claim '~1' (demo/race:wall_s) does not hold: 5 recordings of race all say '1.5'; "
+        "~1 means [0.5, 1.5)"),
+        ("docs/p.md:2: claim '~120' (demo/race:reports[severity=Error].hazards) does not hold: 5 recordings of "
+        "race give 118 to 125; ~120 means [115, 125)")]
 
 
 def test_a_timing_is_never_exact(repeats: Path):
     assert errs(repeats, "{{ 1.5 @ demo/race:wall_s }}") == [
-        "docs/p.md:1: claim '1.5' (demo/race:wall_s) is a timing, which changes from run to run even when nothing "
-        "else does; quote it rounded (~V) or as a range (LOW\u2013HIGH): 5 recordings of race all say '1.5'"]
+        ("docs/p.md:1: claim '1.5' (demo/race:wall_s) is a timing, which changes from run to run even when nothing "
+        "else does; quote it rounded (~V) or as a range (LOW\u2013HIGH): 5 recordings of race all say '1.5'")]
 
 
 def test_thousands_separators_keep_the_authors_text(demo_repo: Path):
@@ -175,42 +181,42 @@ def test_thousands_separators_keep_the_authors_text(demo_repo: Path):
 def test_wildcard_selects_every_record_of_every_recording(repeats: Path):
     assert errs(repeats, "{{ 0\u20137 @ demo/race:rows[threads=*].mismatches }} {{ 2 @ demo/race:#rows[kernel=*] }}") == []
     assert errs(repeats, "{{ 0 @ demo/race:rows[kernel=*].mismatches }}") == [
-        "docs/p.md:1: claim '0' (demo/race:rows[kernel=*].mismatches) varies across the 10 records it selects in "
-        "5 recordings of race: 0 to 7; quote a range"]
+        ("docs/p.md:1: claim '0' (demo/race:rows[kernel=*].mismatches) varies across the 10 records it selects in "
+        "5 recordings of race: 0 to 7; quote a range")]
 
 
 def test_wildcard_key_must_exist(demo_repo: Path):
     assert errs(demo_repo, "{{ 0 @ demo/race:rows[thread=*].mismatches }}") == [
-        "docs/p.md:1: claim '0' (demo/race:rows[thread=*].mismatches): filter key 'thread' is not a field of rows "
-        "in evidence/demo/race.txt; did you mean 'threads'? its fields: first_bad, gated, kernel, mismatches, threads"]
+        ("docs/p.md:1: claim '0' (demo/race:rows[thread=*].mismatches): filter key 'thread' is not a field of rows "
+        "in evidence/demo/race.txt; did you mean 'threads'? its fields: first_bad, gated, kernel, mismatches, threads")]
 
 
 def test_several_records_without_a_wildcard(demo_repo: Path):
     assert errs(demo_repo, "{{ 0 @ demo/race:rows[kernel=k].mismatches }}") == [
-        "docs/p.md:1: claim '0' (demo/race:rows[kernel=k].mismatches): rows[kernel=k] selects 2 records in "
+        ("docs/p.md:1: claim '0' (demo/race:rows[kernel=k].mismatches): rows[kernel=k] selects 2 records in "
         "evidence/demo/race.txt, not exactly one; add filters that single one out, or write KEY=* to claim every "
-        "record it selects"]
+        "record it selects")]
 
 
 # -- filters are validated -------------------------------------------------------------------------------
 
 def test_unknown_filter_key(demo_repo: Path):
     assert errs(demo_repo, "{{ 0 @ demo/race:#reports[no_such_key=x] }}") == [
-        "docs/p.md:1: claim '0' (demo/race:#reports[no_such_key=x]): filter key 'no_such_key' is not a field of "
+        ("docs/p.md:1: claim '0' (demo/race:#reports[no_such_key=x]): filter key 'no_such_key' is not a field of "
         "reports in evidence/demo/race.txt; its fields: access, accesses, file, hazards, kernel, line, location, "
-        "pairs, severity"]
+        "pairs, severity")]
 
 
 def test_misspelt_filter_value_gets_a_suggestion(demo_repo: Path):
     assert errs(demo_repo, "{{ 0 @ demo/race:#reports[severity=error] }}") == [
-        "docs/p.md:1: claim '0' (demo/race:#reports[severity=error]): filter severity='error' matches no record of "
-        "reports in evidence/demo/race.txt, nor any record of the set with a 'severity'; did you mean 'Error'?"]
+        ("docs/p.md:1: claim '0' (demo/race:#reports[severity=error]): filter severity='error' matches no record of "
+        "reports in evidence/demo/race.txt, nor any record of the set with a 'severity'; did you mean 'Error'?")]
 
 
 def test_filter_value_nothing_resembles(demo_repo: Path):
     assert errs(demo_repo, "{{ 0 @ demo/race:#rows[threads=7777] }}") == [
-        "docs/p.md:1: claim '0' (demo/race:#rows[threads=7777]): filter threads='7777' matches no record of rows in "
-        "evidence/demo/race.txt, nor any record of the set with a 'threads'; its values there: '256', '32'"]
+        ("docs/p.md:1: claim '0' (demo/race:#rows[threads=7777]): filter threads='7777' matches no record of rows in "
+        "evidence/demo/race.txt, nor any record of the set with a 'threads'; its values there: '256', '32'")]
 
 
 def test_a_count_of_zero_over_a_well_formed_filter(demo_repo: Path):
@@ -222,9 +228,9 @@ def test_a_count_of_zero_over_a_well_formed_filter(demo_repo: Path):
 
 def test_filter_on_a_collection_no_run_has(demo_repo: Path):
     assert errs(demo_repo, "{{ 0 @ demo/race:#barriers[kernel=k] }} {{ 0 @ demo/race:#barriers }}") == [
-        "docs/p.md:1: claim '0' (demo/race:#barriers[kernel=k]): barriers has no records in "
+        ("docs/p.md:1: claim '0' (demo/race:#barriers[kernel=k]): barriers has no records in "
         "evidence/demo/race.txt nor in any run of the set, so filter key 'kernel' cannot be checked; claim the "
-        "count without filters: #barriers"]
+        "count without filters: #barriers")]
 
 
 @pytest.mark.parametrize("query, message", [
@@ -232,8 +238,8 @@ def test_filter_on_a_collection_no_run_has(demo_repo: Path):
     ("#rows.threads", "a count (#rows) takes no field; drop '.threads'"),
     ("rows[threads].kernel", "filter 'threads' is not KEY=VALUE (KEY=* selects every record with KEY)"),
     ("rows[threads=32,threads=256].kernel", "filter key 'threads' appears twice"),
-    ("rows[threads=32", "cannot read query 'rows[threads=32'; expected NAME, COLLECTION[KEY=VALUE,...].FIELD "
-     "or #COLLECTION[KEY=VALUE,...]"),
+    ("rows[threads=32", ("cannot read query 'rows[threads=32'; expected NAME, COLLECTION[KEY=VALUE,...].FIELD "
+     "or #COLLECTION[KEY=VALUE,...]")),
 ])
 def test_malformed_queries(demo_repo: Path, query: str, message: str):
     assert errs(demo_repo, f"{{{{ 1 @ demo/race:{query} }}}}") == [f"docs/p.md:1: claim '1' (demo/race:{query}): {message}"]
@@ -244,8 +250,8 @@ def test_malformed_queries(demo_repo: Path, query: str, message: str):
 def test_a_claim_wrapped_over_two_lines_is_checked(demo_repo: Path):
     text = "the Warning had {{ 999999 @\ndemo/race:reports[severity=Warning].hazards }} hazards.\nNext line."
     assert errs(demo_repo, text) == [
-        "docs/p.md:1: claim '999999' (demo/race:reports[severity=Warning].hazards) disagrees with "
-        "evidence/demo/race.txt; it says '8' (line 10)"]
+        ("docs/p.md:1: claim '999999' (demo/race:reports[severity=Warning].hazards) disagrees with "
+        "evidence/demo/race.txt; it says '8' (line 10)")]
     result = run_page(demo_repo, text.replace("999999", "8"))
     assert result.errors == [] and result.markdown == "the Warning had 8 hazards.\nNext line."
 
@@ -258,20 +264,20 @@ def test_a_directive_over_two_lines(demo_repo: Path):
 
 def test_unclosed_braces_before_the_paragraph_ends(demo_repo: Path):
     assert errs(demo_repo, "a {{ 2 @ demo/race:#reports\n\nnext") == [
-        "docs/p.md:1: '{{ 2 @ demo/race:#reports' is never closed: no '}}' before the end of its paragraph "
-        "(line 1); close it, or write \\{{ for literal braces"]
+        ("docs/p.md:1: '{{ 2 @ demo/race:#reports' is never closed: no '}}' before the end of its paragraph "
+        "(line 1); close it, or write \\{{ for literal braces")]
 
 
 def test_unclosed_braces_before_the_next_claim(demo_repo: Path):
     assert errs(demo_repo, "a {{ 2 @ demo/race:#reports and {{ 2 @ demo/race:#reports }}") == [
-        "docs/p.md:1: '{{ 2 @ demo/race:#reports and {{ 2 @ demo/race:#reports }}' is never closed: no '}}' "
-        "before the next '{{' (line 1); close it, or write \\{{ for literal braces"]
+        ("docs/p.md:1: '{{ 2 @ demo/race:#reports and {{ 2 @ demo/race:#reports }}' is never closed: no '}}' "
+        "before the next '{{' (line 1); close it, or write \\{{ for literal braces")]
 
 
 def test_unclosed_braces_at_the_end_of_the_page(demo_repo: Path):
     assert errs(demo_repo, "text\n{{ transcript race") == [
-        "docs/p.md:2: '{{ transcript race' is never closed: no '}}' before the end of the page; close it, "
-        "or write \\{{ for literal braces"]
+        ("docs/p.md:2: '{{ transcript race' is never closed: no '}}' before the end of the page; close it, "
+        "or write \\{{ for literal braces")]
 
 
 def test_a_directive_that_does_not_stand_alone(demo_repo: Path):
@@ -323,9 +329,9 @@ SECTION = "# Demo\n\n{{ evidence demo }}\n\n## racecheck\n\n{{ transcript race }
 ])
 def test_racecheck_summary_shapes(demo_repo: Path, quote: str, shown: str):
     assert errs(demo_repo, SECTION + quote) == [
-        f"docs/p.md:9: quote {shown!r} is not, verbatim, a summary line of every recording of a run cited in the "
+        (f"docs/p.md:9: quote {shown!r} is not, verbatim, a summary line of every recording of a run cited in the "
         "section 'racecheck'; they say: 'RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)' in "
-        "evidence/demo/race.txt (line 13)"]
+        "evidence/demo/race.txt (line 13)")]
 
 
 @pytest.mark.parametrize("quote, shown", [
@@ -335,8 +341,8 @@ def test_racecheck_summary_shapes(demo_repo: Path, quote: str, shown: str):
 ])
 def test_error_summary_shapes(demo_repo: Path, quote: str, shown: str):
     assert errs(demo_repo, SECTION + quote) == [
-        f"docs/p.md:9: quote {shown!r} is not, verbatim, a summary line of every recording of a run cited in the "
-        "section 'racecheck'; they say: no summary of that kind"]
+        (f"docs/p.md:9: quote {shown!r} is not, verbatim, a summary line of every recording of a run cited in the "
+        "section 'racecheck'; they say: no summary of that kind")]
 
 
 @pytest.mark.parametrize("quote, shown", [
@@ -349,9 +355,9 @@ def test_error_summary_shapes(demo_repo: Path, quote: str, shown: str):
 ])
 def test_a_summary_wrapped_or_spaced_is_still_a_quote(demo_repo: Path, quote: str, shown: str):
     assert errs(demo_repo, SECTION + quote) == [
-        f"docs/p.md:9: quote {shown!r} is not, verbatim, a summary line of every recording of a run cited in the "
+        (f"docs/p.md:9: quote {shown!r} is not, verbatim, a summary line of every recording of a run cited in the "
         "section 'racecheck'; they say: 'RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)' in "
-        "evidence/demo/race.txt (line 13)"]
+        "evidence/demo/race.txt (line 13)")]
 
 
 @pytest.mark.parametrize("quote", [
@@ -376,37 +382,37 @@ def test_a_right_summary_attached_to_the_wrong_run(demo_repo: Path):
             "On the fixed kernels racecheck ended with RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)\n\n"
             "## Buggy kernels\n\n{{ transcript race }}\n")
     assert errs(demo_repo, text) == [
-        "docs/p.md:7: quote 'RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)' is not, verbatim, a "
+        ("docs/p.md:7: quote 'RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)' is not, verbatim, a "
         "summary line of every recording of a run cited in the section 'Fixed kernels'; they say: "
-        "'RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)' in evidence/demo/race-fixed.txt (line 6)"]
+        "'RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)' in evidence/demo/race-fixed.txt (line 6)")]
 
 
 def test_a_section_that_cites_nothing(demo_repo: Path):
     assert errs(demo_repo, SECTION + "## Elsewhere\n\nERROR SUMMARY: 0 errors\n") == [
-        "docs/p.md:11: quote 'ERROR SUMMARY: 0 errors' is checked against the runs cited in its section, and none "
+        ("docs/p.md:11: quote 'ERROR SUMMARY: 0 errors' is checked against the runs cited in its section, and none "
         "is cited in the section 'Elsewhere'; cite the run there (a claim, or a transcript or commands directive) "
-        "or write the quote as a claim: {{ QUOTE @ RUN:summary }}"]
+        "or write the quote as a claim: {{ QUOTE @ RUN:summary }}")]
 
 
 def test_a_summary_that_differs_between_recordings(demo_repo: Path):
     other = RACE.replace(": 2 hazards", ": 3 hazards")
     record_set(demo_repo, "demo", {"race": [RACE, RACE, other], "bare": BARE})
     assert errs(demo_repo, SECTION + "RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)") == [
-        "docs/p.md:9: quote 'RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)' is not, verbatim, a "
+        ("docs/p.md:9: quote 'RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)' is not, verbatim, a "
         "summary line of every recording of a run cited in the section 'racecheck'; they say: "
         "'RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)' in 2 of 3 recordings of race "
         "(evidence/demo/race.r1.txt, line 13); 'RACECHECK SUMMARY: 3 hazards displayed (1 error, 1 warning)' in "
-        "1 of 3 recordings of race (evidence/demo/race.r3.txt, line 13)"]
+        "1 of 3 recordings of race (evidence/demo/race.r3.txt, line 13)")]
     # A claim may stand for the figures that vary; each must hold for that figure in every recording.
     # (A figure whose plural changes between recordings cannot be quoted this way: the words differ.)
     varying = "RACECHECK SUMMARY: {{ 2\u20133 @ race:hazards_displayed }} hazards displayed (1 error, 1 warning)"
     assert errs(demo_repo, SECTION + varying) == []
     assert errs(demo_repo, SECTION + varying.replace("1 warning", "2 warnings")) == [
-        "docs/p.md:9: quote 'RACECHECK SUMMARY: 2\u20133 hazards displayed (1 error, 2 warnings)' is not, verbatim, "
+        ("docs/p.md:9: quote 'RACECHECK SUMMARY: 2\u20133 hazards displayed (1 error, 2 warnings)' is not, verbatim, "
         "a summary line of every recording of a run cited in the section 'racecheck'; they say: "
         "'RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)' in 2 of 3 recordings of race "
         "(evidence/demo/race.r1.txt, line 13); 'RACECHECK SUMMARY: 3 hazards displayed (1 error, 1 warning)' in "
-        "1 of 3 recordings of race (evidence/demo/race.r3.txt, line 13)"]
+        "1 of 3 recordings of race (evidence/demo/race.r3.txt, line 13)")]
 
 
 # -- row labels --------------------------------------------------------------------------------------------
@@ -425,8 +431,8 @@ def test_row_labels_that_agree_with_their_claims(demo_repo: Path):
 
 def test_a_row_label_changed_to_another_number(demo_repo: Path):
     assert errs(demo_repo, TABLE.replace("| 256 |", "| 257 |")) == [
-        "docs/p.md:4: row label '257' is not the value of a filter that every claim in its row shares "
-        "(kernel=k, threads=256); write the value they select, or make the label a claim"]
+        ("docs/p.md:4: row label '257' is not the value of a filter that every claim in its row shares "
+        "(kernel=k, threads=256); write the value they select, or make the label a claim")]
 
 
 def test_a_row_label_that_names_another_rows_records(demo_repo: Path):
@@ -434,8 +440,8 @@ def test_a_row_label_that_names_another_rows_records(demo_repo: Path):
              "| Error | {{ 120 @ demo/race:reports[severity=Error].hazards }} |\n"
              "| `Error` | {{ 8 @ demo/race:reports[severity=Warning].hazards }} |\n")
     assert errs(demo_repo, table) == [
-        "docs/p.md:4: row label '`Error`' is a severity that the table's claims select, but the claims in its row "
-        "select severity=Warning; write the label of the records they select"]
+        ("docs/p.md:4: row label '`Error`' is a severity that the table's claims select, but the claims in its row "
+        "select severity=Warning; write the label of the records they select")]
 
 
 def test_row_labels_outside_tables_and_rows_without_filters(demo_repo: Path):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lessonkit.site import Site, check_site, strip_front_matter
-
 from conftest import PAGE, RACE, record_set
+
+from lessonkit.site import Site, check_site, strip_front_matter
 
 
 def run_page(repo: Path, text: str):
@@ -36,15 +36,15 @@ def test_good_page_expands(demo_repo: Path):
 
 def test_claim_that_disagrees(demo_repo: Path):
     assert errs(demo_repo, "\n\nthe error has {{ 121 @ demo/race:reports[severity=Error].hazards }} hazards") == [
-        "docs/p.md:3: claim '121' (demo/race:reports[severity=Error].hazards) disagrees with "
-        "evidence/demo/race.txt; it says '120' (line 7)"]
+        ("docs/p.md:3: claim '121' (demo/race:reports[severity=Error].hazards) disagrees with "
+        "evidence/demo/race.txt; it says '120' (line 7)")]
 
 
 def test_table_cell_claim(demo_repo: Path):
     text = "| t | m |\n|---|---|\n| 256 | {{ 8 @ demo/race:rows[threads=256,kernel=k].mismatches }} |"
     assert errs(demo_repo, text) == [
-        "docs/p.md:3: claim '8' (demo/race:rows[threads=256,kernel=k].mismatches) disagrees with "
-        "evidence/demo/race.txt; it says '7' (line 6)"]
+        ("docs/p.md:3: claim '8' (demo/race:rows[threads=256,kernel=k].mismatches) disagrees with "
+        "evidence/demo/race.txt; it says '7' (line 6)")]
 
 
 def test_count_and_provenance_claims(demo_repo: Path):
@@ -56,9 +56,9 @@ def test_count_and_provenance_claims(demo_repo: Path):
 def test_summary_quote_in_prose_is_checked(demo_repo: Path):
     text = "{{ evidence demo }}\n{{ transcript race }}\nIt ends with RACECHECK SUMMARY: 3 hazards displayed (1 error, 2 warnings)."
     assert errs(demo_repo, text) == [
-        "docs/p.md:3: quote 'RACECHECK SUMMARY: 3 hazards displayed (1 error, 2 warnings)' is not, verbatim, a "
+        ("docs/p.md:3: quote 'RACECHECK SUMMARY: 3 hazards displayed (1 error, 2 warnings)' is not, verbatim, a "
         "summary line of every recording of a run cited in the page's opening section (above the first heading); "
-        "they say: 'RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)' in evidence/demo/race.txt (line 13)"]
+        "they say: 'RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)' in evidence/demo/race.txt (line 13)")]
 
 
 def test_summary_quote_in_code_block_is_checked(demo_repo: Path):
@@ -68,9 +68,9 @@ def test_summary_quote_in_code_block_is_checked(demo_repo: Path):
 
 def test_summary_quote_on_a_page_that_cites_nothing(demo_repo: Path):
     assert errs(demo_repo, "ERROR SUMMARY: 0 errors") == [
-        "docs/p.md:1: quote 'ERROR SUMMARY: 0 errors' is checked against the runs cited in its section, and none "
+        ("docs/p.md:1: quote 'ERROR SUMMARY: 0 errors' is checked against the runs cited in its section, and none "
         "is cited in the page's opening section (above the first heading); cite the run there (a claim, or a "
-        "transcript or commands directive) or write the quote as a claim: {{ QUOTE @ RUN:summary }}"]
+        "transcript or commands directive) or write the quote as a claim: {{ QUOTE @ RUN:summary }}")]
 
 
 def test_summary_mention_without_figures_is_not_a_quote(demo_repo: Path):
@@ -85,21 +85,21 @@ def test_unknown_set_and_transcript(demo_repo: Path):
 
 def test_query_errors(demo_repo: Path):
     assert errs(demo_repo, "{{ 1 @ demo/race:reports.hazards }}\n{{ 1 @ demo/race:nothing }}") == [
-        "docs/p.md:1: claim '1' (demo/race:reports.hazards): reports[] selects 2 records in evidence/demo/race.txt, "
-        "not exactly one; add filters that single one out, or write KEY=* to claim every record it selects",
-        "docs/p.md:2: claim '1' (demo/race:nothing): evidence/demo/race.txt has no value 'nothing'; it has: "
+        ("docs/p.md:1: claim '1' (demo/race:reports.hazards): reports[] selects 2 records in evidence/demo/race.txt, "
+        "not exactly one; add filters that single one out, or write KEY=* to claim every record it selects"),
+        ("docs/p.md:2: claim '1' (demo/race:nothing): evidence/demo/race.txt has no value 'nothing'; it has: "
         "#barriers, #hazards, #reports, #rows, #tiling, command, compute_capability, compute_sanitizer, date, day, "
         "driver, exclusive, exit_code, gpu, hazards_displayed, mode, nvcc, race_errors, race_warnings, repeats, "
-        "summary, timed_out, tool, wall_s, warp_size"]
+        "summary, timed_out, tool, wall_s, warp_size")]
     assert errs(demo_repo, "{{ 1 @ demo/race:hazard_displayed }}") == [
-        "docs/p.md:1: claim '1' (demo/race:hazard_displayed): evidence/demo/race.txt has no value "
-        "'hazard_displayed'; did you mean 'hazards_displayed'?"]
+        ("docs/p.md:1: claim '1' (demo/race:hazard_displayed): evidence/demo/race.txt has no value "
+        "'hazard_displayed'; did you mean 'hazards_displayed'?")]
 
 
 def test_unreadable_token(demo_repo: Path):
     assert errs(demo_repo, "a {{ 2 race }} b") == [
-        "docs/p.md:1: cannot read '{{ 2 race }}'; expected {{ VALUE @ REF:QUERY }} or a directive: "
-        "region, transcript, evidence, provenance, commands"]
+        ("docs/p.md:1: cannot read '{{ 2 race }}'; expected {{ VALUE @ REF:QUERY }} or a directive: "
+        "region, transcript, evidence, provenance, commands")]
 
 
 def test_escaped_braces_are_left_alone(demo_repo: Path):
@@ -114,8 +114,8 @@ def test_highlight_outside_region(demo_repo: Path):
 
 def test_highlight_checked_against_evidence(demo_repo: Path):
     assert errs(demo_repo, "{{ region demo/demo.cu body highlight=5@demo/race:reports[severity=Error].line }}") == [
-        "docs/p.md:1: claim '5' (demo/race:reports[severity=Error].line) disagrees with evidence/demo/race.txt; "
-        "it says '4' (line 7)"]
+        ("docs/p.md:1: claim '5' (demo/race:reports[severity=Error].line) disagrees with evidence/demo/race.txt; "
+        "it says '4' (line 7)")]
 
 
 def test_region_errors_on_a_page(demo_repo: Path):
