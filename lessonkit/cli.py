@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from lessonkit import verify
 from lessonkit.errors import LessonError, LessonErrors
 from lessonkit.jsontranscript import parse_json_transcript
 from lessonkit.regions import parse_regions
@@ -97,7 +98,6 @@ def _transcript(args: argparse.Namespace) -> int:
 
 
 from lessonkit import accept  # noqa: E402  (its logic lives there; kept beside the table it joins)
-from lessonkit import verify
 
 COMMANDS: dict[str, Command] = {
     "check": Command("verify every page, region, claim and evidence set; exit 1 listing all errors",

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from conftest import mkdocs_build
 
 
@@ -87,7 +86,9 @@ def test_changed_claim_fails_strict_or_not(demo_repo: Path):
 def test_changed_summary_quote(demo_repo: Path):
     edit(demo_repo / "docs/index.md", "(1 error, 1 warning).", "(1 error, 2 warnings).")
     fails_with(demo_repo, "docs/index.md:8: quote 'RACECHECK SUMMARY: 2 hazards displayed (1 error, 2 warnings)' "
-               "is in none of the transcripts this page cites")
+               "is not, verbatim, a summary line of every recording of a run cited in the section 'Demo'; "
+               "they say: 'RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)' in "
+               "evidence/demo/race.txt (line 13)\n")
 
 
 def test_changed_highlight_line(demo_repo: Path):
@@ -112,8 +113,8 @@ def test_unknown_evidence_name(demo_repo: Path):
 
 def test_stale_source(demo_repo: Path):
     edit(demo_repo / "code/demo/demo.cu", "// a tiny lesson", "// a tiny lesson, edited")
-    fails_with(demo_repo, "transcript 'race' is stale: code/demo/demo.cu has sha256",
-               "refresh it on a GPU machine: python3 scripts/refresh.py demo --only race")
+    fails_with(demo_repo, "evidence/demo/manifest.json: code/demo/demo.cu has sha256 ",
+               ": 2 transcripts stale (bare, race); refresh on a GPU machine: python3 scripts/refresh.py demo\n")
 
 
 def test_hand_edited_transcript(demo_repo: Path):
@@ -149,7 +150,8 @@ def test_file_not_written_by_the_refresh(demo_repo: Path):
 def test_changed_build_line_makes_evidence_stale(demo_repo: Path):
     edit(demo_repo / "code/demo/runs.toml", "-arch=sm_90 -o demo", "-O3 -arch=sm_90 -o demo")
     edit(demo_repo / "code/demo/README.md", "-arch=sm_90 -o demo", "-O3 -arch=sm_90 -o demo")
-    fails_with(demo_repo, "transcript 'race' is stale: build line has sha256")
+    fails_with(demo_repo, "evidence/demo/manifest.json: build line has sha256 ",
+               ": 2 transcripts stale (bare, race); refresh on a GPU machine: python3 scripts/refresh.py demo\n")
 
 
 def test_changed_command_makes_evidence_stale(demo_repo: Path):
