@@ -1,13 +1,15 @@
-"""The litmus runner's bookkeeping on the CPU, and the compiled code: accesses and fences where the test says."""
+"""The litmus runner's bookkeeping and statistics on the CPU, and the compiled code: accesses and fences where the test says."""
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +18,7 @@ import pytest
 from conftest import REPO
 
 LESSON = REPO / "code/deeper-weak-memory"
+EVIDENCE = REPO / "evidence/deeper-weak-memory"
 spec = importlib.util.spec_from_file_location("litmus", LESSON / "litmus.py")
 litmus = importlib.util.module_from_spec(spec)
 sys.modules["litmus"] = litmus
@@ -23,31 +26,67 @@ spec.loader.exec_module(litmus)
 
 # The order of the accesses under test and the fences, per kernel (role 0, then role 1).
 PTX_EXPECTED = {
-    "mp_none": ["st", "st", "ld", "ld"],
-    "mp_cta": ["st", "membar.cta", "st", "ld", "membar.cta", "ld"],
-    "mp_gpu": ["st", "membar.gl", "st", "ld", "membar.gl", "ld"],
-    "mp_sys": ["st", "membar.sys", "st", "ld", "membar.sys", "ld"],
-    "mp_gpu_writer": ["st", "membar.gl", "st", "ld", "ld"],
-    "mp_gpu_reader": ["st", "st", "ld", "membar.gl", "ld"],
-    "sb_none": ["st", "ld", "st", "ld"],
-    "sb_gpu": ["st", "membar.gl", "ld", "st", "membar.gl", "ld"],
-    "lb_none": ["ld", "st", "ld", "st"],
-    "lb_gpu": ["ld", "membar.gl", "st", "ld", "membar.gl", "st"],
-    "corr_none": ["st", "ld", "ld"],
+    "mp_none": ["st.relaxed", "st.relaxed", "ld.relaxed", "ld.relaxed"],
+    "mp_cta": ["st.relaxed", "membar.cta", "st.relaxed", "ld.relaxed", "membar.cta", "ld.relaxed"],
+    "mp_gpu": ["st.relaxed", "membar.gl", "st.relaxed", "ld.relaxed", "membar.gl", "ld.relaxed"],
+    "mp_sys": ["st.relaxed", "membar.sys", "st.relaxed", "ld.relaxed", "membar.sys", "ld.relaxed"],
+    "mp_gpu_writer": ["st.relaxed", "membar.gl", "st.relaxed", "ld.relaxed", "ld.relaxed"],
+    "mp_gpu_reader": ["st.relaxed", "st.relaxed", "ld.relaxed", "membar.gl", "ld.relaxed"],
+    "mp_rel_acq": ["st.relaxed", "st.release", "ld.acquire", "ld.relaxed"],
+    "sb_none": ["st.relaxed", "ld.relaxed", "st.relaxed", "ld.relaxed"],
+    "sb_gpu": ["st.relaxed", "membar.gl", "ld.relaxed", "st.relaxed", "membar.gl", "ld.relaxed"],
+    "lb_none": ["ld.relaxed", "st.relaxed", "ld.relaxed", "st.relaxed"],
+    "lb_gpu": ["ld.relaxed", "membar.gl", "st.relaxed", "ld.relaxed", "membar.gl", "st.relaxed"],
+    "corr_none": ["st.relaxed", "ld.relaxed", "ld.relaxed"],
 }
 SASS_EXPECTED = {
     "mp_none": ["STG", "STG", "LDG", "LDG"],
     "mp_cta": ["STG", "MEMBAR.SC.CTA", "STG", "LDG", "MEMBAR.SC.CTA", "LDG"],
-    "mp_gpu": ["STG", "MEMBAR.SC.GPU", "STG", "LDG", "MEMBAR.SC.GPU", "LDG"],
+    # __threadfence() is a barrier and an invalidation of the L1 (CCTL), on each side.
+    "mp_gpu": ["STG", "MEMBAR.SC.GPU", "CCTL.IVALL", "STG", "LDG", "MEMBAR.SC.GPU", "CCTL.IVALL", "LDG"],
+    # A release is a GPU-scope barrier before the flag's store; an acquire is a strong load
+    # followed by an invalidation of the L1 (CCTL), so the data load that follows misses it.
+    "mp_rel_acq": ["STG", "MEMBAR.ALL.GPU", "STG", "LDG", "CCTL.IVALL", "LDG"],
     "sb_none": ["STG", "LDG", "STG", "LDG"],
     "corr_none": ["STG", "LDG", "LDG"],
 }
+_PTX_OP_RE = re.compile(r"\b(?P<op>(?:ld|st)\.(?:relaxed|acquire|release)\.gpu|membar\.\w+|fence\.[\w.]+)")
+_SASS_OP_RE = re.compile(r"\b(?P<op>(?:STG|LDG)\.E\.STRONG\.GPU|MEMBAR\.[A-Z.]+|CCTL\.IVALL)\b")
 
+
+def _ptx(tmp_path: Path) -> dict[str, list[str]]:
+    """Each kernel's accesses under test and fences, in PTX order, as 'st.relaxed', 'membar.gl', ..."""
+    assert shutil.which("nvcc"), "nvcc is required"
+    ptx = tmp_path / "litmus.ptx"
+    subprocess.run(["nvcc", "-ptx", "-O3", "-arch=sm_90", "-o", str(ptx), str(LESSON / "litmus.cu")], check=True)
+    entries = re.split(r"\.entry\s+(\w+)\(", ptx.read_text())
+    found = {}
+    for name, body in zip(entries[1::2], entries[2::2]):
+        ops = [m.group("op") for m in _PTX_OP_RE.finditer(body)]
+        found[name] = [o.rsplit(".", 1)[0] if o.startswith(("ld", "st")) else o for o in ops]
+    return found
+
+
+def _fresh_evidence() -> None:
+    """Skip unless the recorded evidence was made from today's litmus.cu and litmus.py (the build flags stale evidence)."""
+    inputs = json.loads((EVIDENCE / "manifest.json").read_text())["transcripts"]["campaign"]["inputs"]
+    for name in ("litmus.cu", "litmus.py"):
+        if inputs.get(f"code/deeper-weak-memory/{name}") != hashlib.sha256((LESSON / name).read_bytes()).hexdigest():
+            pytest.skip(f"evidence/deeper-weak-memory was recorded from another {name}; "
+                        "re-record with `python3 scripts/refresh.py deeper-weak-memory`")
+
+
+def _runs() -> dict[str, dict]:
+    return {r["name"]: r for r in tomllib.loads((LESSON / "runs.toml").read_text())["run"]}
+
+
+# ------------------------------------------------------------------------------ imports and placement
 
 def test_importing_litmus_does_not_import_cupy():
     code = (f"import importlib.util,sys; s=importlib.util.spec_from_file_location('l', r'{LESSON}/litmus.py'); "
-            "m=importlib.util.module_from_spec(s); sys.modules['l']=m; s.loader.exec_module(m); print('cupy' in sys.modules)")
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
+            "m=importlib.util.module_from_spec(s); sys.modules['l']=m; s.loader.exec_module(m); "
+            "print('cupy' in sys.modules, 'scipy' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False False"
 
 
 @pytest.mark.parametrize("same_cta", [False, True])
@@ -69,28 +108,222 @@ def test_no_two_instances_share_a_location(same_cta, random_threads, random_loca
     assert (writer_thread != reader_thread).all()
 
 
+def test_default_map_puts_every_reader_one_cta_before_its_writer():
+    h = litmus.Heuristics("t", blocks=32, threads=64)
+    offsets = litmus.cta_offsets(litmus.make_maps(h, False, np.random.default_rng(3)), h.threads)
+    assert set(offsets.tolist()) == {h.blocks - 1}
+
+
+def test_random_threads_pair_ctas_by_a_random_permutation():
+    h = litmus.Heuristics("t", blocks=64, threads=32, random_threads=True)
+    maps = litmus.make_maps(h, False, np.random.default_rng(11))
+    offsets = litmus.cta_offsets(maps, h.threads)
+    assert 0 not in offsets                                   # never the writer's own CTA
+    assert len(set(offsets.tolist())) > h.blocks // 4         # not one fixed offset (today's "one CTA before")
+    assert np.mean(offsets == h.blocks - 1) < 0.1
+    # the pairing is a permutation of CTAs: each writer CTA's readers all live in one other CTA, a bijection
+    writer = np.argsort(maps.writer_inst)
+    reader = np.argsort(maps.reader_inst)
+    pairs = set(zip((writer // h.threads).tolist(), (reader // h.threads).tolist()))
+    assert len(pairs) == h.blocks and len({b for _, b in pairs}) == h.blocks
+    # and the lanes are shuffled: a writer's lane does not fix its reader's lane
+    assert np.mean(writer % h.threads == reader % h.threads) < 0.2
+
+
+def test_random_threads_draw_a_new_pairing_each_time():
+    h = litmus.Heuristics("t", blocks=64, threads=32, random_threads=True)
+    rng = np.random.default_rng(5)
+    first, second = (litmus.cta_offsets(litmus.make_maps(h, False, rng), h.threads) for _ in range(2))
+    assert (first != second).any()
+
+
+def test_random_locations_do_not_move_threads():
+    h = litmus.Heuristics("t", blocks=16, threads=32, random_locations=True, stride=4)
+    maps = litmus.make_maps(h, False, np.random.default_rng(2))
+    assert set(litmus.cta_offsets(maps, h.threads).tolist()) == {h.blocks - 1}
+    assert h.cluster_instances == 8 and litmus.Heuristics("t").cluster_instances == 32
+
+
+def test_heuristic_names_say_what_they_do():
+    sets = {h.name: h for h in litmus.heuristic_sets(132)}
+    assert (sets["random threads"].random_threads, sets["random threads"].random_locations) == (True, False)
+    assert (sets["random locations"].random_threads, sets["random locations"].random_locations) == (False, True)
+    assert sets["barrier + jitter"].barrier and sets["barrier + jitter"].jitter > 0
+    assert not any(h.jitter for name, h in sets.items() if name != "barrier + jitter")
+
+
 def test_broken_map_is_caught():
     h = litmus.Heuristics("t", blocks=4, threads=32)
     maps = litmus.make_maps(h, False, np.random.default_rng(1), broken=True)
     assert litmus.shared_locations(maps) == h.instances // 2
 
 
+# ------------------------------------------------------------------------------ statistics
+
 def test_clopper_pearson():
     low, high = litmus.clopper_pearson(5, 100)
     assert round(low, 4) == 0.0164 and round(high, 4) == 0.1128   # the textbook interval for 5/100
     low, high = litmus.clopper_pearson(0, 10 ** 10)
     assert low == 0.0 and abs(high - (1 - 0.025 ** (1e-10))) < 1e-15  # zero: only an upper bound
+    with pytest.raises(ValueError, match=r"^3 successes in 2 trials; expected 0 <= k <= n and n > 0$"):
+        litmus.clopper_pearson(3, 2)
 
 
-def test_rows_add_up_and_name_the_weak_outcome():
-    row = litmus.make_row("t", "mp", "none", "inter-cta", "none", np.array([50, 30, 15, 5, 0]), 2.0, 100)
-    assert (row.instances, row.weak, row.o10) == (100, 15, 15) and row.weak_per_s == 7.5
-    assert litmus.make_row("t", "sb", "none", "x", "none", np.array([7, 1, 1, 1, 0]), 1.0, 10).weak == 7
-    assert litmus.make_row("t", "lb", "none", "x", "none", np.array([7, 1, 1, 1, 0]), 1.0, 10).weak == 1
-    with pytest.raises(ValueError, match="a result other than 0 or 1"):
-        litmus.make_row("t", "mp", "none", "x", "none", np.array([1, 1, 1, 1, 2]), 1.0, 4)
-    with pytest.raises(ValueError, match=r"sums to 10, but 12 instances ran"):
-        litmus.make_row("t", "mp", "none", "x", "none", np.array([7, 1, 1, 1, 0]), 1.0, 12)
+def _clustered_units(rng: np.random.Generator, units: int, clusters: int, cluster: int, rate: float) -> np.ndarray:
+    """Weak counts per unit (launch): the rate varies from unit to unit, and a cluster goes weak whole."""
+    unit_rate = rng.gamma(4.0, rate / 4.0, units)
+    return rng.binomial(clusters, unit_rate) * cluster
+
+
+def test_instance_level_clopper_pearson_misses_clustered_truth_and_launch_t_covers_it():
+    rng = np.random.default_rng(2015)
+    units, clusters, cluster, rate = 40, 1024, 32, 0.01
+    per_unit = clusters * cluster
+    cp_hits = t_hits = 0
+    trials = 300
+    for _ in range(trials):
+        weak = _clustered_units(rng, units, clusters, cluster, rate)
+        low, high = litmus.clopper_pearson(int(weak.sum()), units * per_unit)
+        cp_hits += low <= rate <= high
+        e = litmus.estimate(weak, per_unit, cluster)
+        assert e.kind == "t-groups"
+        t_hits += e.low <= rate <= e.high
+    assert cp_hits / trials < 0.5      # instances taken as independent: far too narrow
+    assert t_hits / trials >= 0.9      # launches as the units: about 95%
+
+
+def test_zero_rows_get_clopper_pearson_over_clusters_not_instances():
+    units, per_unit, cluster = 20, 8 * 4_194_304, 32
+    e = litmus.estimate(np.zeros(units, dtype=np.int64), per_unit, cluster)
+    clusters = units * per_unit // cluster
+    assert (e.rate, e.low, e.high, e.kind, e.se) == (0.0, 0.0, litmus.clopper_pearson(0, clusters)[1], "clusters", None)
+    per_instance = litmus.clopper_pearson(0, units * per_unit)[1]
+    assert 31 < e.high / per_instance < 33
+
+
+def test_few_weak_groups_fall_back_to_clusters_and_bracket_the_rate():
+    weak = np.zeros(100, dtype=np.int64)
+    weak[:19] = 40                                # 19 groups with a weak outcome: one short of t
+    e = litmus.estimate(weak, 10 ** 6, 32)
+    assert e.kind == "clusters" and e.low <= e.rate <= e.high
+    assert e.high == litmus.clopper_pearson(19 * 40, 100 * 10 ** 6 // 32)[1]          # as many weak clusters as weak
+    assert e.low == litmus.clopper_pearson(-(-19 * 40 // 32), 100 * 10 ** 6 // 32)[0] / 32  # as few as can hold them
+    weak[19] = 40
+    assert litmus.estimate(weak, 10 ** 6, 32).kind == "t-groups"
+
+
+def test_t_interval_is_scipys():
+    from scipy import stats
+
+    rates = np.array([0.010, 0.012, 0.009, 0.015, 0.011])
+    e = litmus.t_interval(rates)
+    low, high = stats.t.interval(0.95, 4, loc=rates.mean(), scale=stats.sem(rates))
+    assert (round(e.low, 12), round(e.high, 12), round(e.se, 12)) == (round(low, 12), round(high, 12),
+                                                                      round(stats.sem(rates), 12))
+    with pytest.raises(ValueError, match=r"^1 unit\(s\); a t interval needs at least 2$"):
+        litmus.t_interval(np.array([0.1]))
+
+
+def test_overdispersion_tells_clumps_from_independent_instances():
+    rng = np.random.default_rng(9)
+    independent = rng.binomial(32768, 0.01, 200)
+    assert 0.6 < litmus.overdispersion(independent, 32768) < 1.5
+    assert litmus.overdispersion(_clustered_units(rng, 200, 1024, 32, 0.01), 32768) > 20
+    assert litmus.overdispersion(np.zeros(5), 100) is None
+
+
+def test_repeats_agree_and_overlap():
+    assert litmus.repeats_agree([1.0, 1.1], [0.8, 0.9], [1.2, 1.3])
+    assert not litmus.repeats_agree([1.0, 1.25], [0.8, 1.05], [1.2, 1.45])   # 1.25 is outside the first
+    assert litmus.intervals_overlap([0.8, 1.05], [1.2, 1.45])
+    assert not litmus.intervals_overlap([0.8, 1.25], [1.2, 1.45])
+    assert litmus.repeats_agree([0.0, 0.0, 0.0], [0.0] * 3, [1e-9] * 3)
+
+
+def test_heterogeneity():
+    same = litmus.heterogeneity_p([1.000, 1.005, 0.995], [0.01, 0.01, 0.01])   # Q = 0.5
+    apart = litmus.heterogeneity_p([1.00, 1.10, 0.90], [0.01, 0.01, 0.01])
+    assert same > 0.5 and apart < 1e-6
+    assert litmus.heterogeneity_p([1.0, 1.0], [0.01, None]) is None
+
+
+# ------------------------------------------------------------------------------ rows
+
+def _bins(launches: int, per_launch: int, weak_every: int = 1, weak: int = 3) -> np.ndarray:
+    """Launches of an MP row: `weak` weak outcomes in every `weak_every`-th launch, the rest spread evenly."""
+    bins = np.zeros((launches, 5), dtype=np.int64)
+    for k in range(launches):
+        w = weak if k % weak_every == 0 else 0
+        rest = per_launch - w
+        bins[k, :4] = [rest // 3, rest // 3, w, rest - 2 * (rest // 3)]
+    return bins
+
+
+def test_rows_carry_the_histogram_rate_interval_and_repeat():
+    h = litmus.Heuristics("none", blocks=4, threads=32)
+    c = litmus.Config("mp-none", "heuristics", "mp", "none", h)
+    row = litmus.make_row(c, 2, 5, _bins(160, h.instances), 2.0)
+    assert (row["config"], row["repeat"], row["repeats"], row["instances"], row["launches"], row["groups"]) == (
+        "mp-none", 2, 5, 160 * 128, 160, 20)
+    assert row["weak"] == row["o10"] == 480 and row["o00"] + row["o01"] + row["o10"] + row["o11"] == row["instances"]
+    assert row["ci_kind"] == "t-groups" and row["ci_low"] == row["ci_high"] == row["rate"] == 480 / (160 * 128)
+    assert row["per_100k"] == row["rate"] * 1e5 and row["o00_fraction"] == row["o00"] / row["instances"]
+    assert all(isinstance(v, (str, int, float, bool)) or v is None for v in row.values())
+    assert litmus.make_row(c, 1, 1, _bins(160, h.instances, weak=0), 1.0)["ci_kind"] == "clusters"
+    sb = litmus.Config("sb-none", "tests", "sb", "none", h)
+    assert litmus.make_row(sb, 1, 1, _bins(8, h.instances), 1.0)["weak"] == 8 * ((128 - 3) // 3)
+
+
+def test_histograms_that_do_not_add_up_are_errors():
+    good = _bins(8, 128)
+    bad = good.copy()
+    bad[3, 4] = 2
+    with pytest.raises(litmus.LitmusError) as exc:
+        litmus.check_histograms(bad, 128)
+    assert str(exc.value) == ("launch 4: histogram [41, 41, 3, 43, 2]: a result other than 0 or 1 was read; "
+                              "expected only 0 and 1")
+    short = good.copy()
+    short[5, 0] -= 2
+    with pytest.raises(litmus.LitmusError) as exc:
+        litmus.check_histograms(short, 128)
+    assert str(exc.value) == "launch 6: histogram [39, 41, 3, 43] sums to 126; expected the 128 instances that ran"
+    c = litmus.Config("mp-none", "t", "mp", "none", litmus.Heuristics("none", blocks=4, threads=32))
+    with pytest.raises(litmus.LitmusError) as exc:
+        litmus.make_row(c, 1, 1, _bins(12, 128), 1.0)
+    assert str(exc.value) == "12 launches do not make whole groups of 8"
+
+
+def test_summary_over_repeats():
+    h = litmus.Heuristics("none", blocks=4, threads=32)
+    c = litmus.Config("mp-none", "heuristics", "mp", "none", h)
+    rng = np.random.default_rng(4)
+    rows = []
+    for k in range(1, 6):
+        bins = _bins(160, h.instances)
+        bins[:, 2] = rng.integers(1, 7, 160)       # weak outcomes that vary from launch to launch
+        bins[:, 3] = h.instances - bins[:, :3].sum(axis=1)
+        rows.append(litmus.make_row(c, k, 5, bins, 1.0))
+    s = litmus.summarise(rows)
+    assert (s["config"], s["repeats"], s["ci_kind"]) == ("mp-none", 5, "t-repeats")
+    assert s["instances"] == 5 * 160 * 128 and s["weak"] == sum(r["weak"] for r in rows)
+    assert s["ci_low"] <= s["rate"] <= s["ci_high"] and s["rate_min"] <= s["rate"] <= s["rate_max"]
+    assert s["agree"] == litmus.repeats_agree([r["rate"] for r in rows], [r["ci_low"] for r in rows],
+                                              [r["ci_high"] for r in rows])
+    assert s["consistent"] == (s["heterogeneity_p"] >= 0.05)
+    zero = litmus.summarise([litmus.make_row(c, k, 3, _bins(160, h.instances, weak=0), 1.0) for k in (1, 2, 3)])
+    assert (zero["rate"], zero["ci_kind"], zero["agree"], zero["consistent"]) == (0.0, "clusters", True, True)
+    assert zero["ci_high"] == litmus.clopper_pearson(0, 3 * 160 * 128 // 32)[1]
+
+
+def test_schema_in_the_docstring_names_every_field():
+    h = litmus.Heuristics("none", blocks=4, threads=32)
+    row = litmus.make_row(litmus.Config("mp-none", "t", "mp", "none", h), 1, 1, _bins(160, 128), 1.0)
+    summary = litmus.summarise([row, row])
+    doc = litmus.__doc__
+    missing = sorted(k for k in {**row, **summary} if not k.endswith("_text") and not re.search(rf"\b{k}\b", doc))
+    assert missing == []
+    for k in ("format", "ci_method", "campaign_s", "gpu_s", "budget_s", "checks_passed", "best_heuristics"):
+        assert re.search(rf"\b{k}\b", doc), k
 
 
 def test_short_forms():
@@ -98,43 +331,99 @@ def test_short_forms():
 
 
 def test_overrides():
-    h = litmus.with_overrides(litmus.Heuristics("none"), "stress_blocks=8,barrier=1,stress_pattern=load-load")
-    assert (h.stress_blocks, h.barrier, h.stress_pattern) == (8, True, "load-load")
+    h = litmus.with_overrides(litmus.Heuristics("none"), "stress_blocks=8,barrier=1,stress_pattern=load-load,jitter=99")
+    assert (h.stress_blocks, h.barrier, h.stress_pattern, h.jitter) == (8, True, "load-load", 99)
     with pytest.raises(SystemExit):
         litmus.with_overrides(litmus.Heuristics("none"), "warp=3")
 
 
+# ------------------------------------------------------------------------------ the campaign's plan
+
+def test_config_keys():
+    assert litmus.config_key("mp", "none", "none") == "mp-none"
+    assert litmus.config_key("mp", "gpu", "barrier + jitter") == "mp-gpu-barrier-jitter"
+    assert litmus.config_key("mp", "none", "random threads") == "mp-none-random-threads"
+    assert litmus.config_key("mp", "cta", "none", same_cta=True) == "mp-cta-same-cta"
+    assert litmus.config_key("mp", "gpu", "none", suffix="soundness") == "mp-gpu-soundness"
+
+
+def test_campaign_plan():
+    sets = litmus.heuristic_sets(132)
+    heur = litmus.campaign_configs(sets, None, 10 ** 10)
+    rest = litmus.campaign_configs(sets, sets[0], 10 ** 10)
+    keys = [c.key for c in heur + rest]
+    assert {"mp-none", "mp-none-random-threads", "mp-none-random-locations", "mp-rel-acq", "mp-gpu-barrier-jitter",
+            "mp-rel-acq-barrier-jitter", "mp-gpu-soundness", "mp-gpu-broken-map"} <= set(keys)
+    assert len(set(c.key for c in heur)) == len(heur) and len(set(c.key for c in rest)) == len(rest)
+    # fenced configs whose reader sometimes runs first: jitter, GPU-scope ordering on both sides
+    overlap = [c for c in rest if c.table == "overlap"]
+    assert overlap and all(c.h.jitter and c.fence in litmus.ORDERED for c in overlap)
+    assert all((c.test, c.fence) in litmus.KERNELS for c in heur + rest)
+
+
+def test_checks_gate_on_the_harness_bug_and_the_budget():
+    row = {"map": "broken", "weak": 0}
+    s = {"config": "mp-gpu-jitter", "fence": "gpu", "map": "sound", "weak": 0, "o00_fraction": 0.2,
+         "agree": True, "consistent": True}
+    checks = {c["check"]: c for c in litmus.campaign_checks([s], [row], 181.0, 180.0)}
+    assert not checks["harness-bug"]["passed"] and checks["harness-bug"]["gate"]
+    assert not checks["budget"]["passed"] and checks["budget"]["detail"] == "campaign 181.0 s of 180 s"
+    assert checks["fenced-overlap"]["passed"] and not checks["fenced-overlap"]["gate"]
+    checks = {c["check"]: c for c in litmus.campaign_checks([s], [{**row, "weak": 5}], 100.0, 180.0)}
+    assert all(c["passed"] for c in checks.values())
+
+
+def test_runs_toml_and_readme():
+    runs = _runs()
+    campaign = runs["campaign"]
+    assert (campaign.get("exclusive"), campaign.get("repeat", 1), campaign.get("gate")) == (True, 1, True)
+    functions = re.findall(r"-fun (\w+)", runs["sass"]["command"])
+    assert "mp_rel_acq" in functions and set(functions) <= set(litmus.KERNELS.values())
+    readme_lines = {line.strip() for line in (LESSON / "README.md").read_text().splitlines()}
+    assert {r["command"] for r in runs.values()} <= readme_lines
+
+
+# ------------------------------------------------------------------------------ compiled code
+
 def test_ptx_keeps_accesses_and_fences_in_test_order(tmp_path: Path):
-    assert shutil.which("nvcc"), "nvcc is required"
-    ptx = tmp_path / "litmus.ptx"
-    subprocess.run(["nvcc", "-ptx", "-O3", "-arch=sm_90", "-o", str(ptx), str(LESSON / "litmus.cu")], check=True)
-    text = ptx.read_text()
-    entries = re.split(r"\.entry\s+(\w+)\(", text)
-    found = {}
-    for name, body in zip(entries[1::2], entries[2::2]):
-        ops = re.findall(r"\b(ld\.relaxed\.gpu|st\.relaxed\.gpu|membar\.\w+|fence\.[\w.]+)", body)
-        found[name] = [o.split(".")[0] if o.startswith(("ld", "st")) else o for o in ops]
-    for name, expected in PTX_EXPECTED.items():
-        assert found[name] == expected, name
+    found = _ptx(tmp_path)
+    assert {name: found.get(name) for name in PTX_EXPECTED} == PTX_EXPECTED
+    assert set(litmus.KERNELS.values()) <= set(found)
+
+
+def test_release_acquire_kernel_uses_release_and_acquire(tmp_path: Path):
+    found = _ptx(tmp_path)
+    assert found["mp_rel_acq"].count("st.release") == 1 and found["mp_rel_acq"].count("ld.acquire") == 1
+    assert not any(o.startswith(("membar", "fence")) for o in found["mp_rel_acq"])
+    assert not any("release" in o or "acquire" in o for name, ops in found.items() if name != "mp_rel_acq" for o in ops)
 
 
 def test_recorded_sass_keeps_the_order():
     """The H200 evidence holds the SASS of the main kernels: no access merged, moved or dropped."""
-    text = (REPO / "evidence/deeper-weak-memory/sass.txt").read_text()
+    _fresh_evidence()
+    text = (EVIDENCE / "sass.txt").read_text()
     parts = re.split(r"\n\s*Function : (\w+)\n", text)
     found = {}
     for name, body in zip(parts[1::2], parts[2::2]):
-        ops = re.findall(r"\b((?:STG|LDG)\.E\.STRONG\.GPU|MEMBAR\.[A-Z.]+)\b", body)
+        ops = [m.group("op") for m in _SASS_OP_RE.finditer(body)]
         found[name] = [o.split(".")[0] if o.startswith(("STG", "LDG")) else o for o in ops]
-    assert found == SASS_EXPECTED
+    assert found == {name: SASS_EXPECTED[name] for name in re.findall(r"-fun (\w+)", _runs()["sass"]["command"])}
 
 
 def test_recorded_campaign_meets_its_checks():
-    data = json.loads((REPO / "evidence/deeper-weak-memory/litmus.json").read_text())
-    rows = data["rows"]
+    _fresh_evidence()
+    data = json.loads((EVIDENCE / "litmus.json").read_text())
+    rows, configs = data["rows"], data["configs"]
+    assert data["ci_method"] and data["campaign_s"] <= 180 and data["checks_passed"]
     for r in rows:
         assert r["o00"] + r["o01"] + r["o10"] + r["o11"] == r["instances"]
-    gpu_both = [r for r in rows if r["fence"] in ("gpu", "sys") and r["table"] != "harness-bug"]
-    assert gpu_both and all(r["weak"] == 0 for r in gpu_both)
+        assert r["ci_low"] <= r["rate"] <= r["ci_high"]
+    assert all(c["repeats"] >= 3 for c in configs)
+    for c in configs:
+        assert sorted(r["repeat"] for r in rows if r["config"] == c["config"]) == list(range(1, c["repeats"] + 1))
+    ordered = [c for c in configs if c["fence"] in litmus.ORDERED and c["map"] == "sound"]
+    assert ordered and all(c["weak"] == 0 for c in ordered)
+    assert any(c["o00_fraction"] >= 0.01 for c in ordered)            # a fenced zero that is not blind
+    assert next(c for c in configs if c["config"] == "mp-rel-acq")["weak"] == 0
+    assert all(r["weak"] > 0 for r in rows if r["map"] == "broken")
     assert sum(r["instances"] for r in rows if r["table"] == "soundness") >= 10 ** 10
-    assert next(r for r in rows if r["table"] == "harness-bug")["weak"] > 0

@@ -2,18 +2,21 @@
 //
 // Every access under test is a relaxed load or store at GPU scope, written as inline PTX
 // with a "memory" clobber, so that neither the compiler nor ptxas may merge or reorder it
-// (tests/test_litmus_code.py reads the PTX and SASS to show that); a weak outcome is then the
-// hardware's. Fences are the CUDA built-ins, one template argument per side.
+// (tests/test_litmus.py reads the PTX and SASS to show that); a weak outcome is then the
+// hardware's. Fences are the CUDA built-ins, one template argument per side; the "fence"
+// kRelAcq instead makes MP's flag store a release and its flag load an acquire (GPU scope).
 //
 // Each testing thread plays the first role of one instance and the second role of
 // another: writer_inst[t] and reader_inst[t] say which; xloc and yloc place each
 // instance's two locations in `mem`. Blocks past `testing_blocks` are memory stress.
+// litmus.py draws the maps: by default role 1 of an instance runs one CTA before role 0;
+// "random threads" pairs writer and reader CTAs by a random permutation.
 //
 // Built to a cubin by litmus.py: nvcc -cubin -O3 -lineinfo -arch=sm_90 -o litmus.cubin litmus.cu
 
 typedef unsigned int u32;
 
-enum Fence { kNone = 0, kCta = 1, kGpu = 2, kSys = 3 };
+enum Fence { kNone = 0, kCta = 1, kGpu = 2, kSys = 3, kRelAcq = 4 };
 enum Test { kMP = 0, kSB = 1, kLB = 2, kCoRR = 3 };
 
 // snippet: accesses
@@ -25,6 +28,27 @@ __device__ __forceinline__ u32 ld_relaxed(const u32* p) {
     u32 v;
     asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
     return v;
+}
+
+__device__ __forceinline__ void st_release(u32* p, u32 v) {
+    asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+__device__ __forceinline__ u32 ld_acquire(const u32* p) {
+    u32 v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+// MP's flag: relaxed, or release (store) and acquire (load) under kRelAcq.
+template <int F>
+__device__ __forceinline__ void st_flag(u32* p, u32 v) {
+    if constexpr (F == kRelAcq) st_release(p, v); else st_relaxed(p, v);
+}
+
+template <int F>
+__device__ __forceinline__ u32 ld_flag(const u32* p) {
+    if constexpr (F == kRelAcq) return ld_acquire(p); else return ld_relaxed(p);
 }
 
 template <int F>
@@ -69,7 +93,22 @@ struct Args {
     u32 stress_stride;
     u32 pre_stress_iters;
     u32 barrier_spins;  // 0: no barrier
+    u32 jitter;         // 0: none; else each warp waits (hash % jitter) clock cycles before the test
+    u32 salt;           // varies the jitter from launch to launch
 };
+
+// A warp-uniform pseudo-random delay: the two roles of an instance live in different warps,
+// so one sometimes starts well before the other (and a whole warp waits alike, so that no
+// lane's wait holds the others back).
+__device__ __forceinline__ void jitter_wait(u32 warp, u32 salt, u32 jitter) {
+    u32 h = (warp ^ (salt * 0x9E3779B9u)) * 0x85EBCA6Bu;
+    h ^= h >> 13;
+    h *= 0xC2B2AE35u;
+    h ^= h >> 16;
+    const long long until = clock64() + (long long)(h % jitter);
+    while (clock64() < until) {
+    }
+}
 
 template <int T, int F0, int F1>
 __device__ __forceinline__ void litmus(const Args& a) {
@@ -88,6 +127,7 @@ __device__ __forceinline__ void litmus(const Args& a) {
         for (u32 s = 0; s < a.barrier_spins && *count < a.testing_threads; ++s) {
         }
     }
+    if (a.jitter) jitter_wait(t / 32u, a.salt, a.jitter);
     const u32 i = a.writer_inst[t];  // this thread plays role 0 of instance i
     const u32 j = a.reader_inst[t];  // and role 1 of instance j
     u32* xi = a.mem + a.xloc[i];
@@ -98,8 +138,8 @@ __device__ __forceinline__ void litmus(const Args& a) {
         // snippet: mp
         st_relaxed(xi, 1u);             // role 0 of instance i: the data,
         fence<F0>();
-        st_relaxed(yi, 1u);             // then the flag
-        const u32 r0 = ld_relaxed(yj);  // role 1 of instance j: the flag,
+        st_flag<F0>(yi, 1u);            // then the flag
+        const u32 r0 = ld_flag<F1>(yj); // role 1 of instance j: the flag,
         fence<F1>();
         const u32 r1 = ld_relaxed(xj);  // then the data
         a.r0[j] = r0;                   // weak: r0 == 1 && r1 == 0
@@ -140,10 +180,10 @@ __device__ __forceinline__ void litmus(const Args& a) {
                                     u32* barrier, u32* scratch, u32 testing_blocks,              \
                                     u32 testing_threads, u32 stress_iters, u32 stress_pattern,   \
                                     u32 stress_lines, u32 stress_stride, u32 pre_stress_iters,   \
-                                    u32 barrier_spins) {                                         \
+                                    u32 barrier_spins, u32 jitter, u32 salt) {                   \
         const Args a{mem, r0, r1, writer_inst, reader_inst, xloc, yloc, barrier, scratch,       \
                      testing_blocks, testing_threads, stress_iters, stress_pattern,             \
-                     stress_lines, stress_stride, pre_stress_iters, barrier_spins};             \
+                     stress_lines, stress_stride, pre_stress_iters, barrier_spins, jitter, salt}; \
         litmus<T, F0, F1>(a);                                                                    \
     }
 
@@ -153,13 +193,15 @@ LITMUS(mp_gpu, kMP, kGpu, kGpu)
 LITMUS(mp_sys, kMP, kSys, kSys)
 LITMUS(mp_gpu_writer, kMP, kGpu, kNone)
 LITMUS(mp_gpu_reader, kMP, kNone, kGpu)
+LITMUS(mp_rel_acq, kMP, kRelAcq, kRelAcq)
 LITMUS(sb_none, kSB, kNone, kNone)
 LITMUS(sb_gpu, kSB, kGpu, kGpu)
 LITMUS(lb_none, kLB, kNone, kNone)
 LITMUS(lb_gpu, kLB, kGpu, kGpu)
 LITMUS(corr_none, kCoRR, kNone, kNone)
 
-// Outcome histogram: bins[r0 * 2 + r1], counted per block in shared memory first.
+// Outcome histogram of one launch: bins[r0 * 2 + r1], counted per block in shared memory
+// first. litmus.py gives each launch its own five bins, so launches can be told apart.
 extern "C" __global__ void histogram(const u32* r0, const u32* r1, u32 n, unsigned long long* bins) {
     __shared__ u32 local[4];
     if (threadIdx.x < 4) local[threadIdx.x] = 0;
