@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 import posixpath
 import re
+import textwrap
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,16 +38,23 @@ def _attr(value: str) -> str:
 
 
 def render_region(region: Region, highlight: list[int]) -> str:
-    """A highlighted code block numbered with the source file's own lines."""
+    """A highlighted code block numbered with the source file's own lines, dedented.
+
+    The block carries the class `lk-region`: the site's stylesheet wraps its long lines
+    (a teaching comment stays readable on a phone) and keeps each file line number beside
+    the first row of its line.
+    """
     suffix = "." + region.source.rsplit(".", 1)[-1] if "." in region.source else ""
     lang = _LANGUAGES.get(suffix, "text")
-    fence = _fence(region.text)
+    # The region's indent is the enclosing function's, not part of the lesson.
+    text = textwrap.dedent(region.text)
+    fence = _fence(text)
     name = region.source.rsplit("/", 1)[-1]
     title = f"{name}, lines {region.first}\u2013{region.last} ({region.name})"
-    attrs = [f'linenums="{region.first}"', f'title="{_attr(title)}"']
+    attrs = [f".{lang}", ".lk-region", f'linenums="{region.first}"', f'title="{_attr(title)}"']
     if highlight:
         attrs.append('hl_lines="' + " ".join(str(n - region.first + 1) for n in highlight) + '"')
-    return f"{fence} {lang} {' '.join(attrs)}\n{region.text}\n{fence}"
+    return f"{fence} {{{' '.join(attrs)}}}\n{text}\n{fence}"
 
 
 def provenance_sentence(ev: EvidenceSet, entry: TranscriptEntry | None = None) -> str:
@@ -208,7 +216,7 @@ def _spread_table(entries: Sequence[TranscriptEntry], figures: Sequence[dict[str
 
 def render_provenance(ev: EvidenceSet) -> str:
     """A table of the set's provenance."""
-    rows = ["| recorded with | |", "| --- | --- |"]
+    rows = ["| recorded with | value |", "| --- | --- |"]
     for key, label in _PROVENANCE_ORDER:
         if key in ev.provenance:
             rows.append(f"| {label} | {html.escape(str(ev.provenance[key]))} |")

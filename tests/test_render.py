@@ -1,0 +1,41 @@
+"""Rendering without a build: code regions and the provenance table, as Markdown."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lessonkit.evidence import load_evidence_set
+from lessonkit.regions import Region
+from lessonkit.render import render_provenance, render_region
+
+
+def test_region_is_dedented_and_numbered_with_the_file_lines():
+    region = Region("demo/demo.cu", "body", 4, 6, "        if (i < n) {\n            a[i] += 1.0f;\n        }")
+    assert render_region(region, [5]) == (
+        '``` {.cuda .lk-region linenums="4" title="demo.cu, lines 4\u20136 (body)" hl_lines="2"}\n'
+        "if (i < n) {\n"
+        "    a[i] += 1.0f;\n"
+        "}\n"
+        "```")
+
+
+def test_region_blank_lines_do_not_stop_the_dedent():
+    region = Region("demo/run.py", "main", 10, 12, "    x = 1\n\n    y = 2")
+    assert render_region(region, []) == (
+        '``` {.python .lk-region linenums="10" title="run.py, lines 10\u201312 (main)"}\n'
+        "x = 1\n\n"
+        "y = 2\n"
+        "```")
+
+
+def test_region_fence_outgrows_backticks_inside():
+    region = Region("demo/notes.sh", "doc", 1, 1, "  echo '````'")
+    assert render_region(region, []) == (
+        '````` {.bash .lk-region linenums="1" title="notes.sh, lines 1\u20131 (doc)"}\n'
+        "echo '````'\n"
+        "`````")
+
+
+def test_provenance_table_names_both_columns(demo_repo: Path):
+    table = render_provenance(load_evidence_set(demo_repo, "demo")).splitlines()
+    assert table[:3] == ["| recorded with | value |", "| --- | --- |", "| GPU | NVIDIA H200 |"]
