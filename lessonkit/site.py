@@ -25,6 +25,7 @@ from lessonkit.spec import load_spec
 
 _FRONT_MATTER_RE = re.compile(r"""\A---[ \t]*\n.*?\n(?:---|\.\.\.)[ \t]*\n""", re.DOTALL)
 _REGION_LINE_RE = re.compile(r"""^[ \t]*\{\{[ \t]*region\b(?P<args>.*?)\}\}[ \t]*$""", re.VERBOSE | re.MULTILINE)
+_BRACES_RE = re.compile(r"""\{\{(?P<body>.*?)\}\}""", re.VERBOSE)
 _NAME_TOKEN_RE = re.compile(r"""[\w-]+""", re.VERBOSE)
 # A file written this recently may be written again within the file system's timestamp
 # granularity without its stat changing (git's "racy" case): hash it again next time.
@@ -251,14 +252,15 @@ class CheckedSite:
     def _inputs(self, markdown: str, offset: int, source: tuple[str, str]) -> PageInputs:
         """The inputs of a page about to be checked, taken before it is (a later edit shows as a change).
 
-        A set counts when its name appears as a word of its own ('day62-racecheck',
-        '.../day62-racecheck/x.cu'): a page can only cite a set by naming it (its default set
-        in `{{ evidence SET }}`), and naming a set that does not exist is an error that changes
-        when the set appears.
+        A set counts when its name appears as a word of its own inside double braces
+        ('{{ evidence day62-racecheck }}', '{{ region day62-racecheck/x.cu ... }}'): a page can
+        only cite a set by naming it there (its default set in `{{ evidence SET }}`), and naming
+        a set that does not exist is an error that changes when the set appears.
         """
         assert self.site is not None
         known = set(self.site.evidence.sets) | self.site.evidence.unreadable | set(self._set_digests)
-        names = known & set(_NAME_TOKEN_RE.findall(markdown))
+        words = _NAME_TOKEN_RE.findall(" ".join(_BRACES_RE.findall(markdown)))
+        names = known & set(words)
         return PageInputs(
             markdown, offset, source, self._catalog,
             tuple(sorted((n, self._set_digests.get(n, MISSING)) for n in names)),
