@@ -273,12 +273,32 @@ def accepted_value(claim: ClaimValue, sample: Sample) -> str | None:
 
 
 def _covering_range(span: tuple[str, str, list[Decimal]], sample: Sample, claim: ClaimValue) -> str:
-    """LOW–HIGH around every value, its ends rounded outwards to the spread's leading digit."""
-    low_text, high_text, numbers = span
-    if any("e" in f.text.lower() for f in sample.values):
-        return f"{low_text}{EN_DASH}{high_text}"
+    """LOW–HIGH around every value with room for the next recording, at two significant digits.
+
+    The values seen are widened by the larger of their spread and 5% of their magnitude on each
+    side (never below zero for values that are all positive), then rounded outwards to two
+    significant digits. That stays inside the looseness rule (at most four spreads, or half
+    the upper end) and does not break at once when the evidence is recorded again; where it
+    would break the rule, the ends are only rounded outwards to the spread's leading digit.
+    """
+    _, _, numbers = span
     low, high = min(numbers), max(numbers)
-    unit = Decimal(1).scaleb((high - low).adjusted())
+    spread = high - low
+    margin = max(spread, max(abs(low), abs(high)) * Decimal("0.05"))
+    wide_low, wide_high = low - margin, high + margin
+    if low >= 0 and wide_low < 0:
+        wide_low = Decimal(0)
+    unit = Decimal(1).scaleb(max(abs(wide_low), abs(wide_high)).adjusted() - 1)
+    wide_low = (wide_low / unit).to_integral_value(rounding=ROUND_FLOOR) * unit
+    wide_high = (wide_high / unit).to_integral_value(rounding=ROUND_CEILING) * unit
+    text = f"{_written(wide_low, claim)}{EN_DASH}{_written(wide_high, claim)}"
+    try:
+        candidate = parse_claim_value(text)
+    except ClaimValueError:
+        candidate = None
+    if candidate is not None and _problem(candidate, sample) is None:
+        return text
+    unit = Decimal(1).scaleb(spread.adjusted())
     low = (low / unit).to_integral_value(rounding=ROUND_FLOOR) * unit
     high = (high / unit).to_integral_value(rounding=ROUND_CEILING) * unit
     return f"{_written(low, claim)}{EN_DASH}{_written(high, claim)}"
@@ -289,4 +309,7 @@ def _written(value: Decimal, claim: ClaimValue) -> str:
     text = show_number(value)
     if claim.separated and "." not in text:
         return f"{int(value):,}"
+    if abs(value) >= 10**6 and not claim.separated:  # 3.2e9 reads better than ten digits
+        mantissa = show_number(value.scaleb(-value.adjusted()))
+        return f"{mantissa}e{value.adjusted()}"
     return text
