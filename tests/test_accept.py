@@ -44,9 +44,9 @@ def test_only_the_stale_value_changes(rerecorded: Path):
     page = rerecorded / "docs/index.md"
     before = page.read_bytes()
     assert accept(rerecorded, "--yes") == (EXIT_DONE, (
-        "docs/index.md:7: 120 -> 118\u2013125\n"
+        "docs/index.md:7: 120 -> 110\u2013140\n"
         "rewrote 1 claim value in 1 page; review with git diff, then run python -m lessonkit check\n"))
-    assert page.read_bytes() == before.replace(b"{{ 120 @", "{{ 118\u2013125 @".encode())
+    assert page.read_bytes() == before.replace(b"{{ 120 @", "{{ 110\u2013140 @".encode())
     assert check_site(rerecorded) == []
 
 
@@ -61,7 +61,7 @@ def test_accept_is_idempotent(rerecorded: Path):
 def test_without_a_terminal_or_yes_it_only_lists(rerecorded: Path):
     before = (rerecorded / "docs/index.md").read_bytes()
     assert accept(rerecorded) == (EXIT_UNCONFIRMED, (
-        "docs/index.md:7: 120 -> 118\u2013125\n"
+        "docs/index.md:7: 120 -> 110\u2013140\n"
         "nothing written: confirm with --yes (there is no terminal to ask)\n"))
     assert (rerecorded / "docs/index.md").read_bytes() == before
 
@@ -72,7 +72,7 @@ def test_the_author_confirms_or_declines_at_a_terminal(rerecorded: Path):
     assert code == EXIT_UNCONFIRMED and out.endswith("rewrite 1 claim value in 1 page? [y/N] ")
     assert (rerecorded / "docs/index.md").read_bytes() == before
     code, out = accept(rerecorded, stdin=Terminal("y\n"))
-    assert code == EXIT_DONE and "{{ 118\u2013125 @" in (rerecorded / "docs/index.md").read_text()
+    assert code == EXIT_DONE and "{{ 110\u2013140 @" in (rerecorded / "docs/index.md").read_text()
 
 
 def test_a_claim_that_holds_and_prose_are_never_touched(rerecorded: Path):
@@ -82,14 +82,14 @@ def test_a_claim_that_holds_and_prose_are_never_touched(rerecorded: Path):
               "race:reports[severity=Error].hazards }}.\r\nA Windows line end stays too.\n")
     page.write_bytes(text.encode())
     accept(rerecorded, "--yes")
-    assert page.read_bytes() == text.replace("{{ 120 @", "{{ 118\u2013125 @").encode()
+    assert page.read_bytes() == text.replace("{{ 120 @", "{{ 110\u2013140 @").encode()
 
 
 def test_a_stale_value_in_a_claim_over_two_lines(rerecorded: Path):
     page = rerecorded / "docs/index.md"
     page.write_text(PAGE.replace(STALE, "{{ 120 @\n  race:reports[severity=Error].hazards }}"))
     assert accept(rerecorded, "--yes")[0] == EXIT_DONE
-    assert "{{ 118\u2013125 @\n  race:reports[severity=Error].hazards }}" in page.read_text()
+    assert "{{ 110\u2013140 @\n  race:reports[severity=Error].hazards }}" in page.read_text()
 
 
 def test_broken_references_are_refused_and_left_alone(rerecorded: Path):
@@ -99,14 +99,14 @@ def test_broken_references_are_refused_and_left_alone(rerecorded: Path):
     code, out = accept(rerecorded, "--yes")
     assert code == EXIT_REFUSED
     assert out == (
-        "docs/index.md:7: 120 -> 118\u2013125\n"
+        "docs/index.md:7: 120 -> 110\u2013140\n"
         "docs/index.md:12: 9 -> 2\n"
         "not accepted (2; fix by hand):\n"
         "  docs/index.md:12: claim '3' (race:#nope): evidence/demo/race.r1.txt has no collection 'nope'; it has: "
         "barriers, hazards, reports, rows, tiling\n"
         "  docs/index.md:12: no evidence set 'nowhere'; the sets are: demo\n"
         "rewrote 2 claim values in 1 page; review with git diff, then run python -m lessonkit check\n")
-    assert page.read_bytes() == before.replace(b"{{ 120 @", "{{ 118\u2013125 @".encode()).replace(
+    assert page.read_bytes() == before.replace(b"{{ 120 @", "{{ 110\u2013140 @".encode()).replace(
         b"{{ 9 @ race:#reports", b"{{ 2 @ race:#reports")
 
 
@@ -149,6 +149,6 @@ def test_rounded_claims_stay_rounded(demo_repo: Path):
 def test_the_command_line_runs_accept(rerecorded: Path, capsys):
     from lessonkit.cli import main as cli
     assert cli(["accept", "--repo", str(rerecorded), "--yes"]) == EXIT_DONE
-    assert capsys.readouterr().out.startswith("docs/index.md:7: 120 -> 118\u2013125\n")
+    assert capsys.readouterr().out.startswith("docs/index.md:7: 120 -> 110\u2013140\n")
     assert cli(["accept", "--repo", str(rerecorded)]) == EXIT_DONE
     assert capsys.readouterr().out == "every claim holds; nothing to accept\n"

@@ -81,22 +81,22 @@ def test_numbers_a_page_may_write(text: str, value):
 
 
 @pytest.mark.parametrize("claim, values, fix", [
-    ("195308", ("193700", "197060", "195924"), "193000\u2013198000"),
-    ("195,308", ("193700", "197060"), "193,000\u2013198,000"),
+    ("195308", ("193700", "197060", "195924"), "180000\u2013210000"),
+    ("195,308", ("193700", "197060"), "180,000\u2013210,000"),
     ("5\u20136", ("7", "7"), "7"),
     ("~30", ("36.2", "38.9"), "~40"),
-    ("~30", ("36.2", "48.9"), "30\u201350"),
-    ("0.057", ("0.0559", "0.0579"), "0.055\u20130.058"),
-    ("9.4e+10", ("9.37e+10", "9.62e+10"), "9.37e+10\u20139.62e+10"),
+    ("~30", ("36.2", "48.9"), "23\u201362"),
+    ("0.057", ("0.0559", "0.0579"), "0.053\u20130.061"),
+    ("9.4e+10", ("9.37e+10", "9.62e+10"), "8e10\u20131.1e11"),
     ("Error", ("Warning", "Warning"), "Warning"),
-    ("28.19", ("28.4", "31.2"), "28\u201332"),
+    ("28.19", ("28.4", "31.2"), "25\u201334"),
     ("Error", ("Warning", "Error"), None),
 ])
 def test_the_value_accept_writes(claim: str, values: tuple[str, ...], fix):
     assert accepted_value(parse_claim_value(claim), sample(*values)) == fix
 
 
-@pytest.mark.parametrize("values, fix", [(("28.19",), "~30"), (("2.9", "3.3"), "~3"), (("2.4", "3.6"), "2\u20134")])
+@pytest.mark.parametrize("values, fix", [(("28.19",), "~30"), (("2.9", "3.3"), "~3"), (("2.4", "3.6"), "1.2\u20134.8")])
 def test_the_value_accept_writes_for_a_timing(values: tuple[str, ...], fix: str):
     timing = Sample(sample(*values).values, "run", len(values), timing=True)
     assert accepted_value(parse_claim_value("28.19"), timing) == fix
