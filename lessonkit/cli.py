@@ -1,4 +1,4 @@
-"""Command line: `python -m lessonkit check | regions FILE | transcript FILE`.
+"""Command line: `python -m lessonkit check | regions FILE | transcript FILE|SET/RUN | accept | verify-site`.
 
 Exit status: 0 all agree, 1 errors found (listed on stderr), 2 a usage error (argparse's,
 or no repository around the working folder), 141 the reader of stdout went away
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from lessonkit import verify
+from lessonkit import accept, verify
 from lessonkit.errors import LessonError, LessonErrors
 from lessonkit.jsontranscript import parse_json_transcript
 from lessonkit.regions import parse_regions
@@ -85,6 +85,11 @@ def _file_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file")
 
 
+def _transcript_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", help="a transcript file, or SET/RUN: every recording of a run of an evidence set")
+    _check_arguments(parser)
+
+
 def _regions(args: argparse.Namespace) -> int:
     found = parse_regions(_read(args.file), args.file)
     print(json.dumps([{"name": r.name, "first": r.first, "last": r.last} for r in found.values()], indent=2))
@@ -92,18 +97,43 @@ def _regions(args: argparse.Namespace) -> int:
 
 
 def _transcript(args: argparse.Namespace) -> int:
+    if not Path(args.file).exists() and args.file.count("/") == 1:
+        return _recordings(args)
     parse = parse_json_transcript if args.file.endswith(".json") else parse_transcript
     print(json.dumps(parse(_read(args.file), args.file).to_json(), indent=2, default=str))
     return EXIT_OK
 
 
-from lessonkit import accept  # noqa: E402  (its logic lives there; kept beside the table it joins)
+def _recordings(args: argparse.Namespace) -> int:
+    """SET/RUN: every recording of the run, each with how it was recorded and what it says."""
+    from lessonkit.evidence import load_all_evidence
+
+    repo = args.repo.resolve() if args.repo is not None else find_repo(Path.cwd())
+    set_name, _, group = args.file.partition("/")
+    evidence = load_all_evidence(repo)
+    ev = evidence.sets.get(set_name)
+    if ev is None:
+        raise LessonError(args.file, None, f"no evidence set {set_name!r}; the sets are: "
+                          f"{', '.join(sorted(evidence.sets)) or 'none'}", rank=0)
+    names = ev.recordings(group)
+    if not names:
+        raise LessonError(args.file, None, f"set {set_name!r} has no run {group!r}; it has: "
+                          f"{', '.join(sorted(ev.groups))}", rank=0)
+    out = []
+    for name in names:
+        entry = ev.entries[name]
+        out.append({"recording": name, "file": ev.transcript_path(name), **entry.fields(),
+                    **ev.transcript(name).to_json()})
+    print(json.dumps(out, indent=2, default=str))
+    return EXIT_OK
+
 
 COMMANDS: dict[str, Command] = {
     "check": Command("verify every page, region, claim and evidence set; exit 1 listing all errors",
                      _check_arguments, _check),
     "regions": Command("the regions of a source file as JSON", _file_argument, _regions),
-    "transcript": Command("a parsed transcript as JSON", _file_argument, _transcript),
+    "transcript": Command("a parsed transcript as JSON; SET/RUN gives every recording of a run",
+                          _transcript_arguments, _transcript),
     "accept": Command(accept.HELP, accept.add_arguments, accept.run),
     "verify-site": Command(verify.HELP, verify.add_arguments, verify.run),
 }

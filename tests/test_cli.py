@@ -196,3 +196,25 @@ def test_read_text_gives_newlines_as_path_read_text_does(tmp_path: Path):
 def test_read_text_leaves_a_missing_file_to_the_caller(tmp_path: Path):
     with pytest.raises(FileNotFoundError):
         read_text(tmp_path / "nope.txt", "nope.txt")
+
+
+def test_transcript_of_a_run_shows_every_recording(demo_repo, capsys):
+    import json as _json
+
+    from conftest import RACE, record_set
+    from lessonkit.cli import main as cli_main
+    runs = demo_repo / "code/demo/runs.toml"
+    runs.write_text(runs.read_text().replace('name = "race"', 'name = "race"\nrepeat = 3'))
+    record_set(demo_repo, "demo", {"race": [RACE, RACE.replace("[120 hazards]", "[125 hazards]"), RACE],
+                                   "bare": "x\n"})
+    assert cli_main(["transcript", "demo/race", "--repo", str(demo_repo)]) == 0
+    out = _json.loads(capsys.readouterr().out)
+    assert [r["recording"] for r in out] == ["race.r1", "race.r2", "race.r3"]
+    assert [r["reports"][0]["hazards"] for r in out] == [120, 125, 120]
+    assert out[1]["file"] == "evidence/demo/race.r2.txt" and out[1]["repeats"] == 3
+
+
+def test_transcript_of_an_unknown_run_names_the_runs(demo_repo, capsys):
+    from lessonkit.cli import main as cli_main
+    assert cli_main(["transcript", "demo/nope", "--repo", str(demo_repo)]) == 1
+    assert capsys.readouterr().err.strip() == "demo/nope: set 'demo' has no run 'nope'; it has: bare, race"
