@@ -83,7 +83,7 @@ def test_regions_of_a_broken_file(tmp_path: Path):
 
 
 def test_transcript_as_json():
-    done = cli_run("transcript", "evidence/day62-racecheck/racecheck-buggy-analysis.txt")
+    done = cli_run("transcript", "evidence/day62-racecheck/racecheck-buggy-analysis.r1.txt")
     data = json.loads(done.stdout)
     assert {r["severity"] for r in data["reports"]} == {"Error", "Warning"}
     assert data["summary"] == "RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)"
