@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -125,7 +126,9 @@ def load_region(code_root: Path, relpath: str, name: str, where: LessonError) ->
         ) from exc
     if name not in regions:
         known = ", ".join(sorted(regions)) or "none"
+        close = difflib.get_close_matches(name, regions, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
         raise _marker_error(
             where.path, where.line,
-            f"no region {name!r} in {shown!r}; the regions there are: {known}")
+            f"no region {name!r} in {shown!r}; {hint}the regions there are: {known}")
     return regions[name]

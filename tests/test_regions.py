@@ -110,3 +110,15 @@ def test_marker_error_names_page_and_source(code: Path):
         load_region(code, "l/bad.cu", "a", WHERE)
     assert [str(e) for e in info.value.errors] == [
         "docs/p.md:7: in region 'a': code/l/bad.cu:1: region 'a' is never closed; expected '// end snippet'"]
+
+
+def test_a_misspelt_region_name_gets_a_suggestion(tmp_path):
+    from lessonkit.errors import LessonError
+    from lessonkit.regions import load_region
+    (tmp_path / "l").mkdir()
+    (tmp_path / "l/a.cu").write_text("// snippet: racy-step\nx;\n// end snippet\n// snippet: fixed\ny;\n// end snippet\n")
+    where = LessonError("docs/p.md", 3, "asked for by region 'racy-stpe'")
+    with pytest.raises(LessonError) as info:
+        load_region(tmp_path, "l/a.cu", "racy-stpe", where)
+    assert str(info.value) == ("docs/p.md:3: no region 'racy-stpe' in 'code/l/a.cu'; did you mean 'racy-step'? "
+                               "the regions there are: fixed, racy-step")
