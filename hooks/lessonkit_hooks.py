@@ -55,12 +55,14 @@ def _core_digest() -> str:
     return h.hexdigest()
 
 
+_state["core"] = _core_digest()  # the core as imported above
+
+
 def reload_core_if_changed() -> bool:
     """Import the core afresh when its files changed since it was imported; True if it did."""
     global lessonkit
     digest = _core_digest()
-    if _state.get("core") in (None, digest):
-        _state["core"] = digest
+    if _state["core"] == digest:
         return False
     for name in [n for n in sys.modules if n == "lessonkit" or n.startswith("lessonkit.")]:
         module = sys.modules.pop(name)
