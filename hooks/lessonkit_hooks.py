@@ -40,7 +40,7 @@ REQUIRED_EXTENSIONS = {
 JINJA_PLUGINS = ("macros", "markdownextradata")
 _DIRTY_WARNING = "A 'dirty' build is being performed"
 
-_state: dict = {"session": None, "spent": 0.0, "dirty": False, "serving": False}
+_state: dict = {"session": None, "spent": 0.0, "dirty": False, "serving": False, "builds": 0}
 
 
 def _core_folder() -> Path:
@@ -144,6 +144,7 @@ def on_config(config, **kwargs):
     if "lessonkit.mdext" in config.markdown_extensions:  # the hooks do its work, once
         config.mdx_configs.setdefault("lessonkit.mdext", {})["passive"] = True
     reload_core_if_changed()
+    _state["builds"] += 1
     repo = Path(config.config_file_path).resolve().parent
     session = _state["session"]
     if session is None or session.repo != repo:
@@ -216,7 +217,10 @@ def on_env(env, *, config, files):
         env.bytecode_cache = _TEMPLATES  # a bucket is used only while its template's source is unchanged
     errors = _state["session"].errors(_state.get("pages", []))
     if errors:
-        raise PluginError("lessonkit found problems:\n" + lessonkit.LessonErrors(errors).report())
+        # Under serve, MkDocs logs a message only once per process (its DuplicateFilter): a
+        # rebuild that breaks the same way again would show no errors unless its header differs.
+        where = f" (rebuild {_state['builds']})" if _state["serving"] else ""
+        raise PluginError(f"lessonkit found problems{where}:\n" + lessonkit.LessonErrors(errors).report())
     return env
 
 

@@ -38,7 +38,11 @@ _HOOKS_RE = re.compile(r"""^hooks:.*\n(?:[ \t]+-.*\n)*""", re.MULTILINE)
 _MDEXT_RE = re.compile(r"""^[ \t]+-[ \t]+lessonkit\.mdext\b.*\n(?:[ \t]{4,}.*\n)*""", re.MULTILINE)
 _CLAIM_RE = re.compile(r"""\{\{\ (?P<value>\d+)\ @\ (?P<ref>[^{}]+?)\ \}\}""", re.VERBOSE)
 _REGION_RE = re.compile(r"""^\{\{\ region\ (?P<path>\S+)\ (?P<name>\S+)""", re.VERBOSE | re.MULTILINE)
+_LINK_RE = re.compile(r"""\]\((?P<target>[\w/.-]+\.md)(?:\#[^)]*)?\)""", re.VERBOSE)
 _SUMMARY_RE = re.compile(r"""(?P<head>[A-Z]+\ SUMMARY:\ )(?P<n>\d+)""", re.VERBOSE)
+
+# A rebuild that passed (MkDocs logs "Documentation built in N seconds" once per distinct N).
+_DONE = "Reloading browsers"
 
 REPLAY_HOOK = '''"""Benchmark only: paste the pages lessonkit expanded earlier, without checking anything."""
 import json, re
@@ -137,6 +141,8 @@ def make_site(dest: Path, lessons: int, src: Path, core: Path) -> None:
         if (REPO / rel).is_dir():
             shutil.copytree(REPO / rel, dest / rel, ignore=skip)
     shutil.copytree(src / "docs" / "reference", dest / "docs" / "reference")
+    for ref in (dest / "docs" / "reference").glob("*.md"):  # reference pages quote lesson 1
+        ref.write_text(ref.read_text(encoding="utf-8").replace(LESSON, lesson_name(1)), encoding="utf-8")
     shutil.copytree(src / "docs" / "assets", dest / "docs" / "assets")
     page = (src / "docs" / f"{LESSON}.md").read_text(encoding="utf-8")
     manifest = (src / "evidence" / LESSON / "manifest.json").read_text(encoding="utf-8")
@@ -152,6 +158,11 @@ def make_site(dest: Path, lessons: int, src: Path, core: Path) -> None:
         (dest / "docs" / f"{name}.md").write_text(page.replace(LESSON, name), encoding="utf-8")
         nav.append(f'  - "Lesson {i}": {name}.md')
         index.append(f"- [Lesson {i}]({name}.md)")
+    for target in sorted(set(_LINK_RE.findall(page))):  # pages the lesson links to: stand-ins
+        stub = dest / "docs" / target
+        if not stub.exists():
+            stub.parent.mkdir(parents=True, exist_ok=True)
+            stub.write_text(f"# {target} (not part of the benchmark)\n", encoding="utf-8")
     nav += ["  - Reference:"] + [f"      - reference/{p.name}" for p in sorted((dest / "docs/reference").glob("*.md"))]
     (dest / "docs" / "index.md").write_text("\n".join(index) + "\n", encoding="utf-8")
     config = (REPO / "mkdocs.yml").read_text(encoding="utf-8")
@@ -248,14 +259,14 @@ def measure_reloads(repo: Path, lessons: int, reloads: int) -> tuple[list[float]
                     sys.exit(f"bench: the edit of {page.name} never reached the served page")
                 time.sleep(0.005)
             times.append(time.perf_counter() - start)
-            serve.wait_for(lambda t: "Documentation built in" in t, 30, "a reload")
+            serve.wait_for(lambda t: _DONE in t, 30, "a reload")
         for what, inject, errors in expected:
             undo = inject()
             report = serve.wait_for(lambda t, e=errors: all(line in t for line in e), 30, what)
             if not report:
                 missed.append(what)
             undo()
-            serve.wait_for(lambda t: "Documentation built in" in t, 60, f"undoing {what}")
+            serve.wait_for(lambda t: _DONE in t, 60, f"undoing {what}")
     finally:
         serve.close()
     return times, len(missed), missed
@@ -291,7 +302,8 @@ def injections(repo: Path, lessons: int):
 
     for transcript in sorted(evidence.glob("*.txt")):
         m = _SUMMARY_RE.search(transcript.read_text(encoding="utf-8", errors="replace"))
-        if not m or transcript.stem not in text:
+        group = re.sub(r"\.r\d+$", "", transcript.stem)  # a repeated run's recordings: NAME.rK.txt
+        if not m or group not in text:
             continue
         apply = edit_transcript(transcript, m)
         undo = apply()
