@@ -39,6 +39,7 @@ class EvidenceSet:
     provenance: dict[str, Any]
     entries: dict[str, TranscriptEntry]
     groups: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    _parsed: dict[str, Transcript] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def shown(self) -> str:
@@ -78,6 +79,9 @@ class EvidenceSet:
 
     def transcript(self, name: str) -> Transcript:
         """The parsed recording `name` (parsed once per content, across rebuilds)."""
+        mine = self._parsed.get(name)
+        if mine is not None:  # this set was loaded for one build: its files do not change under it
+            return mine
         entry = self.entries[name]
         path = self.root / entry.file
         try:
@@ -85,6 +89,7 @@ class EvidenceSet:
         except OSError:
             key = None
         if key is not None and key in _parse_cache:
+            self._parsed[name] = _parse_cache[key]
             return _parse_cache[key]
         text = self.transcript_text(name)
         shown = self.transcript_path(name)
@@ -96,6 +101,7 @@ class EvidenceSet:
             parsed = Transcript(shown, tuple(text.splitlines()))
         if key is not None:
             _parse_cache[key] = parsed
+        self._parsed[name] = parsed
         return parsed
 
 
