@@ -137,6 +137,9 @@ class FileDigests:
         except OSError:
             self._known.pop(key, None)
             return MISSING
+        return self._identity(key, st)
+
+    def _identity(self, key: str, st: os.stat_result) -> str:
         stamp = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode)
         known = self._known.get(key)
         if known is not None and known[0] == stamp and known[2]:
@@ -157,16 +160,29 @@ class FileDigests:
         return identity
 
     def tree(self, root: Path) -> dict[str, str]:
-        """Every file under `root` (relative POSIX path -> digest); {} when there is no such folder."""
+        """Every file under `root` (relative path -> identity, sorted); {} when there is no such folder.
+
+        Called for evidence/ and code/ on every rebuild, so it stats each file once and reads none
+        that settled.
+        """
         found: dict[str, str] = {}
-        for folder, dirs, files in os.walk(root):
-            dirs.sort()
-            rel = os.path.relpath(folder, root)
-            for name in sorted(files):
-                if not name.endswith((".pyc", ".pyo")):
-                    path = os.path.join(folder, name)
-                    found[os.path.normpath(os.path.join(rel, name))] = self.digest(path)
-        return found
+        pending = [(os.fspath(root), "")]
+        while pending:
+            folder, rel = pending.pop()
+            try:
+                entries = list(os.scandir(folder))
+            except OSError:
+                continue
+            for entry in entries:
+                name = rel + entry.name
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append((entry.path, name + os.sep))
+                elif not entry.name.endswith((".pyc", ".pyo")):
+                    try:
+                        found[name] = self._identity(entry.path, entry.stat())
+                    except OSError:
+                        found[name] = MISSING
+        return dict(sorted(found.items()))
 
 
 def _combine(items: Iterable[tuple[str, str]]) -> str:
