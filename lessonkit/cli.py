@@ -14,9 +14,9 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from lessonkit import accept, verify
 from lessonkit.errors import LessonError, LessonErrors

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import FrozenInstanceError, dataclass
-from typing import Iterable
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,18 @@ from typing import Any
 
 from lessonkit.errors import LessonError
 from lessonkit.jsontranscript import parse_json_transcript
-from lessonkit.manifest import (BUILD_INPUT, FORMAT, MANIFEST, MISSING, Manifest, TranscriptEntry,  # noqa: F401
-                                input_hashes, parse_manifest as _parse_manifest_text, read_manifest,
-                                sha256_file)
+from lessonkit.manifest import (  # noqa: F401
+    BUILD_INPUT,
+    FORMAT,
+    MANIFEST,
+    MISSING,
+    Manifest,
+    TranscriptEntry,
+    input_hashes,
+    read_manifest,
+    sha256_file,
+)
+from lessonkit.manifest import parse_manifest as _parse_manifest_text
 from lessonkit.spec import LessonSpec, load_spec
 from lessonkit.textio import decode_utf8
 from lessonkit.transcript import Transcript, parse_transcript

@@ -232,7 +232,7 @@ def sha256_file(path: Path) -> str:
     return digest
 
 
-def input_hashes(repo: Path, spec: "LessonSpec", run: "RunSpec", build_line: str) -> dict[str, str]:
+def input_hashes(repo: Path, spec: LessonSpec, run: RunSpec, build_line: str) -> dict[str, str]:
     """The inputs a recording of `run` depends on, by the name the manifest uses, and their hashes."""
     hashes = {BUILD_INPUT: sha256_text(build_line)}
     for rel in spec.inputs + run.inputs:

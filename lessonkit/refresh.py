@@ -7,7 +7,6 @@ Standard library only: the GPU machine has no MkDocs and no network.
 from __future__ import annotations
 
 import argparse
-import concurrent.futures as futures
 import ctypes
 import ctypes.util
 import importlib.metadata
@@ -22,14 +21,23 @@ import sys
 import tempfile
 import threading
 import time
+from concurrent import futures
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from lessonkit.errors import LessonError
 from lessonkit.evidence import OLD_PREFIX, SCRATCH_PREFIX, load_evidence_set
-from lessonkit.manifest import (MISSING, Manifest, TranscriptEntry, input_hashes, recording_file,
-                                recording_name, sha256_file, write_manifest)
+from lessonkit.manifest import (
+    MISSING,
+    Manifest,
+    TranscriptEntry,
+    input_hashes,
+    recording_file,
+    recording_name,
+    sha256_file,
+    write_manifest,
+)
 from lessonkit.spec import LessonSpec, RunSpec, load_spec
 
 # Test hooks: stop the process dead at a named point of the swap, or pretend renameat2 is missing.
@@ -88,7 +96,7 @@ swap_state = SwapState()
 
 
 def _utc_now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _crash_point(name: str) -> None:

@@ -8,9 +8,10 @@ output is interleaved with the tool's.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Iterator
+from typing import Any
 
 from lessonkit.errors import LessonError
 
@@ -489,7 +490,6 @@ def _finish(current: Any, reports: list[RaceReport], hazards: list[HazardRecord]
         hazards.append(current)
     elif isinstance(current, BarrierError):
         barriers.append(current)
-    return None
 
 
 def _summary_scalars(summaries: list[Summary], scalars: dict[str, Any]) -> None:

@@ -9,12 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import REPO, write_tree
 
 from lessonkit import cli
 from lessonkit.errors import LessonError
 from lessonkit.textio import decode_utf8, read_text
-
-from conftest import REPO, write_tree
 
 
 def cli_run(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
@@ -41,8 +40,8 @@ def test_check_lists_every_error_and_exits_1(demo_repo: Path):
 def test_check_finds_the_repository_from_a_folder_inside_it(demo_repo: Path):
     (demo_repo / "docs/index.md").write_text("{{ 9 @ demo/race:#reports }}\n")
     done = cli_run("check", cwd=demo_repo / "code" / "demo")
-    assert (done.returncode, done.stderr) == (1, "docs/index.md:1: claim '9' (demo/race:#reports) disagrees "
-                                                 "with evidence/demo/race.txt; it says '2'\n1 error found\n")
+    assert (done.returncode, done.stderr) == (1, ("docs/index.md:1: claim '9' (demo/race:#reports) disagrees "
+                                                 "with evidence/demo/race.txt; it says '2'\n1 error found\n"))
 
 
 def test_find_repo_walks_up_to_mkdocs_yml(tmp_path: Path):
@@ -202,6 +201,7 @@ def test_transcript_of_a_run_shows_every_recording(demo_repo, capsys):
     import json as _json
 
     from conftest import RACE, record_set
+
     from lessonkit.cli import main as cli_main
     runs = demo_repo / "code/demo/runs.toml"
     runs.write_text(runs.read_text().replace('name = "race"', 'name = "race"\nrepeat = 3'))

@@ -14,11 +14,10 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from conftest import REPO
 
 from lessonkit.regions import parse_regions
 from lessonkit.spec import load_spec
-
-from conftest import REPO
 
 SOURCE = REPO / "code/day62-racecheck/racecheck.cu"
 USAGE = "usage: ./racecheck [buggy|fixed|all]\n       ./racecheck stayalive 32|256\n"

@@ -26,8 +26,8 @@ def test_hand_edited_transcript(demo_repo: Path):
     path = demo_repo / "evidence/demo/race.txt"
     path.write_text(path.read_text().replace("[120 hazards]", "[121 hazards]"))
     assert errors(demo_repo) == [
-        "evidence/demo/race.txt: does not match the sha256 in the manifest: it was edited after it was "
-        "recorded; evidence is written only by the refresh: python3 scripts/refresh.py demo --only race"]
+        ("evidence/demo/race.txt: does not match the sha256 in the manifest: it was edited after it was "
+        "recorded; evidence is written only by the refresh: python3 scripts/refresh.py demo --only race")]
 
 
 def test_missing_transcript(demo_repo: Path):
@@ -39,8 +39,8 @@ def test_missing_transcript(demo_repo: Path):
 def test_file_not_in_manifest(demo_repo: Path):
     (demo_repo / "evidence/demo/extra.txt").write_text("hand made")
     assert errors(demo_repo) == [
-        "evidence/demo/extra.txt: is not in the manifest: the refresh did not write it; remove it or "
-        "re-record the set: python3 scripts/refresh.py demo"]
+        ("evidence/demo/extra.txt: is not in the manifest: the refresh did not write it; remove it or "
+        "re-record the set: python3 scripts/refresh.py demo")]
 
 
 def test_missing_manifest(demo_repo: Path):
@@ -95,8 +95,8 @@ def test_recording_names_follow_their_repeat(demo_repo: Path):
     data["transcripts"]["race.r2"]["repeat"] = 1
     path.write_text(json.dumps(data))
     assert errors(demo_repo) == [
-        "evidence/demo/manifest.json: transcript 'race.r2': expected the name 'race.r1' for recording 1 of 2 "
-        "of 'race'"]
+        ("evidence/demo/manifest.json: transcript 'race.r2': expected the name 'race.r1' for recording 1 of 2 "
+        "of 'race'")]
 
 
 def test_non_utf8_transcript_is_an_error_with_its_line(demo_repo: Path):
@@ -144,9 +144,9 @@ def test_partial_staleness_names_the_runs_to_refresh(demo_repo: Path):
     (demo_repo / "code/demo/extra.txt").write_text("v1")
     found = errors(demo_repo)
     assert found == [
-        "evidence/demo/manifest.json: code/demo/extra.txt is a new input (sha256 "
+        ("evidence/demo/manifest.json: code/demo/extra.txt is a new input (sha256 "
         f"{__import__('hashlib').sha256(b'v1').hexdigest()[:12]} today, not recorded): 1 transcript stale "
-        f"(bare); {FIX} bare"]
+        f"(bare); {FIX} bare")]
 
 
 def test_build_line_change_makes_the_set_stale(demo_repo: Path):
@@ -161,16 +161,16 @@ def test_command_change_makes_the_transcript_stale(demo_repo: Path):
     runs.write_text(runs.read_text().replace('command = "./demo"', 'command = "./demo all"'))
     found = [e for e in errors(demo_repo) if "manifest.json" in e]
     assert found == [
-        "evidence/demo/manifest.json: transcript 'bare' is stale: recorded with './demo', "
-        f"code/demo/runs.toml now says './demo all'; {FIX} bare"]
+        ("evidence/demo/manifest.json: transcript 'bare' is stale: recorded with './demo', "
+        f"code/demo/runs.toml now says './demo all'; {FIX} bare")]
 
 
 def test_repeat_change_makes_the_transcript_stale(demo_repo: Path):
     runs = demo_repo / "code/demo/runs.toml"
     runs.write_text(runs.read_text().replace('name = "race"', 'name = "race"\nrepeat = 3'))
     assert errors(demo_repo) == [
-        "evidence/demo/manifest.json: transcript 'race' is stale: recorded 1 time(s), code/demo/runs.toml "
-        f"now asks for repeat = 3; {FIX} race"]
+        ("evidence/demo/manifest.json: transcript 'race' is stale: recorded 1 time(s), code/demo/runs.toml "
+        f"now asks for repeat = 3; {FIX} race")]
 
 
 def test_run_without_transcript(demo_repo: Path):
@@ -185,5 +185,5 @@ def test_lesson_readme_must_show_every_command(demo_repo: Path):
     readme = demo_repo / "code/demo/README.md"
     readme.write_text(readme.read_text().replace("\n./demo\n", "\n./demo --fast\n"))
     assert [str(e) for e in check_lesson_readmes(demo_repo)] == [
-        "code/demo/README.md: does not show the run 'bare' of code/demo/runs.toml: './demo'; copy it "
-        "verbatim so readers run what the evidence ran"]
+        ("code/demo/README.md: does not show the run 'bare' of code/demo/runs.toml: './demo'; copy it "
+        "verbatim so readers run what the evidence ran")]

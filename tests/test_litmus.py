@@ -14,7 +14,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import REPO
 
 LESSON = REPO / "code/deeper-weak-memory"
@@ -354,7 +353,7 @@ def test_campaign_plan():
     keys = [c.key for c in heur + rest]
     assert {"mp-none", "mp-none-random-threads", "mp-none-random-locations", "mp-rel-acq", "mp-gpu-barrier-jitter",
             "mp-rel-acq-barrier-jitter", "mp-gpu-soundness", "mp-gpu-broken-map"} <= set(keys)
-    assert len(set(c.key for c in heur)) == len(heur) and len(set(c.key for c in rest)) == len(rest)
+    assert len({c.key for c in heur}) == len(heur) and len({c.key for c in rest}) == len(rest)
     # fenced configs whose reader sometimes runs first: jitter, GPU-scope ordering on both sides
     overlap = [c for c in rest if c.table == "overlap"]
     assert overlap and all(c.h.jitter and c.fence in litmus.ORDERED for c in overlap)

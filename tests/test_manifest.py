@@ -9,8 +9,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lessonkit.errors import LessonError
-from lessonkit.manifest import (Manifest, TranscriptEntry, manifest_to_text, parse_manifest, recording_file,
-                                recording_name)
+from lessonkit.manifest import (
+    Manifest,
+    TranscriptEntry,
+    manifest_to_text,
+    parse_manifest,
+    recording_file,
+    recording_name,
+)
 
 _names = st.from_regex(r"[a-z0-9][a-z0-9-]{0,12}", fullmatch=True)
 _text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=20)

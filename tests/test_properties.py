@@ -93,7 +93,7 @@ def harness_outputs(draw) -> tuple[list[str], dict[str, Any], list[int]]:
             for t in tiling]
     out += draw(st.sampled_from([[], [""]]))
     if pipes:
-        out.append(" | ".join(("threads", "kernel", "mismatches", "first bad", "gated")))
+        out.append("threads | kernel | mismatches | first bad | gated")
     else:
         out += ["threads  kernel  mismatches   first bad  gated", "-------  ------  ----------   ---------  -----"]
     rows = draw(st.lists(st.tuples(counts, kernels, counts, st.none() | counts, st.booleans()), min_size=1, max_size=10))
@@ -126,8 +126,8 @@ def harness_outputs(draw) -> tuple[list[str], dict[str, Any], list[int]]:
 def harness_values(text: str, first: int = 1, last: int | None = None) -> dict[str, Any]:
     """What parse_transcript read from lines first..last, in the shape harness_outputs gives."""
     t = parse_transcript(text, "t.txt")
-    within = lambda at: first <= at <= (last if last is not None else at)  # noqa: E731
-    strip = lambda items: [{k: v for k, v in it.items() if k != "_line"} for it in items if within(it["_line"])]  # noqa: E731
+    within = lambda at: first <= at <= (last if last is not None else at)
+    strip = lambda items: [{k: v for k, v in it.items() if k != "_line"} for it in items if within(it["_line"])]
     return {"scalars": t.scalars, "rows": strip(t.collections()["rows"]), "tiling": strip(t.collections()["tiling"]),
             "reports": sum(within(r.at) for r in t.reports)}
 

@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO, write_tree
 from fake_gpu import install
 

@@ -44,8 +44,8 @@ def test_duplicate_name():
 def test_nested_region():
     text = "// snippet: outer\n// snippet: inner\n// end snippet\n"
     assert messages(text) == [
-        "code/x.cu:2: region 'inner' opens inside region 'outer' (opened at line 1); regions cannot "
-        "nest: close it with '// end snippet' first"]
+        ("code/x.cu:2: region 'inner' opens inside region 'outer' (opened at line 1); regions cannot "
+        "nest: close it with '// end snippet' first")]
 
 
 def test_marker_without_name():

@@ -13,6 +13,7 @@ BUILD = '\n[build]\nsm_90 = "nvcc -o a a.cu"\n'
 
 def test_real_spec_parses():
     from pathlib import Path
+
     from lessonkit.spec import load_spec
     spec = load_spec(Path(__file__).resolve().parent.parent / "code", "day62-racecheck")
     assert spec.run("bare-all").gate and spec.run("sweep-results").name == "sweep"

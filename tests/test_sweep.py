@@ -11,7 +11,6 @@ import sys
 
 import numpy as np
 import pytest
-
 from conftest import REPO
 
 spec = importlib.util.spec_from_file_location("sweep", REPO / "code/day62-racecheck/sweep.py")

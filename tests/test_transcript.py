@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from conftest import RACE
 
 from lessonkit.errors import LessonError
 from lessonkit.jsontranscript import parse_json_transcript
 from lessonkit.transcript import iter_summary_mentions, parse_summary, parse_transcript
-
-from conftest import RACE
 
 ANALYSIS_REVERSED = """\
 ========= COMPUTE-SANITIZER
@@ -69,7 +68,7 @@ def test_analysis_reports():
 def test_report_order_does_not_matter():
     a = parse_transcript(RACE, "a").reports
     b = parse_transcript(ANALYSIS_REVERSED, "b").reports
-    key = lambda r: (r.severity, r.fields()["hazards"])  # noqa: E731
+    key = lambda r: (r.severity, r.fields()["hazards"])
     assert sorted(map(key, a)) == sorted(map(key, b))
 
 
@@ -187,7 +186,7 @@ def test_todays_layout():
 
 def test_earlier_layout_reads_to_the_same_records():
     today, earlier = parse_transcript(TODAY, "a.txt"), parse_transcript(EARLIER, "b.txt")
-    without_line = lambda t, name: [{k: v for k, v in r.items() if k != "_line"} for r in t.collections()[name]]  # noqa: E731
+    without_line = lambda t, name: [{k: v for k, v in r.items() if k != "_line"} for r in t.collections()[name]]
     assert len(earlier.rows) == 3
     assert without_line(earlier, "rows") == without_line(today, "rows")
     assert without_line(earlier, "tiling") == without_line(today, "tiling")
