@@ -14,6 +14,7 @@ import importlib.util
 import json
 import logging
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -25,6 +26,7 @@ from mkdocs.exceptions import PluginError
 # The core sits beside mkdocs.yml; make it importable without installing the project.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import lessonkit.render
 import lessonkit.site
 import lessonkit.verify
 
@@ -192,7 +194,11 @@ def on_page_markdown(markdown, *, page, config, files):
 def on_page_content(html, *, page, config, files):
     """Put the finished transcript blocks into the slots the page left for them, and mark it checked."""
     result = _state["results"].pop(page.file.src_uri, None)
-    return html if result is None else result.fill(html) + lessonkit.verify.CHECKED_MARK
+    if result is None:
+        return html
+    # Transcripts too large for the page show head and tail and link the whole file beside it.
+    _state.setdefault("publish", {}).update(lessonkit.render.files_to_publish(result.published, page.file.dest_uri))
+    return result.fill(html) + lessonkit.verify.CHECKED_MARK
 
 
 class _Templates(jinja2.BytecodeCache):
@@ -287,7 +293,12 @@ def _write_timings(ok: bool) -> None:
 
 
 def on_post_build(*, config):
-    """Record lessonkit's time for this build when LESSONKIT_TIMINGS names a file (the benchmark)."""
+    """Publish the evidence files large transcripts link to; record lessonkit's time for the benchmark."""
+    site_dir = Path(config.site_dir)
+    for dest, source in sorted(_state.pop("publish", {}).items()):
+        target = site_dir / dest
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
     _write_timings(True)
 
 
