@@ -180,25 +180,27 @@ def on_files(files, *, config):
 
 @_timed
 def on_page_markdown(markdown, *, page, config, files):
-    """Expand the page's regions and transcripts and check its claims (again only if an input changed)."""
+    """Expand the page's regions and transcripts, check its claims (again only if an input changed),
+    and mark it checked for verify-site."""
     raw = page.file.content_string
     offset = max(raw.count("\n") - markdown.count("\n"), 0)
     shown = _shown(page.file, config)
     result = _state["session"].page(markdown, shown, offset, Path(page.file.abs_src_path),
                                     _state.get("sources", {}).get(shown))
     _state["results"][page.file.src_uri] = result
-    return result.markdown
+    # The mark goes in as raw HTML here: appended to the finished page it would copy the page.
+    return result.markdown + "\n\n" + lessonkit.verify.CHECKED_MARK.strip() + "\n"
 
 
 @_timed
 def on_page_content(html, *, page, config, files):
-    """Put the finished transcript blocks into the slots the page left for them, and mark it checked."""
+    """Put the finished transcript blocks into the slots the page left for them."""
     result = _state["results"].pop(page.file.src_uri, None)
     if result is None:
         return html
     # Transcripts too large for the page show head and tail and link the whole file beside it.
     _state.setdefault("publish", {}).update(lessonkit.render.files_to_publish(result.published, page.file.dest_uri))
-    return result.fill(html) + lessonkit.verify.CHECKED_MARK
+    return result.fill(html)
 
 
 class _Templates(jinja2.BytecodeCache):
