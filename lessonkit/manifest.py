@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import re
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -212,7 +213,7 @@ def write_manifest(folder: Path, manifest: Manifest) -> None:
 
 # -- hashing --------------------------------------------------------------------------------
 
-_stat_cache: dict[str, tuple[tuple[int, int, int], str]] = {}
+_stat_cache: dict[str, tuple[tuple[int, int, int, int], str]] = {}
 
 
 def sha256_text(text: str) -> str:
@@ -221,14 +222,20 @@ def sha256_text(text: str) -> str:
 
 
 def sha256_file(path: Path) -> str:
-    """Hex sha256 of a file's bytes, cached while its inode, size and mtime stay the same."""
+    """Hex sha256 of a file's bytes, cached while its inode, size, mtime and ctime stay the same.
+
+    A file changed within the last two seconds is never served from the cache: a rewrite in
+    the same clock tick, or one that restores the mtime (which still moves the ctime), would
+    otherwise keep its old hash for the life of a `serve` process.
+    """
     st = os.stat(path)
-    key = (st.st_ino, st.st_size, st.st_mtime_ns)
+    key = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
     cached = _stat_cache.get(str(path))
     if cached is not None and cached[0] == key:
         return cached[1]
     digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    _stat_cache[str(path)] = (key, digest)
+    if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > 2_000_000_000:
+        _stat_cache[str(path)] = (key, digest)
     return digest
 
 

@@ -90,3 +90,18 @@ def test_a_damaged_manifest_is_refused_with_its_field():
         parse_manifest(json.dumps(raw), "evidence/s")
     assert str(info.value) == ("evidence/s/manifest.json: transcript 'a': field 'repeat' is missing or of the "
                                "wrong type")
+
+
+def test_a_rewrite_that_restores_size_and_mtime_gets_a_new_hash(tmp_path):
+    import os
+
+    from lessonkit.manifest import sha256_file
+    f = tmp_path / "t.txt"
+    f.write_text("aaaa")
+    old = os.stat(f)
+    os.utime(f, ns=(old.st_atime_ns - 10**10, old.st_mtime_ns - 10**10))  # settled: cacheable
+    first = sha256_file(f)
+    st = os.stat(f)
+    f.write_text("bbbb")
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))  # same size and mtime as before
+    assert sha256_file(f) != first
