@@ -1,13 +1,20 @@
 """The litmus runner's statistics: a weak-outcome rate with its interval, and whether repeats agree.
 
-Weak outcomes are not independent from instance to instance (the instances that share a
-128-byte line go weak together, and the rate varies from launch to launch more than a
-binomial count would), so the units are groups of launches: Student's t over the groups'
-rates. Where fewer than MIN_WEAK_GROUPS groups saw a weak outcome, Clopper-Pearson over
-clusters of instances (those that share a line) taken as the independent trials. Over a
-configuration's repeats: Student's t over their rates, whether each lies inside the others'
-intervals, and Cochran's Q. NumPy only at import; SciPy is imported where a quantile is needed,
-so litmus.py's bookkeeping imports neither SciPy nor CuPy.
+Weak outcomes are not independent from instance to instance: the instances that share a
+128-byte line go weak together, and the rate drifts over a campaign (clocks, the state of
+the memory system) far more than a binomial count would allow. So the independent units are
+slices: short measurements spread over the whole campaign, each repeat of a configuration
+made of slices from many moments. A rate is the ratio estimator (weak over instances, summed
+over the slices) with its linearised standard error and Student's t over the slices. Where a
+slice saw no weak outcome, or fewer than MIN_WEAK_GROUPS groups of launches did, the interval
+is Clopper-Pearson over clusters of instances (those that share a line) as the trials.
+
+Whether a configuration's repeats agree: a one-way analysis of variance of the slices' rates
+with the repeats as the groups (SciPy's f_oneway), its p-value adjusted by Holm's method over
+all the configurations of a campaign, so that a campaign whose intervals are right is called
+inconsistent about one time in twenty, not once per twenty configurations. NumPy only at
+import; SciPy is imported where a quantile or a test is needed, so litmus.py's bookkeeping
+imports neither SciPy nor CuPy.
 """
 
 from __future__ import annotations
@@ -44,17 +51,22 @@ def clopper_pearson(k: int, n: int, confidence: float = CONFIDENCE) -> tuple[flo
     return low, high
 
 
-def t_interval(rates: np.ndarray, confidence: float = CONFIDENCE) -> Estimate:
-    """Mean of per-unit rates with Student's t interval over the units (clipped to [0, 1])."""
+def ratio_interval(weak: np.ndarray, instances: np.ndarray, confidence: float = CONFIDENCE) -> Estimate:
+    """Weak over instances summed over units of unequal size, with Student's t over the units.
+
+    The standard error is the usual linearisation of a ratio estimator (cluster sampling):
+    se^2 = k / (k - 1) * sum((w_i - rate * n_i)^2) / (sum n_i)^2 for k units. Clipped to [0, 1].
+    """
     from scipy.stats import t
 
-    r = np.asarray(rates, dtype=np.float64)
-    if r.size < 2:
-        raise ValueError(f"{r.size} unit(s); a t interval needs at least 2")
-    mean = float(r.mean())
-    se = float(r.std(ddof=1)) / math.sqrt(r.size)
-    half = float(t.ppf(0.5 + confidence / 2, r.size - 1)) * se
-    return Estimate(mean, max(0.0, mean - half), min(1.0, mean + half), "t", se)
+    w, n = np.asarray(weak, dtype=np.float64), np.asarray(instances, dtype=np.float64)
+    if w.size < 2 or w.shape != n.shape:
+        raise ValueError(f"{w.size} unit(s) with {n.size} sizes; a t interval needs at least 2 units, each sized")
+    total = float(n.sum())
+    rate = float(w.sum()) / total
+    se = math.sqrt(w.size / (w.size - 1) * float(((w - rate * n) ** 2).sum())) / total
+    half = float(t.ppf(0.5 + confidence / 2, w.size - 1)) * se
+    return Estimate(rate, max(0.0, rate - half), min(1.0, rate + half), "t-slices", se)
 
 
 def cluster_interval(weak: int, instances: int, cluster: int, confidence: float = CONFIDENCE) -> Estimate:
@@ -74,14 +86,18 @@ def cluster_interval(weak: int, instances: int, cluster: int, confidence: float 
     return Estimate(weak / instances, low, high, "clusters")
 
 
-def estimate(unit_weak: np.ndarray, unit_instances: int, cluster: int, confidence: float = CONFIDENCE) -> Estimate:
-    """A row's rate and interval from its units' weak counts (units of equal size): t over units, or clusters."""
-    weak = np.asarray(unit_weak, dtype=np.int64)
-    total = int(weak.sum())
-    if np.count_nonzero(weak) >= MIN_WEAK_GROUPS:
-        e = t_interval(weak / unit_instances, confidence)
-        return Estimate(total / (weak.size * unit_instances), e.low, e.high, "t-groups", e.se)
-    return cluster_interval(total, weak.size * unit_instances, cluster, confidence)
+def estimate(slice_weak: np.ndarray, slice_instances: np.ndarray, weak_groups: int, cluster: int,
+             confidence: float = CONFIDENCE) -> Estimate:
+    """A rate and its interval from slices: t over the slices, or Clopper-Pearson over clusters.
+
+    t needs every slice to have seen a weak outcome and at least MIN_WEAK_GROUPS groups of
+    launches with one; otherwise the rate is too rare for a t interval to be trusted.
+    """
+    w = np.asarray(slice_weak, dtype=np.int64)
+    n = np.asarray(slice_instances, dtype=np.int64)
+    if w.size >= 2 and np.all(w > 0) and weak_groups >= MIN_WEAK_GROUPS:
+        return ratio_interval(w, n, confidence)
+    return cluster_interval(int(w.sum()), int(n.sum()), cluster, confidence)
 
 
 def overdispersion(unit_weak: np.ndarray, unit_instances: int) -> float | None:
@@ -93,26 +109,43 @@ def overdispersion(unit_weak: np.ndarray, unit_instances: int) -> float | None:
     return float(np.var(weak / unit_instances, ddof=1) / (p * (1 - p) / unit_instances))
 
 
-def repeats_agree(rates: list[float], lows: list[float], highs: list[float]) -> bool:
-    """Every repeat's rate lies inside every other repeat's interval."""
+def repeats_contained(rates: list[float], lows: list[float], highs: list[float]) -> bool:
+    """Every repeat's rate lies inside every other repeat's interval (strict: see campaign_checks)."""
     return all(lows[j] <= rates[i] <= highs[j] for i in range(len(rates)) for j in range(len(rates)) if i != j)
-
-
-def heterogeneity_p(rates: list[float], ses: list[float | None]) -> float | None:
-    """Cochran's Q test that the repeats share one rate: the p-value, or None without standard errors.
-
-    Q = sum of ((rate - weighted mean) / se)^2 follows chi-square with k - 1 degrees of freedom
-    when the repeats measure one rate and their standard errors are right.
-    """
-    from scipy.stats import chi2
-
-    if len(rates) < 2 or any(se is None or se <= 0 for se in ses):
-        return None
-    r, w = np.asarray(rates, dtype=np.float64), 1 / np.asarray(ses, dtype=np.float64) ** 2
-    q = float((w * (r - (w * r).sum() / w.sum()) ** 2).sum())
-    return float(chi2.sf(q, len(rates) - 1))
 
 
 def intervals_overlap(lows: list[float], highs: list[float]) -> bool:
     """Every two intervals overlap (on a line: the largest low is not above the smallest high)."""
     return max(lows) <= min(highs)
+
+
+def heterogeneity_p(slice_rates_by_repeat: list[list[float]]) -> float | None:
+    """One-way ANOVA p-value that the repeats share one rate, their slices as the units; None if untestable.
+
+    Untestable: fewer than two repeats, a repeat with fewer than two slices, or no variation
+    at all within the repeats (then the F statistic is undefined).
+    """
+    from scipy.stats import f_oneway
+
+    groups = [np.asarray(g, dtype=np.float64) for g in slice_rates_by_repeat]
+    if len(groups) < 2 or any(g.size < 2 for g in groups):
+        return None
+    if all(float(np.var(g)) == 0.0 for g in groups):
+        return None
+    p = float(f_oneway(*groups).pvalue)
+    return None if math.isnan(p) else p
+
+
+def holm(pvalues: list[float | None]) -> list[float | None]:
+    """Holm's step-down adjustment of a family of p-values (None entries are left out and stay None).
+
+    Written here because SciPy has no Holm adjustment (its false_discovery_control is
+    Benjamini-Hochberg); the method: sort ascending, multiply the i-th smallest by (m - i),
+    keep the sequence non-decreasing, cap at 1.
+    """
+    present = sorted((p, i) for i, p in enumerate(pvalues) if p is not None)
+    m, out, running = len(present), list(pvalues), 0.0
+    for rank, (p, i) in enumerate(present):
+        running = max(running, min(1.0, (m - rank) * p))
+        out[i] = running
+    return out
