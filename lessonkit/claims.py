@@ -277,27 +277,33 @@ def _covering_range(span: tuple[str, str, list[Decimal]], sample: Sample, claim:
 
     The values seen are widened by the larger of their spread and 5% of their magnitude on each
     side (never below zero for values that are all positive), then rounded outwards to two
-    significant digits. That stays inside the looseness rule (at most four spreads, or half
-    the upper end) and does not break at once when the evidence is recorded again; where it
-    would break the rule, the ends are only rounded outwards to the spread's leading digit.
+    significant digits. A stale range keeps whichever of its own ends lie further out: it held
+    for the recordings before these, so it is the best record of how far the figure moves
+    between refreshes (a range rebuilt from the newest recordings alone broke on the next
+    refresh on the H200). That stays inside the looseness rule (at most four spreads, or half
+    the upper end) and does not break at once when the evidence is recorded again; where the
+    union would break the rule, the new values alone decide, and where even that would, the
+    ends are only rounded outwards to the spread's leading digit.
     """
     _, _, numbers = span
     low, high = min(numbers), max(numbers)
     spread = high - low
     margin = max(spread, max(abs(low), abs(high)) * Decimal("0.05"))
-    wide_low, wide_high = low - margin, high + margin
-    if low >= 0 and wide_low < 0:
-        wide_low = Decimal(0)
-    unit = Decimal(1).scaleb(max(abs(wide_low), abs(wide_high)).adjusted() - 1)
-    wide_low = (wide_low / unit).to_integral_value(rounding=ROUND_FLOOR) * unit
-    wide_high = (wide_high / unit).to_integral_value(rounding=ROUND_CEILING) * unit
-    text = f"{_written(wide_low, claim)}{EN_DASH}{_written(wide_high, claim)}"
-    try:
-        candidate = parse_claim_value(text)
-    except ClaimValueError:
-        candidate = None
-    if candidate is not None and _problem(candidate, sample) is None:
-        return text
+    widened = (low - margin, high + margin)
+    tries = [(min(widened[0], claim.low), max(widened[1], claim.high))] if claim.kind == "range" else []
+    for wide_low, wide_high in [*tries, widened]:
+        if low >= 0 and wide_low < 0:
+            wide_low = Decimal(0)
+        unit = Decimal(1).scaleb(max(abs(wide_low), abs(wide_high)).adjusted() - 1)
+        wide_low = (wide_low / unit).to_integral_value(rounding=ROUND_FLOOR) * unit
+        wide_high = (wide_high / unit).to_integral_value(rounding=ROUND_CEILING) * unit
+        text = f"{_written(wide_low, claim)}{EN_DASH}{_written(wide_high, claim)}"
+        try:
+            candidate = parse_claim_value(text)
+        except ClaimValueError:
+            candidate = None
+        if candidate is not None and _problem(candidate, sample) is None:
+            return text
     unit = Decimal(1).scaleb(spread.adjusted())
     low = (low / unit).to_integral_value(rounding=ROUND_FLOOR) * unit
     high = (high / unit).to_integral_value(rounding=ROUND_CEILING) * unit
