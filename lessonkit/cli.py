@@ -1,4 +1,5 @@
-"""Command line: `python -m lessonkit check | regions FILE | transcript FILE|SET/RUN | accept | verify-site`.
+"""Command line: `python -m lessonkit check [--no-cache] | regions FILE | transcript FILE|SET/RUN |
+accept | verify-site`.
 
 Exit status: 0 all agree, 1 errors found (listed on stderr), 2 a usage error (argparse's,
 or no repository around the working folder), 141 the reader of stdout went away
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lessonkit import accept, verify
+from lessonkit.cache import FOLDER, Store
 from lessonkit.errors import LessonError, LessonErrors
 from lessonkit.jsontranscript import parse_json_transcript
 from lessonkit.regions import parse_regions
@@ -64,6 +66,13 @@ def _check_arguments(parser: argparse.ArgumentParser) -> None:
                         help="repository root (default: the nearest folder up from here with mkdocs.yml)")
 
 
+def _check_site_arguments(parser: argparse.ArgumentParser) -> None:
+    _check_arguments(parser)
+    parser.add_argument("--no-cache", action="store_true",
+                        help=f"neither read nor write the cache in {FOLDER}/ "
+                             "(as LESSONKIT_CACHE=off)")
+
+
 def _check(args: argparse.Namespace) -> int:
     if args.repo is not None:
         repo = args.repo.resolve()
@@ -73,7 +82,7 @@ def _check(args: argparse.Namespace) -> int:
         except LessonError as exc:
             print(exc, file=sys.stderr)
             return EXIT_USAGE
-    errors = check_site(repo)
+    errors = check_site(repo, store=Store(None) if args.no_cache else None)
     if errors:
         print(LessonErrors(errors).report(), file=sys.stderr)
         return EXIT_ERRORS
@@ -130,7 +139,7 @@ def _recordings(args: argparse.Namespace) -> int:
 
 COMMANDS: dict[str, Command] = {
     "check": Command("verify every page, region, claim and evidence set; exit 1 listing all errors",
-                     _check_arguments, _check),
+                     _check_site_arguments, _check),
     "regions": Command("the regions of a source file as JSON", _file_argument, _regions),
     "transcript": Command("a parsed transcript as JSON; SET/RUN gives every recording of a run",
                           _transcript_arguments, _transcript),

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from lessonkit.errors import LessonError
 
 if TYPE_CHECKING:  # only for type hints: spec imports nothing from here at run time
+    from lessonkit.cache import HashStore
     from lessonkit.spec import LessonSpec, RunSpec
 
 MANIFEST = "manifest.json"
@@ -214,6 +215,13 @@ def write_manifest(folder: Path, manifest: Manifest) -> None:
 # -- hashing --------------------------------------------------------------------------------
 
 _stat_cache: dict[str, tuple[tuple[int, int, int, int], str]] = {}
+_hash_store: HashStore | None = None  # the cache on disk, when a check or a build opened one
+
+
+def use_hash_store(store: HashStore | None) -> None:
+    """Keep file hashes across processes in `store` (None: only in this process's memory)."""
+    global _hash_store
+    _hash_store = store
 
 
 def sha256_text(text: str) -> str:
@@ -221,21 +229,30 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def sha256_file(path: Path) -> str:
+def sha256_file(path: Path, st: os.stat_result | None = None) -> str:
     """Hex sha256 of a file's bytes, cached while its inode, size, mtime and ctime stay the same.
 
-    A file changed within the last two seconds is never served from the cache: a rewrite in
+    A file changed within the last two seconds is never served from a cache: a rewrite in
     the same clock tick, or one that restores the mtime (which still moves the ctime), would
-    otherwise keep its old hash for the life of a `serve` process.
+    otherwise keep its old hash for the life of a `serve` process. The hash store on disk
+    (lessonkit.cache), when one is in use, follows the same rule across processes. `st` is the
+    file's stat when the caller just took it.
     """
-    st = os.stat(path)
+    st = os.stat(path) if st is None else st
     key = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-    cached = _stat_cache.get(str(path))
+    name = str(path)
+    cached = _stat_cache.get(name)
     if cached is not None and cached[0] == key:
         return cached[1]
-    digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > 2_000_000_000:
-        _stat_cache[str(path)] = (key, digest)
+    settled = time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > 2_000_000_000
+    store = _hash_store
+    digest = store.lookup(name, st) if store is not None else None
+    if digest is None:
+        digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        if store is not None:
+            store.remember(name, st, digest)
+    if settled:
+        _stat_cache[name] = (key, digest)
     return digest
 
 

@@ -4,7 +4,9 @@
 files change (`mkdocs serve`): it reloads the evidence when a file under evidence/ or code/
 changed and re-checks exactly the pages whose inputs changed (the page, the evidence sets
 it cites or names, the code files its regions come from), reusing every other page's
-result, so its errors are always those a full check of the same files would report.
+result, so its errors are always those a full check of the same files would report. With the
+cache on disk (lessonkit.cache, lessonkit.sitecache) a new process, `check` or a build, starts
+from the results an earlier one stored for the same contents.
 """
 
 from __future__ import annotations
@@ -18,8 +20,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from lessonkit import sitecache
+from lessonkit.cache import HashStore, Store
 from lessonkit.errors import LessonError
 from lessonkit.evidence import Evidence, load_all_evidence, set_folders
+from lessonkit.manifest import use_hash_store
 from lessonkit.page import PageResult, process_page
 from lessonkit.spec import load_spec
 
@@ -106,14 +111,14 @@ def docs_pages(repo: Path, docs: Path | None = None) -> list[tuple[str, Path]]:
     return pages
 
 
-def check_site(repo: Path, docs: Path | None = None) -> list[LessonError]:
-    """All errors of the site: evidence, lesson READMEs and every page under docs/."""
-    site = Site.load(repo)
-    errors = site.site_errors()
-    for shown, page_path in docs_pages(repo, docs):
-        body, offset = strip_front_matter(page_path.read_text(encoding="utf-8"))
-        errors.extend(site.page(body, shown, offset).errors)
-    return errors
+def check_site(repo: Path, docs: Path | None = None,
+               store: Store | None = None) -> list[LessonError]:
+    """All errors of the site: evidence, lesson READMEs and every page under docs/.
+
+    Results of unchanged inputs come from the repository's cache on disk (`store`, default:
+    the repository's unless LESSONKIT_CACHE is off); see CheckedSite.
+    """
+    return CheckedSite(repo, store=store, keep="errors").check(docs)
 
 
 class FileDigests:
@@ -159,31 +164,6 @@ class FileDigests:
         self._known[key] = (stamp, identity, settled)
         return identity
 
-    def tree(self, root: Path) -> dict[str, str]:
-        """Every file under `root` (relative path -> identity, sorted); {} when there is no such folder.
-
-        Called for evidence/ and code/ on every rebuild, so it stats each file once and reads none
-        that settled.
-        """
-        found: dict[str, str] = {}
-        pending = [(os.fspath(root), "")]
-        while pending:
-            folder, rel = pending.pop()
-            try:
-                entries = list(os.scandir(folder))
-            except OSError:
-                continue
-            for entry in entries:
-                name = rel + entry.name
-                if entry.is_dir(follow_symlinks=False):
-                    pending.append((entry.path, name + os.sep))
-                elif not entry.name.endswith((".pyc", ".pyo")):
-                    try:
-                        found[name] = self._identity(entry.path, entry.stat())
-                    except OSError:
-                        found[name] = MISSING
-        return dict(sorted(found.items()))
-
 
 def _combine(items: Iterable[tuple[str, str]]) -> str:
     h = hashlib.sha256()
@@ -222,31 +202,66 @@ class PageInputs:
 
 @dataclass
 class CheckedSite:
-    """A site kept checked across rebuilds: `refresh` once per build, then `page` for each page."""
+    """A site kept checked across rebuilds: `refresh` once per build, then `page` for each page.
+
+    With a cache on disk (`store`, lessonkit.cache), a new process starts from what an earlier
+    one derived from the same files: the site's own errors, and each page's result (`keep` =
+    "pages", for a build) or only its errors (`keep` = "errors", for `check`). The evidence is
+    then loaded only when a page must be checked.
+    """
 
     repo: Path
     digests: FileDigests = field(default_factory=FileDigests)
-    site: Site | None = None
+    store: Store | None = None    # None: the repository's cache, unless LESSONKIT_CACHE is off
+    keep: str = "pages"           # what the cache keeps of a page: "pages" or "errors"
     reloads: int = 0              # times the evidence was loaded (for tests and the benchmark)
     checks: int = 0               # page checks that ran (not answered from an earlier result)
+    cache_hits: int = 0           # results read from the cache on disk (site errors, pages)
+    _site: Site | None = None
+    _site_sets: dict[str, str] = field(default_factory=dict)  # set digests when _site was loaded
     _tree: str = ""
+    _scanned: int = 0
+    _scans: tuple[sitecache.Scan, sitecache.Scan] = ({}, {})
     _set_digests: dict[str, str] = field(default_factory=dict)
+    _set_folders: dict[str, str] = field(default_factory=dict)
+    _names: frozenset[str] = frozenset()
     _catalog: str = ""
     _site_errors: list[LessonError] = field(default_factory=list)
     _pages: dict[str, tuple[PageInputs, PageResult]] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        if self.store is None:
+            self.store = Store.for_repo(self.repo)
+        self.hashes = HashStore(self.store)
+
+    @property
+    def site(self) -> Site:
+        """The evidence as loaded after the last refresh that saw a change (loaded on first use)."""
+        if self._site is None or self._site_sets is not self._set_digests:
+            before, before_digests = self._site, self._site_sets
+            self._site = Site.load(self.repo)
+            self.reloads += 1
+            sets = self._site.evidence.sets
+            if before is not None:  # a set whose files are unchanged keeps its parsed transcripts
+                for name, old in before.evidence.sets.items():
+                    if (name in sets and type(old) is type(sets[name])
+                            and before_digests.get(name) == self._set_digests.get(name)):
+                        sets[name] = old
+            self._site_sets = self._set_digests
+        return self._site
+
     def refresh(self) -> None:
-        """Reload the evidence and the site's own errors if any file under evidence/ or code/ changed."""
-        evidence = self.digests.tree(self.repo / "evidence")
-        code = self.digests.tree(self.repo / "code")
-        tree = _combine([("evidence/" + k, v) for k, v in evidence.items()]
-                        + [("code/" + k, v) for k, v in code.items()])
-        if self.site is not None and tree == self._tree:
+        """Take the files under evidence/ and code/ as they are now. If any changed, the site's own
+        errors are those the cache on disk holds for these contents, or computed (and stored)."""
+        use_hash_store(self.hashes if self.store.folder is not None else None)
+        now = time.time_ns()
+        scans = self._rescan()
+        evidence = sitecache.contents(self.repo / "evidence", scans[0])
+        code = sitecache.contents(self.repo / "code", scans[1])
+        tree = sitecache.site_key(self.repo, evidence, code)
+        if tree == self._tree:
+            self._scanned, self._scans = now, scans
             return
-        before, before_digests = self.site, self._set_digests
-        self.site = Site.load(self.repo)
-        self.reloads += 1
-        self._site_errors = self.site.site_errors()
         # A set may be read from another folder than its name (evidence/.old.<set> after a
         # refresh stopped mid-swap): its files count for the set.
         folders = {folder.name: name for name, folder in set_folders(self.repo).items()}
@@ -255,15 +270,31 @@ class CheckedSite:
             top = rel.split(os.sep, 1)[0]
             per_set.setdefault(folders.get(top, top), []).append((rel, digest))
         self._set_digests = {name: _combine(items) for name, items in per_set.items()}
-        sets = self.site.evidence.sets
-        self._catalog = _combine([(name, "set") for name in sorted(sets)]
-                                 + [(name, "unreadable") for name in sorted(self.site.evidence.unreadable)])
-        if before is not None:  # a set whose files are unchanged keeps its parsed transcripts
-            for name, old in before.evidence.sets.items():
-                if (name in sets and type(old) is type(sets[name])
-                        and before_digests.get(name) == self._set_digests.get(name)):
-                    sets[name] = old
-        self._tree = tree
+        self._set_folders = {name: top for top, name in folders.items()}
+        self._scanned, self._scans, self._tree = now, scans, tree
+        stored = self.store.get("site", "errors", tree)
+        try:
+            errors = sitecache.decode_errors(stored["errors"])
+            names, unreadable = set(stored["sets"]), set(stored["unreadable"])
+            self.cache_hits += 1
+        except (TypeError, KeyError, ValueError):
+            site = self.site
+            errors = site.site_errors()
+            names, unreadable = set(site.evidence.sets), set(site.evidence.unreadable)
+            lessons = (ev.lesson for ev in site.evidence.sets.values())
+            if (sitecache.settled_since(scans[0], now) and sitecache.settled_since(scans[1], now)
+                    and sitecache.inputs_inside(self.repo, lessons) and self._rescan() == scans):
+                self.store.put("site", "errors", tree, {
+                    "errors": sitecache.encode_errors(errors), "sets": sorted(names),
+                    "unreadable": sorted(unreadable)})
+        self._site_errors = errors
+        self._names = frozenset(names | unreadable | set(self._set_digests))
+        self._catalog = _combine([(name, "set") for name in sorted(names)]
+                                 + [(name, "unreadable") for name in sorted(unreadable)])
+        self.hashes.save()
+
+    def _rescan(self) -> tuple[sitecache.Scan, sitecache.Scan]:
+        return sitecache.scan(self.repo / "evidence"), sitecache.scan(self.repo / "code")
 
     def _inputs(self, markdown: str, offset: int, source: tuple[str, str]) -> PageInputs:
         """The inputs of a page about to be checked, taken before it is (a later edit shows as a change).
@@ -273,10 +304,8 @@ class CheckedSite:
         only cite a set by naming it there (its default set in `{{ evidence SET }}`), and naming
         a set that does not exist is an error that changes when the set appears.
         """
-        assert self.site is not None
-        known = set(self.site.evidence.sets) | self.site.evidence.unreadable | set(self._set_digests)
         words = _NAME_TOKEN_RE.findall(" ".join(_BRACES_RE.findall(markdown)))
-        names = known & set(words)
+        names = self._names & set(words)
         return PageInputs(
             markdown, offset, source, self._catalog,
             tuple(sorted((n, self._set_digests.get(n, MISSING)) for n in names)),
@@ -289,14 +318,56 @@ class CheckedSite:
                 and all(self._set_digests.get(n, MISSING) == d for n, d in inputs.sets)
                 and all(self.digests.digest(self.repo / "code" / f) == d for f, d in inputs.files))
 
+    def _disk_key(self, inputs: PageInputs, path: str) -> str:
+        files = sitecache.code_files(self.repo, (f for f, _ in inputs.files))
+        return sitecache.page_key(self.repo, path, inputs.offset, inputs.markdown, inputs.catalog,
+                                  inputs.sets, files)
+
+    def _unchanged_since_refresh(self, inputs: PageInputs) -> bool:
+        """Whether the files a page's result was derived from had settled before the last refresh
+        and are as it found them: only then may the result be stored for their contents."""
+        now, (evidence, code) = self._scanned, self._scans
+        for name, _ in inputs.sets:
+            top = self._set_folders.get(name, name)
+            mine = {rel: stamp for rel, stamp in evidence.items() if rel.split(os.sep, 1)[0] == top}
+            again = {top + os.sep + rel: stamp
+                     for rel, stamp in sitecache.scan(self.repo / "evidence" / top).items()}
+            again.update({top + os.sep: None} if (self.repo / "evidence" / top).is_dir() else {})
+            if mine != again or not sitecache.settled_since(mine, now):
+                return False
+        for rel, _ in inputs.files:
+            stamp = code.get(os.path.normpath(rel))
+            try:
+                current = HashStore.stamp(os.stat(self.repo / "code" / rel))
+            except OSError:
+                current = None
+            if stamp is None or stamp != current or not sitecache.settled_since({rel: stamp}, now):
+                return False
+        return True
+
+    def _stored(self, inputs: PageInputs, path: str) -> tuple[str, PageResult | None]:
+        """The page's disk key and its result from the cache on disk, if there."""
+        key = self._disk_key(inputs, path)
+        data = self.store.get(self.keep, sitecache.entry_name(path), key)
+        if data is None:
+            return key, None
+        try:
+            result = (sitecache.decode_result(data) if self.keep == "pages"
+                      else PageResult("", sitecache.decode_errors(data)))
+        except (TypeError, KeyError, ValueError):
+            return key, None
+        self.cache_hits += 1
+        return key, result
+
     def page(self, markdown: str, path: str, line_offset: int = 0, source: Path | None = None,
              source_digest: str | None = None) -> PageResult:
         """The page's result: the earlier one when none of its inputs changed, else a new check.
 
         `source` is the page's file and `source_digest` its identity taken before it was read
-        (taken now if not given), so `needs_check` can tell when it was edited since.
+        (taken now if not given), so `needs_check` can tell when it was edited since. With
+        `keep` = "errors", a result read from the disk holds only the page's errors.
         """
-        assert self.site is not None, "call refresh() first"
+        assert self._tree, "call refresh() first"
         cached = self._pages.get(path)
         if (cached is not None and cached[0].markdown == markdown and cached[0].offset == line_offset
                 and self._holds(cached[0])):
@@ -305,12 +376,20 @@ class CheckedSite:
             source_digest = self.digests.digest(source)
         inputs = self._inputs(markdown, line_offset,
                               (os.fspath(source), source_digest or "") if source else ("", ""))
+        key, result = self._stored(inputs, path) if self.store.folder is not None else ("", None)
+        if result is not None:
+            self._pages[path] = (inputs, result)
+            return result
         result = self.site.page(markdown, path, line_offset)
         self.checks += 1
         cited = {s for s, _ in result.cited} - {n for n, _ in inputs.sets}
         if cited:  # cited without being named as a word (not expected): depend on them all the same
             inputs = replace(inputs, sets=tuple(sorted(inputs.sets + tuple(
                 (n, self._set_digests.get(n, MISSING)) for n in cited))))
+        elif key and self._unchanged_since_refresh(inputs):
+            data = (sitecache.encode_result(result) if self.keep == "pages"
+                    else sitecache.encode_errors(result.errors))
+            self.store.put(self.keep, sitecache.entry_name(path), key, data)
         self._pages[path] = (inputs, result)
         return result
 
@@ -343,6 +422,7 @@ class CheckedSite:
             if self.needs_check(path, source):
                 self.check_page_file(path, source)
             errors.extend(self._pages[path][1].errors)
+        self.hashes.save()
         return errors
 
     def check(self, docs: Path | None = None) -> list[LessonError]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -128,16 +129,18 @@ def _repeat(value: int, source: str, where: str) -> int:
     return value
 
 
-_spec_cache: dict[str, tuple[tuple[int, int, int], LessonSpec]] = {}
+_spec_cache: dict[str, tuple[tuple[int, int, int, int], LessonSpec]] = {}
+_RACY_NS = 2_000_000_000  # as for file hashes (lessonkit.manifest): a recent change hides in a stat
 
 
 def load_spec(code_root: Path, lesson: str) -> LessonSpec:
-    """Load code/<lesson>/runs.toml (parsed once while the file is unchanged)."""
+    """Load code/<lesson>/runs.toml (parsed once while its inode, size, mtime and ctime stay the
+    same; a file changed in the last two seconds is parsed again every time)."""
     path = code_root / lesson / "runs.toml"
     shown = f"code/{lesson}/runs.toml"
     try:
         st = os.stat(path)
-        key = (st.st_ino, st.st_size, st.st_mtime_ns)
+        key = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
         cached = _spec_cache.get(str(path))
         if cached is not None and cached[0] == key:
             return cached[1]
@@ -149,5 +152,6 @@ def load_spec(code_root: Path, lesson: str) -> LessonSpec:
         spec = parse_spec(text, shown)
     except LessonError as exc:  # a broken spec is a cause: report it before its consequences
         raise replace(exc, rank=0) from None
-    _spec_cache[str(path)] = (key, spec)
+    if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > _RACY_NS:
+        _spec_cache[str(path)] = (key, spec)
     return spec

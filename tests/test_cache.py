@@ -1,0 +1,235 @@
+"""The cache on disk (lessonkit.cache, lessonkit.sitecache): a warm check reports exactly what a
+check without it reports, and no entry outlives the contents, the stat or the core it came from."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from conftest import PAGE, REPO, write_tree
+
+from lessonkit import cache, sitecache
+from lessonkit.cache import FOLDER, HashStore, Store
+from lessonkit.site import CheckedSite, check_site
+
+SETTLE_S = cache.RACY_NS / 1e9 + 0.2  # until every file written so far counts as settled
+
+
+def check(repo: Path, *args: str, **env: str) -> list[str]:
+    """The lines `python -m lessonkit check` writes to stderr, run as its own process."""
+    done = subprocess.run([sys.executable, "-m", "lessonkit", "check", "--repo", str(repo), *args],
+                          capture_output=True, text=True, cwd=repo, timeout=60,
+                          env=dict(os.environ, PYTHONPATH=str(REPO), **env))
+    assert done.returncode in (0, 1), done.stderr
+    return done.stderr.splitlines()
+
+
+def uncached(repo: Path) -> list[str]:
+    return check(repo, "--no-cache")
+
+
+def entries(repo: Path) -> list[Path]:
+    return sorted(p for p in (repo / FOLDER).rglob("*") if p.is_file())
+
+
+def same_stat_rewrite(path: Path, old: str, new: str) -> None:
+    """Replace `old` by `new` (same length) and put the size and the mtime back as they were."""
+    assert len(old) == len(new)
+    st = os.stat(path)
+    text = path.read_text()
+    assert old in text, old
+    path.write_text(text.replace(old, new, 1))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert os.stat(path).st_size == st.st_size
+
+
+@pytest.fixture
+def settled(demo_repo: Path) -> Path:
+    """The demo repository with a wrong claim, every file settled, its cache filled by a check."""
+    page = demo_repo / "docs/index.md"
+    page.write_text(page.read_text() + "\nIt has {{ 3 @ race:#reports }} reports.\n")
+    time.sleep(SETTLE_S)
+    first = check(demo_repo)
+    assert first == uncached(demo_repo) and len(first) == 2 and "claim '3'" in first[0]
+    assert {p.parent.name for p in entries(demo_repo)} == {"errors", "site", "hashes"}
+    return demo_repo
+
+
+def test_a_warm_check_reads_the_cache_and_reports_the_same(settled: Path):
+    site = CheckedSite(settled, keep="errors")
+    assert [str(e) for e in site.check()] == check(settled)[:-1] == uncached(settled)[:-1]
+    assert (site.checks, site.reloads, site.cache_hits) == (0, 0, 2)  # the site's errors, the page
+
+
+def test_a_same_size_transcript_edit_with_its_mtime_restored_is_not_served(settled: Path):
+    manifest = settled / "evidence/demo/manifest.json"
+    transcript = settled / "evidence/demo/race.txt"
+    old_hash = cache.hashlib.sha256(transcript.read_bytes()).hexdigest()
+    same_stat_rewrite(transcript, "[120 hazards]", "[121 hazards]")
+    new_hash = cache.hashlib.sha256(transcript.read_bytes()).hexdigest()
+    same_stat_rewrite(manifest, old_hash, new_hash)  # a forger also fixes the manifest
+    want = uncached(settled)
+    assert any("claim '120'" in line and "'121'" in line for line in want)
+    assert check(settled) == want  # within the racy window: hashed from the bytes
+    time.sleep(SETTLE_S)
+    assert check(settled) == want  # settled again: its stat is not the one the hash was stored with
+
+
+def test_a_same_size_region_edit_is_not_served(settled: Path):
+    same_stat_rewrite(settled / "code/demo/demo.cu", "snippet: body\n", "snippet: bodx\n")
+    want = uncached(settled)
+    assert any("no region 'body'" in line for line in want)
+    assert check(settled) == want
+    time.sleep(SETTLE_S)
+    assert check(settled) == want
+
+
+def test_an_edited_page_gets_a_new_result(settled: Path):
+    page = settled / "docs/index.md"
+    page.write_text(page.read_text().replace("{{ 3 @ race:#reports }}", "{{ 2 @ race:#reports }}"))
+    assert check(settled) == uncached(settled) == []
+    page.write_text(page.read_text().replace("{{ 2 @ race:#reports }}", "{{ 4 @ race:#reports }}"))
+    time.sleep(SETTLE_S)
+    assert check(settled) == uncached(settled) != []
+
+
+def test_editing_lessonkit_ignores_every_entry(settled: Path, tmp_path_factory, monkeypatch):
+    core = tmp_path_factory.mktemp("core") / "lessonkit"
+    shutil.copytree(REPO / "lessonkit", core, ignore=shutil.ignore_patterns("__pycache__"))
+    warm = CheckedSite(settled, keep="errors")
+    warm.check()
+    assert warm.cache_hits == 2
+    (core / "claims.py").write_text((core / "claims.py").read_text() + "\n# an edit\n")
+    monkeypatch.setattr(cache, "_CORE", core)
+    cache.core_version.cache_clear()
+    try:
+        cold = CheckedSite(settled, keep="errors")
+        assert [str(e) for e in cold.check()] == uncached(settled)[:-1]
+        assert (cold.cache_hits, cold.checks, cold.reloads) == (0, 1, 1)
+    finally:
+        cache.core_version.cache_clear()
+
+
+@pytest.mark.parametrize("damage", ["truncated", "flipped byte", "empty", "garbage", "a folder"])
+def test_a_damaged_cache_file_is_ignored_and_rewritten(settled: Path, damage: str):
+    want = uncached(settled)
+    for path in entries(settled):
+        data = path.read_bytes()
+        if damage == "a folder":
+            path.unlink()
+            path.mkdir()
+            continue
+        path.write_bytes({"truncated": data[:len(data) // 2],
+                          "flipped byte": data[:-3] + bytes([data[-3] ^ 0x20]) + data[-2:],
+                          "empty": b"", "garbage": os.urandom(len(data))}[damage])
+    site = CheckedSite(settled, keep="errors")
+    assert [str(e) for e in site.check()] == want[:-1] and site.cache_hits == 0
+    assert check(settled) == want
+    if damage != "a folder":  # rewritten whole: the next process reads them
+        again = CheckedSite(settled, keep="errors")
+        again.check()
+        assert again.cache_hits == 2
+
+
+def test_the_cache_can_be_turned_off(demo_repo: Path):
+    time.sleep(SETTLE_S)
+    assert check(demo_repo, LESSONKIT_CACHE="off") == check(demo_repo, "--no-cache") == []
+    assert not (demo_repo / FOLDER).exists()
+    assert check_site(demo_repo, store=Store(None)) == []
+    assert not (demo_repo / FOLDER).exists()
+
+
+def test_nothing_is_stored_for_files_changed_in_the_racy_window(demo_repo: Path):
+    assert check(demo_repo) == []  # every file was written just now
+    assert not [p for p in entries(demo_repo) if p.parent.name in ("errors", "site")]
+
+
+def test_a_page_whose_inputs_change_while_it_is_checked_is_not_stored(demo_repo: Path):
+    time.sleep(SETTLE_S)
+    site = CheckedSite(demo_repo)
+    site.refresh()
+    source = demo_repo / "code/demo/demo.cu"
+    source.write_text(source.read_text() + "// later\n")  # after the refresh scanned it
+    site.page(PAGE, "docs/index.md")
+    assert site.checks == 1
+    assert not (demo_repo / FOLDER / "pages").exists()
+
+
+def test_a_stored_build_result_is_the_page_result(demo_repo: Path):
+    time.sleep(SETTLE_S)
+    once = CheckedSite(demo_repo)
+    once.refresh()
+    first = once.page(PAGE, "docs/index.md")
+    again = CheckedSite(demo_repo)
+    again.refresh()
+    second = again.page(PAGE, "docs/index.md")
+    assert (again.checks, again.reloads, again.cache_hits) == (0, 0, 2)
+    assert second == first and second is not first
+
+
+def test_hashes_are_served_only_for_the_stat_they_were_stored_with(tmp_path: Path):
+    path = tmp_path / "t.txt"
+    path.write_text("aaaa")
+    store = HashStore(Store(tmp_path / FOLDER))
+    st = os.stat(path)
+    store.remember(str(path), st, "fresh")
+    assert store.lookup(str(path), st) is None  # changed just now: neither stored nor served
+    time.sleep(SETTLE_S)
+    st = os.stat(path)
+    store.remember(str(path), st, "settled")
+    store.save()
+    reread = HashStore(Store(tmp_path / FOLDER))
+    assert reread.lookup(str(path), st) == "settled"
+    path.write_text("bbbb")
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # same size and mtime; the ctime moved
+    assert reread.lookup(str(path), os.stat(path)) is None
+    fresh = tmp_path / "u.txt"
+    fresh.write_text("x")
+    planted = HashStore(Store(tmp_path / FOLDER))
+    planted._entries()[str(fresh)] = (HashStore.stamp(os.stat(fresh)), "planted")
+    assert planted.lookup(str(fresh), os.stat(fresh)) is None  # even its own stamp, while racy
+
+
+def test_concurrent_writers_leave_whole_entries(tmp_path: Path):
+    store = Store(tmp_path / FOLDER)
+    values = {f"{k:064x}": "x" * (1 << 16) + str(k) for k in range(8)}
+    bad = []
+
+    def write(key: str) -> None:
+        for _ in range(20):
+            store.put("k", "shared", key, values[key])
+            got = Store(tmp_path / FOLDER).get("k", "shared", key)
+            if got is not None and got != values[key]:
+                bad.append(key)
+
+    threads = [threading.Thread(target=write, args=(key,)) for key in values]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not bad
+    assert [p.name for p in (tmp_path / FOLDER / "k").iterdir()] == ["shared"]  # no temporary files
+
+
+def test_page_key_covers_each_input(tmp_path: Path):
+    base = {"repo": tmp_path, "path": "docs/p.md", "offset": 0, "markdown": "x", "catalog": "c",
+            "sets": (("s", "1"),), "files": (("a.cu", "/r/a.cu", "h"),)}
+    keys = {sitecache.page_key(**base)}
+    for field, other in [("path", "docs/q.md"), ("offset", 1), ("markdown", "y"), ("catalog", "d"),
+                         ("sets", (("s", "2"),)), ("files", (("a.cu", "/r/a.cu", "i"),)),
+                         ("repo", tmp_path / "elsewhere")]:
+        keys.add(sitecache.page_key(**{**base, field: other}))
+    assert len(keys) == 8
+
+
+def test_a_cache_folder_in_a_new_place_is_made(tmp_path: Path):
+    write_tree(tmp_path, {"x": ""})
+    store = Store(tmp_path / "deep" / FOLDER)
+    store.put("k", "n", "0" * 64, {"a": (1, 2)})
+    assert store.get("k", "n", "0" * 64) == {"a": (1, 2)} and store.get("k", "n", "1" * 64) is None
