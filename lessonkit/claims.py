@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, InvalidOperation
+from functools import lru_cache
 
 EN_DASH = "\u2013"
 
@@ -36,8 +37,10 @@ class ClaimValueError(ValueError):
     """A claim value that cannot be read; the message says what was expected."""
 
 
+@lru_cache(maxsize=65536)
 def number(text: str) -> Decimal | None:
-    """The number a page or a transcript writes (`193,700`, `0.0579`, `9.37e+10`), or None."""
+    """The number a page or a transcript writes (`193,700`, `0.0579`, `9.37e+10`), or None
+    (read once per distinct text: a Decimal is immutable)."""
     m = _NUMBER_RE.match(text.strip())
     if not m:
         return None

@@ -49,6 +49,8 @@ class EvidenceSet:
     entries: dict[str, TranscriptEntry]
     groups: dict[str, tuple[str, ...]] = field(default_factory=dict)
     _parsed: dict[str, Transcript] = field(default_factory=dict, repr=False, compare=False)
+    # What queries worked out from this set's recordings (lessonkit.query), kept with them.
+    memo: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def shown(self) -> str:

@@ -144,8 +144,7 @@ def structure(out: list[OutLine]) -> tuple[list[bool], list[Section]]:
 
 def section_of(sections: list[Section], src: int) -> Section:
     """The section holding source line `src`."""
-    firsts = [s.first for s in sections]
-    return sections[bisect.bisect_right(firsts, src) - 1]
+    return sections[bisect.bisect_right(sections, src, key=lambda s: s.first) - 1]
 
 
 # -- tables ------------------------------------------------------------------------------------

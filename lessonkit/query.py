@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -114,9 +114,17 @@ class _Index:
     records: tuple[dict[str, Any], ...]
     keys: frozenset[str]
     by_value: dict[str, dict[str, frozenset[int]]]
+    chosen: dict[tuple[tuple[str, str], ...], tuple[int, ...]] = field(  # select's answers
+        default_factory=dict, compare=False)
 
-    def select(self, filters: tuple[tuple[str, str], ...]) -> list[int]:
+    def select(self, filters: tuple[tuple[str, str], ...]) -> tuple[int, ...]:
         """Positions of the records every filter admits (KEY=* admits records that have KEY)."""
+        known = self.chosen.get(filters)
+        if known is None:
+            known = self.chosen[filters] = tuple(self._select(filters))
+        return known
+
+    def _select(self, filters: tuple[tuple[str, str], ...]) -> list[int]:
         chosen: set[int] | None = None
         for key, want in filters:
             values = self.by_value.get(key, {})
@@ -174,7 +182,7 @@ def resolve(ev: EvidenceSet, group: str | None, query: str) -> Sample:
             raise QueryError(f"{ev.transcript_path(n)} has no collection {q.name!r}; "
                              f"it has: {_known(p.collections())}")
     indexes = [_index(p, q.name) for p in parsed]
-    _check_filters(ev, group, q, indexes)
+    _checked_filters(ev, group, q, indexes)
     found_list: list[Found] = []
     for n, index in zip(names, indexes):
         path = ev.transcript_path(n)
@@ -214,6 +222,22 @@ def _value(ev: EvidenceSet, name: str, parsed: Transcript, wanted: str) -> Found
     if near:
         raise QueryError(f"{path} has no value {wanted!r}; did you mean {near[0]!r}?")
     raise QueryError(f"{path} has no value {wanted!r}; it has: {_known(known)}")
+
+
+def _checked_filters(ev: EvidenceSet, group: str, q: Query, indexes: list[_Index]) -> None:
+    """_check_filters, once per run, collection and filters of a loaded set (claims that differ
+    only in their field share the verdict; the set's recordings do not change under it)."""
+    key = ("filters", group, q.name, q.filters)
+    if key in ev.memo:
+        if ev.memo[key] is not None:
+            raise QueryError(ev.memo[key])
+        return
+    try:
+        _check_filters(ev, group, q, indexes)
+    except QueryError as exc:
+        ev.memo[key] = str(exc)
+        raise
+    ev.memo[key] = None
 
 
 def _check_filters(ev: EvidenceSet, group: str, q: Query, indexes: list[_Index]) -> None:
@@ -261,11 +285,18 @@ def _set_indexes(ev: EvidenceSet) -> list[tuple[str, _Index]]:
     return found
 
 
-def _values_in_set(ev: EvidenceSet, key: str) -> set[str]:
+def _values_in_set(ev: EvidenceSet, key: str) -> frozenset[str]:
     """Every shown value under `key` in any collection of any recording of the set."""
-    return set().union(*(ix.by_value.get(key, {}) for _, ix in _set_indexes(ev)))
+    memo = ("values", key)
+    if memo not in ev.memo:
+        ev.memo[memo] = frozenset().union(*(ix.by_value.get(key, {}) for _, ix in _set_indexes(ev)))
+    return ev.memo[memo]
 
 
 def _keys_in_set(ev: EvidenceSet, collection: str) -> frozenset[str]:
     """The fields that records of `collection` have in any recording of the set."""
-    return frozenset().union(*(ix.keys for name, ix in _set_indexes(ev) if name == collection))
+    memo = ("keys", collection)
+    if memo not in ev.memo:
+        ev.memo[memo] = frozenset().union(*(ix.keys for name, ix in _set_indexes(ev)
+                                            if name == collection))
+    return ev.memo[memo]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from lessonkit.errors import LessonError, LessonErrors
@@ -109,6 +110,13 @@ def resolve_code_path(code_root: Path, relpath: str, where: LessonError) -> Path
     return real
 
 
+@lru_cache(maxsize=256)
+def _parsed_regions(text: str, shown: str) -> dict[str, Region]:
+    """parse_regions, once per distinct text (a page takes several regions from one file).
+    Callers only read the dict."""
+    return parse_regions(text, shown)
+
+
 def load_region(code_root: Path, relpath: str, name: str, where: LessonError) -> Region:
     """Region `name` of code/`relpath`; errors are placed at `where` (the page that asks)."""
     path = resolve_code_path(code_root, relpath, where)
@@ -118,7 +126,7 @@ def load_region(code_root: Path, relpath: str, name: str, where: LessonError) ->
     except (OSError, UnicodeDecodeError) as exc:
         raise _marker_error(where.path, where.line, f"cannot read {shown!r}: {exc}") from exc
     try:
-        regions = parse_regions(text, shown)
+        regions = _parsed_regions(text, shown)
     except LessonErrors as exc:
         # Name both places: the page that asked and the source line that is wrong.
         raise LessonErrors(

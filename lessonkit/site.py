@@ -256,6 +256,9 @@ class CheckedSite:
         use_hash_store(self.hashes if self.store.folder is not None else None)
         now = time.time_ns()
         scans = self._rescan()
+        if self._tree and scans == self._scans and all(
+                sitecache.settled_since(scan, self._scanned) for scan in scans):
+            return  # no file changed since a scan that saw every file settled: their bytes are the same
         evidence = sitecache.contents(self.repo / "evidence", scans[0])
         code = sitecache.contents(self.repo / "code", scans[1])
         tree = sitecache.site_key(self.repo, evidence, code)
@@ -282,7 +285,8 @@ class CheckedSite:
             errors = site.site_errors()
             names, unreadable = set(site.evidence.sets), set(site.evidence.unreadable)
             lessons = (ev.lesson for ev in site.evidence.sets.values())
-            if (sitecache.settled_since(scans[0], now) and sitecache.settled_since(scans[1], now)
+            if (self.store.folder is not None
+                    and sitecache.settled_since(scans[0], now) and sitecache.settled_since(scans[1], now)
                     and sitecache.inputs_inside(self.repo, lessons) and self._rescan() == scans):
                 self.store.put("site", "errors", tree, {
                     "errors": sitecache.encode_errors(errors), "sets": sorted(names),

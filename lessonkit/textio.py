@@ -27,7 +27,7 @@ def decode_utf8(data: bytes, shown: str) -> str:
 
 
 def _universal_newlines(text: str) -> str:
-    return text.replace("\r\n", "\n").replace("\r", "\n")
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
 
 
 def _not_utf8(data: bytes, start: int, shown: str) -> LessonError:
