@@ -6,6 +6,8 @@ Loading checks integrity (every file is the one the refresh wrote) and freshness
 
 from __future__ import annotations
 
+import os
+import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -32,7 +34,9 @@ OLD_PREFIX = ".old."         # evidence/.old.<set>: the previous set while a ref
 SCRATCH_PREFIX = ".refresh."  # evidence/.refresh.<set>.<pid>: a refresh's work in progress
 
 # Parsed transcripts by (sha256 of the file, format): a rebuild re-parses only what changed.
+# Only a file that had settled and did not change while it was read is kept here.
 _parse_cache: dict[tuple[str, str], Transcript] = {}
+_RACY_NS = 2_000_000_000
 
 
 @dataclass
@@ -96,7 +100,8 @@ class EvidenceSet:
         entry = self.entries[name]
         path = self.root / entry.file
         try:
-            key = (sha256_file(path), entry.format)
+            st = os.stat(path)
+            key: tuple[str, str] | None = (sha256_file(path, st), entry.format)
         except OSError:
             key = None
         if key is not None and key in _parse_cache:
@@ -110,10 +115,22 @@ class EvidenceSet:
             parsed = parse_transcript(text, shown)
         else:  # kept for readers and tools (XML records); quoted only as text
             parsed = Transcript(shown, tuple(text.splitlines()))
-        if key is not None:
+        if key is not None and _unchanged(path, st):  # the bytes parsed are the bytes hashed
             _parse_cache[key] = parsed
         self._parsed[name] = parsed
         return parsed
+
+
+def _unchanged(path: Path, before: os.stat_result) -> bool:
+    """Whether `path` had settled when stat'ed as `before` and its stat has not moved since
+    (then no write came between: any write moves the change time)."""
+    try:
+        now = os.stat(path)
+    except OSError:
+        return False
+    stamp = (before.st_ino, before.st_size, before.st_mtime_ns, before.st_ctime_ns)
+    return (stamp == (now.st_ino, now.st_size, now.st_mtime_ns, now.st_ctime_ns)
+            and time.time_ns() - max(before.st_mtime_ns, before.st_ctime_ns) > _RACY_NS)
 
 
 def _from_manifest(set_name: str, root: Path, m: Manifest) -> EvidenceSet:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -34,9 +35,11 @@ Scan = dict[str, tuple[int, ...] | None]  # path under a root -> its stamp (None
 
 def scan(root: Path) -> Scan:
     """Every file and folder under `root` (compiled Python files aside) with its stat stamp,
-    sorted; {} when there is no such folder. A folder's name ends with the path separator."""
+    sorted; {} when there is no such folder. A folder's name ends with the path separator; a
+    file that cannot be stat'ed, or is not a regular file, has the stamp ()."""
     found: Scan = {}
     pending = [(os.fspath(root), "")]
+    seen = {os.path.realpath(root)}
     while pending:
         folder, rel = pending.pop()
         try:
@@ -45,12 +48,21 @@ def scan(root: Path) -> Scan:
             continue
         for entry in entries:
             name = rel + entry.name
-            if entry.is_dir(follow_symlinks=False):
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            if is_dir:  # a symlinked folder is read through, once
                 found[name + os.sep] = None
-                pending.append((entry.path, name + os.sep))
+                real = os.path.realpath(entry.path)
+                if real not in seen:
+                    seen.add(real)
+                    pending.append((entry.path, name + os.sep))
             elif not entry.name.endswith((".pyc", ".pyo")):
                 try:
-                    found[name] = HashStore.stamp(entry.stat())
+                    st = entry.stat()
+                    # A fifo or device is never read (it could block); () never counts as settled.
+                    found[name] = HashStore.stamp(st) if stat.S_ISREG(st.st_mode) else ()
                 except OSError:
                     found[name] = ()
     return dict(sorted(found.items()))
@@ -60,7 +72,7 @@ def contents(root: Path, listing: Scan) -> dict[str, str]:
     """sha256 of each file of a scan of `root` ('directory' for a folder, 'missing' unreadable)."""
     out: dict[str, str] = {}
     for rel, stamp in listing.items():
-        out[rel] = DIRECTORY if stamp is None else file_content(root / rel)
+        out[rel] = DIRECTORY if stamp is None else file_content(root / rel) if stamp else MISSING
     return out
 
 

@@ -233,3 +233,31 @@ def test_a_cache_folder_in_a_new_place_is_made(tmp_path: Path):
     store = Store(tmp_path / "deep" / FOLDER)
     store.put("k", "n", "0" * 64, {"a": (1, 2)})
     assert store.get("k", "n", "0" * 64) == {"a": (1, 2)} and store.get("k", "n", "1" * 64) is None
+
+
+def test_a_set_behind_a_symlinked_folder_is_read_through(settled: Path, tmp_path_factory):
+    elsewhere = tmp_path_factory.mktemp("elsewhere") / "demo"
+    shutil.move(settled / "evidence/demo", elsewhere)
+    (settled / "evidence/demo").symlink_to(elsewhere, target_is_directory=True)
+    time.sleep(SETTLE_S)
+    assert check(settled) == uncached(settled)
+    transcript, manifest = elsewhere / "race.txt", elsewhere / "manifest.json"
+    old_hash = cache.hashlib.sha256(transcript.read_bytes()).hexdigest()
+    transcript.write_text(transcript.read_text().replace("[120 hazards]", "[121 hazards]"))
+    new_hash = cache.hashlib.sha256(transcript.read_bytes()).hexdigest()
+    manifest.write_text(manifest.read_text().replace(old_hash, new_hash))
+    time.sleep(SETTLE_S)
+    want = uncached(settled)
+    assert any("claim '120'" in line for line in want)
+    assert check(settled) == want
+
+
+def test_a_transcript_read_in_its_racy_window_is_not_kept_parsed(demo_repo: Path):
+    from lessonkit import evidence
+
+    site = CheckedSite(demo_repo, store=Store(None))
+    site.refresh()
+    before = dict(evidence._parse_cache)
+    ev = site.site.evidence.sets["demo"]
+    ev.transcript("race")
+    assert evidence._parse_cache == before  # written just now: the bytes read may not be those hashed
