@@ -86,16 +86,16 @@ class Store:
         or the file is unreadable, truncated or corrupt."""
         if self.folder is None:
             return None
+        head = len(_MAGIC) + 64 + 1 + 64 + 1
         try:
-            data = self._path(kind, name).read_bytes()
+            with open(self._path(kind, name), "rb") as f:
+                first = f.read(head)  # an entry for another key is not read further
+                if len(first) < head or not first.startswith(_MAGIC + key.encode()):
+                    return None
+                payload = f.read()
         except OSError:
             return None
-        head = len(_MAGIC) + 64 + 1 + 64 + 1
-        if (len(data) < head or not data.startswith(_MAGIC)
-                or data[len(_MAGIC):len(_MAGIC) + 64] != key.encode()):
-            return None
-        payload = data[head:]
-        if hashlib.sha256(payload).hexdigest().encode() != data[head - 65:head - 1]:
+        if hashlib.sha256(payload).hexdigest().encode() != first[head - 65:head - 1]:
             return None
         try:
             return marshal.loads(payload)

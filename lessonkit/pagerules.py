@@ -44,6 +44,7 @@ _CODE_LABEL_RE = re.compile(r"""^`(?P<text>[^`]+)`$""")
 
 def check_summaries(page: _Page, out: list[OutLine], in_fence: list[bool], sections: list[Section]) -> None:
     """Every summary a line quotes is a summary line of every recording of a run its section cites."""
+    cites = _Citations(page, sections)
     for i, first in enumerate(out):
         if first.generated or not _MAYBE_MENTION_RE.search(first.text):
             continue
@@ -55,7 +56,8 @@ def check_summaries(page: _Page, out: list[OutLine], in_fence: list[bool], secti
             stretch = line.text[m.start():end.start() if end else len(line.text)]
             if not any(c.isdigit() for c in stretch[m.end() - m.start():]):
                 continue  # a mention with no figure ("the ERROR SUMMARY: line") quotes nothing
-            _check_quote(page, line, m.start(), m.group("tool").upper(), _shown(stretch), sections)
+            _check_quote(page, line, m.start(), m.group("tool").upper(), _shown(stretch), sections,
+                         cites)
 
 
 def _paragraph_from(out: list[OutLine], in_fence: list[bool], i: int) -> OutLine:
@@ -78,10 +80,21 @@ def _shown(stretch: str) -> str:
     return text
 
 
-def _check_quote(page: _Page, line: OutLine, at: int, tool: str, quote: str, sections: list[Section]) -> None:
+class _Citations:
+    """The runs each section cites, and the sections citing an unreadable set (found once a page)."""
+
+    def __init__(self, page: _Page, sections: list[Section]) -> None:
+        self.runs: dict[Section, set[tuple[str, str]]] = {}
+        for src, set_name, group in page.citations:
+            self.runs.setdefault(section_of(sections, src), set()).add((set_name, group))
+        self.unknowable = {section_of(sections, src) for src in page.unknowable}
+
+
+def _check_quote(page: _Page, line: OutLine, at: int, tool: str, quote: str, sections: list[Section],
+                 cites: _Citations) -> None:
     section = section_of(sections, line.src)
-    cited = sorted({(s, g) for src, s, g in page.citations if section_of(sections, src) == section})
-    unknowable = any(section_of(sections, src) == section for src in page.unknowable)
+    cited = sorted(cites.runs.get(section, ()))
+    unknowable = section in cites.unknowable
     said: list[str] = []
     for set_name, group in cited:
         recordings = _summaries(page, set_name, group)

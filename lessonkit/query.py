@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 from lessonkit.claims import Found, Sample
@@ -53,7 +53,7 @@ class Query:
         """Whether it names seconds or a rate per second (`wall_s`, `campaign_s`, `instances_per_s`)."""
         return not self.count and (self.field or self.name).endswith("_s")
 
-    @property
+    @cached_property
     def wildcard(self) -> bool:
         """Whether a `KEY=*` filter lets it select several records."""
         return any(v == WILDCARD for _, v in self.filters or ())
@@ -162,7 +162,22 @@ def resolve(ev: EvidenceSet, group: str | None, query: str) -> Sample:
     """Every value `query` names in every recording of `group` (the set's provenance when None).
 
     QueryError when the query names nothing; LessonError when a recording cannot be read.
+    The answer is worked out once per run and query of a loaded set (a page often quotes the
+    same value twice), as is a QueryError; a LessonError is not kept.
     """
+    key = ("resolve", group, query)
+    known = ev.memo.get(key)
+    if known is None:
+        try:
+            known = ev.memo[key] = _resolve(ev, group, query)
+        except QueryError as exc:
+            known = ev.memo[key] = exc
+    if isinstance(known, QueryError):
+        raise QueryError(str(known))
+    return known
+
+
+def _resolve(ev: EvidenceSet, group: str | None, query: str) -> Sample:
     q = parse_query(query)
     manifest = f"{ev.shown}/manifest.json"
     if group is None:
