@@ -298,7 +298,8 @@ class CheckedSite:
         self.hashes.save()
 
     def _rescan(self) -> tuple[sitecache.Scan, sitecache.Scan]:
-        return sitecache.scan(self.repo / "evidence"), sitecache.scan(self.repo / "code")
+        return (sitecache.scan(self.repo / "evidence"),
+                sitecache.scan(self.repo / "code", skip_compiled=True))
 
     def _inputs(self, markdown: str, offset: int, source: tuple[str, str]) -> PageInputs:
         """The inputs of a page about to be checked, taken before it is (a later edit shows as a change).

@@ -33,10 +33,14 @@ DIRECTORY = "directory"
 Scan = dict[str, tuple[int, ...] | None]  # path under a root -> its stamp (None: a folder)
 
 
-def scan(root: Path) -> Scan:
-    """Every file and folder under `root` (compiled Python files aside) with its stat stamp,
-    sorted; {} when there is no such folder. A folder's name ends with the path separator; a
-    file that cannot be stat'ed, or is not a regular file, has the stamp ()."""
+COMPILED = (".pyc", ".pyo")
+
+
+def scan(root: Path, skip_compiled: bool = False) -> Scan:
+    """Every file and folder under `root` with its stat stamp, sorted; {} when there is no such
+    folder. A folder's name ends with the path separator; a file that cannot be stat'ed, or is
+    not a regular file, has the stamp (). `skip_compiled` leaves out compiled Python files
+    (under code/, where Python may write them at any time and no check reads them)."""
     found: Scan = {}
     pending = [(os.fspath(root), "")]
     seen = {os.path.realpath(root)}
@@ -58,7 +62,7 @@ def scan(root: Path) -> Scan:
                 if real not in seen:
                     seen.add(real)
                     pending.append((entry.path, name + os.sep))
-            elif not entry.name.endswith((".pyc", ".pyo")):
+            elif not (skip_compiled and entry.name.endswith(COMPILED)):
                 try:
                     st = entry.stat()
                     # A fifo or device is never read (it could block); () never counts as settled.
@@ -101,8 +105,9 @@ def site_key(repo: Path, evidence: dict[str, str], code: dict[str, str]) -> str:
 
 
 def inputs_inside(repo: Path, lessons: Iterable[str]) -> bool:
-    """Whether the site's errors read only files under evidence/ and code/: every lesson a set
-    names is a folder of code/, and every input of its runs.toml lies inside that folder."""
+    """Whether the site's errors read only files the scans hashed: every lesson a set names is
+    a folder of code/, and every input of its runs.toml lies inside that folder and is not a
+    compiled Python file (the scan of code/ leaves those out)."""
     for lesson in lessons:
         if not lesson or lesson in (".", "..") or "/" in lesson or "\\" in lesson:
             return False
@@ -112,7 +117,8 @@ def inputs_inside(repo: Path, lessons: Iterable[str]) -> bool:
         except LessonError:
             continue  # its error is derived from its own text
         for rel in spec.inputs + tuple(i for r in spec.runs for i in r.inputs):
-            if os.path.isabs(rel) or ".." in Path(rel).parts or rel.startswith(("/", "\\")):
+            if (os.path.isabs(rel) or ".." in Path(rel).parts or rel.startswith(("/", "\\"))
+                    or rel.endswith(COMPILED)):
                 return False
     return True
 

@@ -261,3 +261,11 @@ def test_a_transcript_read_in_its_racy_window_is_not_kept_parsed(demo_repo: Path
     ev = site.site.evidence.sets["demo"]
     ev.transcript("race")
     assert evidence._parse_cache == before  # written just now: the bytes read may not be those hashed
+
+
+def test_a_stray_compiled_file_in_a_set_is_seen(settled: Path):
+    (settled / "evidence/demo/stray.pyc").write_bytes(b"\0")
+    time.sleep(SETTLE_S)
+    want = uncached(settled)
+    assert any("stray.pyc: is not in the manifest" in line for line in want)
+    assert check(settled) == want
