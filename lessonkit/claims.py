@@ -279,38 +279,71 @@ def _covering_range(span: tuple[str, str, list[Decimal]], sample: Sample, claim:
     """LOW–HIGH around every value with room for the next recording, at two significant digits.
 
     The values seen are widened by the larger of their spread and 5% of their magnitude on each
-    side (never below zero for values that are all positive), then rounded outwards to two
-    significant digits. A stale range keeps whichever of its own ends lie further out: it held
-    for the recordings before these, so it is the best record of how far the figure moves
-    between refreshes (a range rebuilt from the newest recordings alone broke on the next
-    refresh on the H200). That stays inside the looseness rule (at most four spreads, or half
-    the upper end) and does not break at once when the evidence is recorded again; where the
-    union would break the rule, the new values alone decide, and where even that would, the
-    ends are only rounded outwards to the spread's leading digit.
+    side (never below zero for values that are all positive). A stale range keeps as much of
+    itself as the looseness rule allows: it held for the recordings before these, so it is the
+    only record of how far the figure moves between refreshes, which one refresh's repeats do
+    not show. First choice, for positive values: a range at most half its upper end wide, which
+    the looseness rule allows whatever the next recording's spread (a range that leaned on
+    4 x this spread was "too loose" on the H200 the next time, when the spread was smaller).
+    Failing that, the widened values (with the old ends, then without), and last the values
+    rounded outwards to the spread's leading digit.
     """
     _, _, numbers = span
     low, high = min(numbers), max(numbers)
     spread = high - low
     margin = max(spread, max(abs(low), abs(high)) * Decimal("0.05"))
     widened = (low - margin, high + margin)
-    tries = [(min(widened[0], claim.low), max(widened[1], claim.high))] if claim.kind == "range" else []
-    for wide_low, wide_high in [*tries, widened]:
+    union = (min(widened[0], claim.low), max(widened[1], claim.high)) if claim.kind == "range" else widened
+    if low > 0 and 2 * low >= high:
+        if claim.kind == "range":   # keep the old range's side first, the upper end before the lower
+            hi = min(union[1], 2 * low)
+            lo = max(union[0], hi / 2)
+        else:                       # no history: equal room on both sides, as ratios
+            lo = min(low, max(widened[0], (low * high / 2).sqrt()))
+            hi = min(widened[1], 2 * lo)
+        text = _rounded_range(lo, hi, low, high, claim, sample, robust=True)
+        if text:
+            return text
+    for wide_low, wide_high in dict.fromkeys([union, widened]):
         if low >= 0 and wide_low < 0:
             wide_low = Decimal(0)
-        unit = Decimal(1).scaleb(max(abs(wide_low), abs(wide_high)).adjusted() - 1)
-        wide_low = (wide_low / unit).to_integral_value(rounding=ROUND_FLOOR) * unit
-        wide_high = (wide_high / unit).to_integral_value(rounding=ROUND_CEILING) * unit
-        text = f"{_written(wide_low, claim)}{EN_DASH}{_written(wide_high, claim)}"
-        try:
-            candidate = parse_claim_value(text)
-        except ClaimValueError:
-            candidate = None
-        if candidate is not None and _problem(candidate, sample) is None:
+        text = _rounded_range(wide_low, wide_high, low, high, claim, sample, robust=False)
+        if text:
             return text
     unit = Decimal(1).scaleb(spread.adjusted())
     low = (low / unit).to_integral_value(rounding=ROUND_FLOOR) * unit
     high = (high / unit).to_integral_value(rounding=ROUND_CEILING) * unit
     return f"{_written(low, claim)}{EN_DASH}{_written(high, claim)}"
+
+
+def _rounded_range(lo: Decimal, hi: Decimal, low: Decimal, high: Decimal, claim: ClaimValue, sample: Sample,
+                   robust: bool) -> str | None:
+    """`lo`–`hi` rounded to two (else three) significant digits so that it holds every value; None if it cannot.
+
+    Outward rounding is tried first. `robust`: the range must also be at most half its upper
+    end wide, so that the looseness rule allows it whatever the spread.
+    """
+    top = max(abs(lo), abs(hi))
+    if top == 0:
+        return None
+    for digits in (2, 3):
+        unit = Decimal(1).scaleb(top.adjusted() - digits + 1)
+        lows = [(lo / unit).to_integral_value(rounding=ROUND_FLOOR) * unit,
+                (lo / unit).to_integral_value(rounding=ROUND_CEILING) * unit]
+        highs = [(hi / unit).to_integral_value(rounding=ROUND_CEILING) * unit,
+                 (hi / unit).to_integral_value(rounding=ROUND_FLOOR) * unit]
+        for a in lows:
+            for b in highs:
+                if not (a <= low and b >= high and a < b) or (robust and b - a > abs(b) / 2):
+                    continue
+                text = f"{_written(a, claim)}{EN_DASH}{_written(b, claim)}"
+                try:
+                    candidate = parse_claim_value(text)
+                except ClaimValueError:
+                    continue
+                if _problem(candidate, sample) is None:
+                    return text
+    return None
 
 
 def _written(value: Decimal, claim: ClaimValue) -> str:
