@@ -584,3 +584,13 @@ def test_recorded_campaign_meets_its_checks():
     assert next(c for c in configs if c["config"] == "mp-rel-acq")["weak"] == 0
     assert all(r["weak"] > 0 for r in rows if r["map"] == "broken")
     assert sum(r["instances"] for r in rows if r["table"] == "soundness") >= 10 ** 10
+    # format 3: each row is its slices, spread over the campaign, and every config's repeats agree
+    assert data["format"] == 3 and data["slices_per_repeat"] >= 2
+    for r in rows:
+        mine = [x for x in data["slices"] if x["config"] == r["config"] and x["repeat"] == r["repeat"]]
+        assert len(mine) == r["slices"] == data["slices_per_repeat"]
+        assert (sum(x["weak"] for x in mine), sum(x["instances"] for x in mine)) == (r["weak"], r["instances"])
+        assert len({x["round"] % data["repeats"] for x in mine}) == 1       # one repeat's rounds, r, r + R, ...
+    assert all(c["agree"] for c in configs) and any(c["heterogeneity_p"] is not None for c in configs)
+    agree = next(c for c in data["checks"] if c["check"] == "repeats-agree")
+    assert agree["passed"] and data["agreement_method"] == litmus.AGREEMENT_METHOD
