@@ -77,6 +77,7 @@ class PageResult:
     claims: list[ClaimOutcome] = field(default_factory=list)
     published: list[Published] = field(default_factory=list)
     sources: set[str] = field(default_factory=set)  # paths under code/ its region directives read
+    looked_up: set[str] = field(default_factory=set)  # names it looked up among the evidence sets
 
     def slot(self, html: str) -> str:
         """A placeholder for finished HTML, filled in by `fill` once Markdown has run."""
@@ -222,7 +223,9 @@ def process_page(markdown: str, path: str, repo: Path, sets: dict[str, EvidenceS
         check_summaries,
     )
 
+    sets = _Reads(sets)
     page = _Page(path, line_offset, repo, sets, set(broken_sets))
+    page.result.looked_up = sets.names
     lines = LineIndex(markdown)
     tokens, unclosed = scan(markdown, lines)
     for u in unclosed:
@@ -240,6 +243,27 @@ def process_page(markdown: str, path: str, repo: Path, sets: dict[str, EvidenceS
     page.result.errors.sort(key=lambda e: e.line or 0)
     page.result.markdown = "\n".join(line.text for line in out)
     return page.result
+
+
+class _Reads(dict):
+    """The evidence sets by name, noting every name the page looks up."""
+
+    def __init__(self, sets: dict[str, EvidenceSet]) -> None:
+        super().__init__(sets)
+        self.names: set[str] = set()
+
+    def __getitem__(self, name: str) -> EvidenceSet:
+        self.names.add(name)
+        return super().__getitem__(name)
+
+    def get(self, name: str, default: EvidenceSet | None = None) -> EvidenceSet | None:
+        self.names.add(name)
+        return super().get(name, default)
+
+    def __contains__(self, name: object) -> bool:
+        if isinstance(name, str):
+            self.names.add(name)
+        return super().__contains__(name)
 
 
 def _directive_word(token: Token) -> str | None:

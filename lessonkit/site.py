@@ -387,10 +387,17 @@ class CheckedSite:
             return result
         result = self.site.page(markdown, path, line_offset)
         self.checks += 1
-        cited = {s for s, _ in result.cited} - {n for n, _ in inputs.sets}
-        if cited:  # cited without being named as a word (not expected): depend on them all the same
+        # Sets looked up or cited, and code files read, that the text did not show as inputs
+        # (a set name that is not one word, a region directive over several lines; not
+        # expected): depend on them all the same, and keep nothing on disk.
+        sets = ({n for n in result.looked_up if n in self.site.evidence.sets}
+                | {s for s, _ in result.cited}) - {n for n, _ in inputs.sets}
+        files = result.sources - {f for f, _ in inputs.files}
+        if sets or files:
             inputs = replace(inputs, sets=tuple(sorted(inputs.sets + tuple(
-                (n, self._set_digests.get(n, MISSING)) for n in cited))))
+                (n, self._set_digests.get(n, MISSING)) for n in sets))),
+                files=tuple(sorted(inputs.files + tuple(
+                    (f, self.digests.digest(self.repo / "code" / f)) for f in files))))
         elif key and self._unchanged_since_refresh(inputs):
             data = (sitecache.encode_result(result) if self.keep == "pages"
                     else sitecache.encode_errors(result.errors))

@@ -260,7 +260,7 @@ def test_a_transcript_read_in_its_racy_window_is_not_kept_parsed(demo_repo: Path
     before = dict(evidence._parse_cache)
     ev = site.site.evidence.sets["demo"]
     ev.transcript("race")
-    assert evidence._parse_cache == before  # written just now: the bytes read may not be those hashed
+    assert evidence._parse_cache == before  # just written: read bytes may not be the hashed ones
 
 
 def test_a_stray_compiled_file_in_a_set_is_seen(settled: Path):
@@ -268,4 +268,33 @@ def test_a_stray_compiled_file_in_a_set_is_seen(settled: Path):
     time.sleep(SETTLE_S)
     want = uncached(settled)
     assert any("stray.pyc: is not in the manifest" in line for line in want)
+    assert check(settled) == want
+
+
+def test_a_region_directive_over_two_lines_depends_on_its_file(settled: Path):
+    page = settled / "docs/index.md"
+    text = page.read_text().replace("{{ region demo/demo.cu body ", "{{ region demo/demo.cu\nbody ")
+    page.write_text(text)
+    time.sleep(SETTLE_S)
+    assert check(settled) == uncached(settled)
+    same_stat_rewrite(settled / "code/demo/demo.cu", "snippet: body\n", "snippet: bodx\n")
+    time.sleep(SETTLE_S)
+    want = uncached(settled)
+    assert any("no region 'body'" in line for line in want)
+    assert check(settled) == want
+
+
+def test_a_set_whose_name_is_not_one_word_is_an_input_all_the_same(settled: Path):
+    from conftest import BARE, RACE, record_set
+
+    record_set(settled, "demo", {"race": RACE, "bare": BARE}, set_name="demo.v2")
+    page = settled / "docs/index.md"
+    page.write_text(page.read_text() + "\nRecorded on an {{ NVIDIA H200 @ demo.v2:gpu }}.\n")
+    time.sleep(SETTLE_S)
+    assert check(settled) == uncached(settled)
+    manifest = settled / "evidence/demo.v2/manifest.json"
+    manifest.write_text(manifest.read_text().replace('"NVIDIA H200"', '"NVIDIA H100"'))
+    time.sleep(SETTLE_S)
+    want = uncached(settled)
+    assert any("'NVIDIA H100'" in line for line in want)
     assert check(settled) == want
