@@ -108,6 +108,7 @@ class _Page:
     result: PageResult = field(default_factory=lambda: PageResult(""))
     citations: list[tuple[int, str, str]] = field(default_factory=list)  # (source line, set, run)
     unknowable: list[int] = field(default_factory=list)  # source lines citing an unreadable set
+    transcripts: bool = True  # render transcript blocks (not needed for the errors alone)
 
     def error(self, index: int, message: str) -> LessonError:
         """Record an error at 0-based source line `index`."""
@@ -216,15 +217,20 @@ def _try_query(text: str) -> Query | None:
 
 
 def process_page(markdown: str, path: str, repo: Path, sets: dict[str, EvidenceSet],
-                 broken_sets: set[str] | frozenset[str] = frozenset(), line_offset: int = 0) -> PageResult:
-    """Expand a page's directives and check its claims; `line_offset` counts lines stripped above `markdown`."""
+                 broken_sets: set[str] | frozenset[str] = frozenset(), line_offset: int = 0,
+                 transcripts: bool = True) -> PageResult:
+    """Expand a page's directives and check its claims; `line_offset` counts lines stripped above `markdown`.
+
+    `transcripts=False` leaves transcript slots empty: the same Markdown and errors, for a caller
+    that wants only the errors (the blocks are finished HTML that no check reads).
+    """
     from lessonkit.pagerules import (  # they read what this module builds
         check_row_labels,
         check_summaries,
     )
 
     sets = _Reads(sets)
-    page = _Page(path, line_offset, repo, sets, set(broken_sets))
+    page = _Page(path, line_offset, repo, sets, set(broken_sets), transcripts=transcripts)
     page.result.looked_up = sets.names
     lines = LineIndex(markdown)
     tokens, unclosed = scan(markdown, lines)
@@ -401,13 +407,15 @@ def _transcript(page: _Page, index: int, ev: EvidenceSet, group: str, options: l
     except LessonError as exc:
         page.error(index, f"cannot embed: {exc}")
         return ""
+    page.result.published.extend(large_recordings(ev, group, texts))
+    if not page.transcripts:
+        return page.result.slot("")
     figures = []
     for name in names:
         try:
             figures.append(dict(ev.transcript(name).scalars))
         except LessonError:
             figures.append({})  # reported by the claims on it and by the integrity check
-    page.result.published.extend(large_recordings(ev, group, texts))
     return page.result.slot(render_transcript(ev, group, texts, title=title, opened=opened, figures=figures))
 
 

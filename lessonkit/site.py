@@ -44,6 +44,7 @@ class Site:
 
     repo: Path
     evidence: Evidence
+    transcripts: bool = True  # render transcript blocks; off when only the errors are wanted
 
     @classmethod
     def load(cls, repo: Path) -> Site:
@@ -57,7 +58,7 @@ class Site:
     def page(self, markdown: str, path: str, line_offset: int = 0) -> PageResult:
         """Expand and check one page's Markdown (`path` as messages name it)."""
         return process_page(markdown, path, self.repo, self.evidence.sets,
-                            self.evidence.unreadable, line_offset)
+                            self.evidence.unreadable, line_offset, self.transcripts)
 
 
 def strip_front_matter(text: str) -> tuple[str, int]:
@@ -206,8 +207,8 @@ class CheckedSite:
 
     With a cache on disk (`store`, lessonkit.cache), a new process starts from what an earlier
     one derived from the same files: the site's own errors, and each page's result (`keep` =
-    "pages", for a build) or only its errors (`keep` = "errors", for `check`). The evidence is
-    then loaded only when a page must be checked.
+    "pages", for a build) or only its errors (`keep` = "errors", for `check`, whose page results
+    then carry no transcript HTML). The evidence is loaded only when a page must be checked.
     """
 
     repo: Path
@@ -240,6 +241,7 @@ class CheckedSite:
         if self._site is None or self._site_sets is not self._set_digests:
             before, before_digests = self._site, self._site_sets
             self._site = Site.load(self.repo)
+            self._site.transcripts = self.keep == "pages"  # "errors": no transcript HTML
             self.reloads += 1
             sets = self._site.evidence.sets
             if before is not None:  # a set whose files are unchanged keeps its parsed transcripts
