@@ -5,8 +5,9 @@ entries NAME.r1 .. NAME.rN, each with its own file, exit code, wall time, start 
 time and hashes; the group NAME is what pages cite. Format 1 (one entry per run, no group
 fields) is still read, so a set recorded before repeats existed stays checkable.
 
-Input hashing lives here too, cached by file stat, so the refresh, the check and the tests
-hash the same inputs the same way.
+Input hashing lives here too, cached by file stat (in memory, and across processes in the
+hash store of lessonkit.cache when a check or a build opened one), so the refresh, the check
+and the tests hash the same inputs the same way.
 """
 
 from __future__ import annotations
