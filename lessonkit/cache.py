@@ -60,10 +60,15 @@ def digest(*parts: Any) -> str:
     return h.hexdigest()
 
 
-def settled(st: os.stat_result, now_ns: int | None = None) -> bool:
-    """Whether a file was last changed long enough ago for its stat to stand for its bytes."""
+def stamp(st: os.stat_result) -> tuple[int, ...]:
+    """What identifies a file's bytes while it is settled: device, inode, size, mtime, ctime."""
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def settled(st: os.stat_result, now_ns: int | None = None, window_ns: int = RACY_NS) -> bool:
+    """Whether a file was last changed long enough ago (`window_ns`) for its stat to stand for its bytes."""
     now = time.time_ns() if now_ns is None else now_ns
-    return now - max(st.st_mtime_ns, st.st_ctime_ns) > RACY_NS
+    return now - max(st.st_mtime_ns, st.st_ctime_ns) > window_ns
 
 
 class Store:
@@ -139,11 +144,6 @@ class HashStore:
         self._known: dict[str, tuple[tuple[int, ...], str]] | None = None
         self._dirty = False
 
-    @staticmethod
-    def stamp(st: os.stat_result) -> tuple[int, ...]:
-        """What identifies a file's bytes while it is settled."""
-        return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-
     def _entries(self) -> dict[str, tuple[tuple[int, ...], str]]:
         if self._known is None:
             stored = self.store.get(self.KIND, self.NAME, digest("hashes"))
@@ -161,14 +161,14 @@ class HashStore:
         if self.store.folder is None or not settled(st):
             return None
         entry = self._entries().get(path)
-        return entry[1] if entry is not None and entry[0] == self.stamp(st) else None
+        return entry[1] if entry is not None and entry[0] == stamp(st) else None
 
     def remember(self, path: str, st: os.stat_result, sha256: str) -> None:
         """Note the sha256 of `path` as read with stat `st` (only if it had settled by then)."""
         if self.store.folder is None or not settled(st):
             return
         entries = self._entries()
-        entry = (self.stamp(st), sha256)
+        entry = (stamp(st), sha256)
         if entries.get(path) != entry:
             entries[path] = entry
             self._dirty = True

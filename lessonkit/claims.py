@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, InvalidOperation
+from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_UP, Decimal, InvalidOperation
 from functools import lru_cache
 
 EN_DASH = "\u2013"
@@ -253,26 +253,33 @@ def accepted_value(claim: ClaimValue, sample: Sample) -> str | None:
     span = _span(sample)
     candidates: list[str] = []
     if claim.kind == "rounded" and span is not None:
-        rounded = {(n / claim.unit).to_integral_value(rounding="ROUND_HALF_UP") * claim.unit for n in span[2]}
+        rounded = {_to_unit(n, claim.unit, ROUND_HALF_UP) for n in span[2]}
         if len(rounded) == 1:
             candidates.append("~" + _written(rounded.pop(), claim))
     if sample.timing and claim.kind == "exact" and span is not None:
         unit = Decimal(1).scaleb(max(abs(n) for n in span[2]).adjusted())
-        rounded = {(n / unit).to_integral_value(rounding="ROUND_HALF_UP") * unit for n in span[2]}
+        rounded = {_to_unit(n, unit, ROUND_HALF_UP) for n in span[2]}
         if len(rounded) == 1:
             candidates.append("~" + show_number(rounded.pop()))
     if len(distinct) == 1 and claim.kind != "rounded":
         candidates.append(_written(number(distinct[0]), claim) if claim.separated and span else distinct[0])
     if span is not None and len(distinct) > 1:
         candidates.append(_covering_range(span, sample, claim))
-    for text in candidates:
-        try:
-            candidate = parse_claim_value(text)
-        except ClaimValueError:
-            continue
-        if _problem(candidate, sample) is None:
-            return text
-    return None
+    return next((text for text in candidates if _holds(text, sample)), None)
+
+
+def _holds(text: str, sample: Sample) -> bool:
+    """Whether `text`, written as a claim's value, is well formed and holds for every value in `sample`."""
+    try:
+        candidate = parse_claim_value(text)
+    except ClaimValueError:
+        return False
+    return _problem(candidate, sample) is None
+
+
+def _to_unit(value: Decimal, unit: Decimal, rounding: str) -> Decimal:
+    """`value` rounded to a multiple of `unit` (ROUND_FLOOR, ROUND_CEILING, ...)."""
+    return (value / unit).to_integral_value(rounding=rounding) * unit
 
 
 def _covering_range(span: tuple[str, str, list[Decimal]], sample: Sample, claim: ClaimValue) -> str:
@@ -311,8 +318,7 @@ def _covering_range(span: tuple[str, str, list[Decimal]], sample: Sample, claim:
         if text:
             return text
     unit = Decimal(1).scaleb(spread.adjusted())
-    low = (low / unit).to_integral_value(rounding=ROUND_FLOOR) * unit
-    high = (high / unit).to_integral_value(rounding=ROUND_CEILING) * unit
+    low, high = _to_unit(low, unit, ROUND_FLOOR), _to_unit(high, unit, ROUND_CEILING)
     return f"{_written(low, claim)}{EN_DASH}{_written(high, claim)}"
 
 
@@ -328,21 +334,14 @@ def _rounded_range(lo: Decimal, hi: Decimal, low: Decimal, high: Decimal, claim:
         return None
     for digits in (2, 3):
         unit = Decimal(1).scaleb(top.adjusted() - digits + 1)
-        lows = [(lo / unit).to_integral_value(rounding=ROUND_FLOOR) * unit,
-                (lo / unit).to_integral_value(rounding=ROUND_CEILING) * unit]
-        highs = [(hi / unit).to_integral_value(rounding=ROUND_CEILING) * unit,
-                 (hi / unit).to_integral_value(rounding=ROUND_FLOOR) * unit]
-        for a in lows:
-            for b in highs:
-                if not (a <= low and b >= high and a < b) or (robust and b - a > abs(b) / 2):
-                    continue
-                text = f"{_written(a, claim)}{EN_DASH}{_written(b, claim)}"
-                try:
-                    candidate = parse_claim_value(text)
-                except ClaimValueError:
-                    continue
-                if _problem(candidate, sample) is None:
-                    return text
+        ends = [(_to_unit(lo, unit, r_lo), _to_unit(hi, unit, r_hi))
+                for r_lo in (ROUND_FLOOR, ROUND_CEILING) for r_hi in (ROUND_CEILING, ROUND_FLOOR)]
+        for a, b in ends:
+            if not (a <= low and b >= high and a < b) or (robust and b - a > abs(b) / 2):
+                continue
+            text = f"{_written(a, claim)}{EN_DASH}{_written(b, claim)}"
+            if _holds(text, sample):
+                return text
     return None
 
 

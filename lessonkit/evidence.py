@@ -7,11 +7,11 @@ Loading checks integrity (every file is the one the refresh wrote) and freshness
 from __future__ import annotations
 
 import os
-import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from lessonkit import cache
 from lessonkit.errors import LessonError
 from lessonkit.jsontranscript import parse_json_transcript
 from lessonkit.manifest import (  # noqa: F401
@@ -36,7 +36,6 @@ SCRATCH_PREFIX = ".refresh."  # evidence/.refresh.<set>.<pid>: a refresh's work 
 # Parsed transcripts by (sha256 of the file, format): a rebuild re-parses only what changed.
 # Only a file that had settled and did not change while it was read is kept here.
 _parse_cache: dict[tuple[str, str], Transcript] = {}
-_RACY_NS = 2_000_000_000
 
 
 @dataclass
@@ -128,9 +127,7 @@ def _unchanged(path: Path, before: os.stat_result) -> bool:
         now = os.stat(path)
     except OSError:
         return False
-    stamp = (before.st_ino, before.st_size, before.st_mtime_ns, before.st_ctime_ns)
-    return (stamp == (now.st_ino, now.st_size, now.st_mtime_ns, now.st_ctime_ns)
-            and time.time_ns() - max(before.st_mtime_ns, before.st_ctime_ns) > _RACY_NS)
+    return cache.stamp(before) == cache.stamp(now) and cache.settled(before)
 
 
 def _from_manifest(set_name: str, root: Path, m: Manifest) -> EvidenceSet:

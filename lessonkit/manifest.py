@@ -16,11 +16,11 @@ import hashlib
 import json
 import os
 import re
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lessonkit import cache
 from lessonkit.errors import LessonError
 
 if TYPE_CHECKING:  # only for type hints: spec imports nothing from here at run time
@@ -215,7 +215,7 @@ def write_manifest(folder: Path, manifest: Manifest) -> None:
 
 # -- hashing --------------------------------------------------------------------------------
 
-_stat_cache: dict[str, tuple[tuple[int, int, int, int], str]] = {}
+_stat_cache: dict[str, tuple[tuple[int, ...], str]] = {}
 _hash_store: HashStore | None = None  # the cache on disk, when a check or a build opened one
 
 
@@ -240,19 +240,18 @@ def sha256_file(path: Path, st: os.stat_result | None = None) -> str:
     file's stat when the caller just took it.
     """
     st = os.stat(path) if st is None else st
-    key = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    key = cache.stamp(st)
     name = str(path)
     cached = _stat_cache.get(name)
     if cached is not None and cached[0] == key:
         return cached[1]
-    settled = time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > 2_000_000_000
     store = _hash_store
     digest = store.lookup(name, st) if store is not None else None
     if digest is None:
         digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
         if store is not None:
             store.remember(name, st, digest)
-    if settled:
+    if cache.settled(st):
         _stat_cache[name] = (key, digest)
     return digest
 

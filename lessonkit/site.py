@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from lessonkit import sitecache
+from lessonkit import cache, sitecache
 from lessonkit.cache import HashStore, Store
 from lessonkit.errors import LessonError
 from lessonkit.evidence import Evidence, load_all_evidence, set_folders
@@ -146,11 +146,11 @@ class FileDigests:
         return self._identity(key, st)
 
     def _identity(self, key: str, st: os.stat_result) -> str:
-        stamp = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode)
+        stamp = (*cache.stamp(st), st.st_mode)
         known = self._known.get(key)
         if known is not None and known[0] == stamp and known[2]:
             return known[1]
-        settled = max(st.st_mtime_ns, st.st_ctime_ns) < time.time_ns() - _RACY_NS
+        settled = cache.settled(st, window_ns=_RACY_NS)
         if (known is None or known[0] != stamp) and settled:
             identity = "stat:" + ":".join(map(str, stamp))
             self._known[key] = (stamp, identity, True)
@@ -345,7 +345,7 @@ class CheckedSite:
         for rel, _ in inputs.files:
             stamp = code.get(os.path.normpath(rel))
             try:
-                current = HashStore.stamp(os.stat(self.repo / "code" / rel))
+                current = cache.stamp(os.stat(self.repo / "code" / rel))
             except OSError:
                 current = None
             if stamp is None or stamp != current or not sitecache.settled_since({rel: stamp}, now):

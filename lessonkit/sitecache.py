@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from lessonkit import cache
-from lessonkit.cache import HashStore
 from lessonkit.errors import LessonError
 from lessonkit.manifest import MISSING, sha256_file
 from lessonkit.page import ClaimOutcome, PageResult
@@ -66,7 +65,7 @@ def scan(root: Path, skip_compiled: bool = False) -> Scan:
                 try:
                     st = entry.stat()
                     # A fifo or device is never read (it could block); () never counts as settled.
-                    found[name] = HashStore.stamp(st) if stat.S_ISREG(st.st_mode) else ()
+                    found[name] = cache.stamp(st) if stat.S_ISREG(st.st_mode) else ()
                 except OSError:
                     found[name] = ()
     return dict(sorted(found.items()))

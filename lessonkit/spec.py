@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import os
 import re
-import time
 import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from lessonkit import cache
 from lessonkit.errors import LessonError
 from lessonkit.manifest import sha256_file, sha256_text  # noqa: F401  (re-exported for callers)
 
@@ -129,8 +129,7 @@ def _repeat(value: int, source: str, where: str) -> int:
     return value
 
 
-_spec_cache: dict[str, tuple[tuple[int, int, int, int], LessonSpec]] = {}
-_RACY_NS = 2_000_000_000  # as for file hashes (lessonkit.manifest): a recent change hides in a stat
+_spec_cache: dict[str, tuple[tuple[int, ...], LessonSpec]] = {}
 
 
 def load_spec(code_root: Path, lesson: str) -> LessonSpec:
@@ -140,7 +139,7 @@ def load_spec(code_root: Path, lesson: str) -> LessonSpec:
     shown = f"code/{lesson}/runs.toml"
     try:
         st = os.stat(path)
-        key = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        key = cache.stamp(st)
         cached = _spec_cache.get(str(path))
         if cached is not None and cached[0] == key:
             return cached[1]
@@ -152,6 +151,6 @@ def load_spec(code_root: Path, lesson: str) -> LessonSpec:
         spec = parse_spec(text, shown)
     except LessonError as exc:  # a broken spec is a cause: report it before its consequences
         raise replace(exc, rank=0) from None
-    if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > _RACY_NS:
+    if cache.settled(st):  # as for file hashes: a recent change hides in a stat
         _spec_cache[str(path)] = (key, spec)
     return spec

@@ -192,7 +192,7 @@ def test_hashes_are_served_only_for_the_stat_they_were_stored_with(tmp_path: Pat
     fresh = tmp_path / "u.txt"
     fresh.write_text("x")
     planted = HashStore(Store(tmp_path / FOLDER))
-    planted._entries()[str(fresh)] = (HashStore.stamp(os.stat(fresh)), "planted")
+    planted._entries()[str(fresh)] = (cache.stamp(os.stat(fresh)), "planted")
     assert planted.lookup(str(fresh), os.stat(fresh)) is None  # even its own stamp, while racy
 
 

@@ -372,12 +372,17 @@ class _DriftingRunner:
         return bins, 0.01
 
 
-def _campaign(runner, configs, repeats: int, slices: int):
-    rows, records = litmus.measure_all(runner, configs, repeats, 1.0, lambda s: None, slices=slices)
+def _judged(configs, rows, records) -> list[dict]:
+    """Each config's summary with the campaign's agreement verdicts, as litmus.campaign makes them."""
     summaries = [litmus.summarise([r for r in rows if r["config"] == c.key],
                                   [x for x in records if x["config"] == c.key]) for c in configs]
     litmus.judge_agreement(summaries)
-    return rows, records, summaries
+    return summaries
+
+
+def _campaign(runner, configs, repeats: int, slices: int):
+    rows, records = litmus.measure_all(runner, configs, repeats, 1.0, lambda s: None, slices=slices)
+    return rows, records, _judged(configs, rows, records)
 
 
 def _drift_configs(n: int) -> list:
@@ -410,10 +415,7 @@ def test_contiguous_repeats_under_drift_disagree():
             parts.append(([{**r, "repeat": repeat} for r in rows_r], [{**x, "repeat": repeat} for x in rec_r]))
         rows = [r for p, _ in parts for r in p]
         records = [x for _, p in parts for x in p]
-        summaries = [litmus.summarise([r for r in rows if r["config"] == c.key],
-                                      [x for x in records if x["config"] == c.key]) for c in configs]
-        litmus.judge_agreement(summaries)
-        caught += not all(s["agree"] for s in summaries)
+        caught += not all(s["agree"] for s in _judged(configs, rows, records))
     assert caught >= 5
 
 
