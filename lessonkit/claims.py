@@ -14,6 +14,7 @@ The page shows the author's text; `accepted_value` is the value `lessonkit accep
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_UP, Decimal, InvalidOperation
 from functools import lru_cache
@@ -25,12 +26,12 @@ _NUMBER_RE = re.compile(
         (?P<int>\d{1,3}(?:,\d{3})+|\d+)
         (?P<frac>\.\d+)?
         (?P<exp>[eE][+-]?\d+)?$""",
-    re.VERBOSE)
-_SEPARATED_RE = re.compile(r"""^[+-]?\d{1,3}(?:,\d{3})+(?:\.\d+)?$""", re.VERBOSE)
+    re.VERBOSE | re.ASCII)  # ASCII digits only: "৪0" looks like 80 to a reader and is 40 to Python
+_SEPARATED_RE = re.compile(r"""^[+-]?\d{1,3}(?:,\d{3})+(?:\.\d+)?$""", re.VERBOSE | re.ASCII)
 # A range typed with a hyphen, an em dash, a figure dash or a minus sign instead of an en dash.
 _WRONG_DASH_RE = re.compile(
     r"""^(?P<low>[+-]?[\d.,]+(?:[eE][+-]?\d+)?)\s*[-\u2012\u2014\u2212]\s*(?P<high>[+-]?[\d.,]+(?:[eE][+-]?\d+)?)$""",
-    re.VERBOSE)
+    re.VERBOSE | re.ASCII)
 
 
 class ClaimValueError(ValueError):
@@ -84,12 +85,20 @@ def parse_claim_value(text: str) -> ClaimValue:
     text = text.strip()
     if not text:
         raise ClaimValueError("the value is empty; write the value you expect before the '@'")
+    foreign = next((c for c in text if c.isdigit() and not c.isascii()), None)
+    if foreign is not None:
+        raise ClaimValueError(f"{foreign!r} ({unicodedata.name(foreign, 'a digit')}) looks like a digit but is "
+                              "not 0-9; write the value with ASCII digits")
     if text.startswith("~"):
         body = text[1:].strip()
         value = number(body)
         if value is None:
             raise ClaimValueError(f"cannot read {body!r} as a number; a rounded claim is ~V, e.g. ~30 or ~0.06")
         unit = _unit(body)
+        if value == 0 and unit > 1:
+            raise ClaimValueError(f"{text!r} admits anything from {show_number(-unit / 2)} to "
+                                  f"{show_number(unit / 2)}: a rounded zero says nothing at that unit; "
+                                  "write 0, ~0, or a range such as 0" + EN_DASH + "5")
         return ClaimValue(text, "rounded", value - unit / 2, value + unit / 2, unit)
     if EN_DASH in text:
         low_text, _, high_text = (p.strip() for p in text.partition(EN_DASH))

@@ -309,9 +309,29 @@ def _expand(page: _Page, text: str, lines: LineIndex, tokens: list[Token]) -> li
             continue
         plain(text[pos:token.start], pos)
         pos = token.end
+        if word is None:
+            _check_edges(page, token, text)
         _inline(page, out[-1], token, word, text[token.start:token.end])
     plain(text[pos:], pos)
     return out
+
+
+def _check_edges(page: _Page, token: Token, text: str) -> None:
+    """A claim's figure must not run into a digit, letter or sign typed beside it: '{{ 2 @ … }}0'
+    shows "20", and '-{{ 40 @ … }}' shows "-40"; neither is what the claim checked."""
+    ats = list(_CLAIM_AT_RE.finditer(token.body))
+    value = token.body[:ats[-1].start()].strip() if ats else ""
+    if not value:
+        return  # not a claim: _inline reports it
+    after, before = text[token.end:token.end + 2], text[max(token.start - 2, 0):token.start]
+    if value[-1].isdigit() and after and (after[0].isalnum() or (after[0] in ".," and after[1:].isdigit())):
+        page.error(token.line, f"the figure of claim {_one_line(text[token.start:token.end])!r} runs into "
+                   f"{after[0]!r} typed right after it, so the page shows a number the claim did not check; "
+                   "put a space or punctuation between them, or write the whole figure inside the claim")
+    if value[0].isdigit() and before and (before[-1].isalnum() or before[-1] in "+-\u2212.,"):
+        page.error(token.line, f"the figure of claim {_one_line(text[token.start:token.end])!r} runs into "
+                   f"{before[-1]!r} typed right before it, so the page shows a number the claim did not check; "
+                   "put a space between them, or write the whole figure inside the claim")
 
 
 def _inline(page: _Page, line: OutLine, token: Token, word: str | None, source: str) -> None:

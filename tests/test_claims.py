@@ -63,6 +63,14 @@ def test_rounded_means_its_last_significant_digit(text: str, low: str, high: str
     ("193700\u2013abc", "cannot read 'abc' as a number; a range is LOW\u2013HIGH with numbers, e.g. 193700\u2013197060"),
     ("197060\u2013193700", "the range's low end 197060 is above its high end 193700; write LOW\u2013HIGH"),
     ("5\u20135", "a range needs two different ends; write 5"),
+    ("~\u09ea0", "'\u09ea' (BENGALI DIGIT FOUR) looks like a digit but is not 0-9; write the value with ASCII digits"),
+    ("1\u09ea0000\u20132\u09ea0000",
+     "'\u09ea' (BENGALI DIGIT FOUR) looks like a digit but is not 0-9; write the value with ASCII digits"),
+    ("\uff12", "'\uff12' (FULLWIDTH DIGIT TWO) looks like a digit but is not 0-9; write the value with ASCII digits"),
+    ("~0e3", ("'~0e3' admits anything from -500 to 500: a rounded zero says nothing at that unit; "
+             "write 0, ~0, or a range such as 0\u20135")),
+    ("~0e1", ("'~0e1' admits anything from -5 to 5: a rounded zero says nothing at that unit; "
+             "write 0, ~0, or a range such as 0\u20135")),
 ])
 def test_malformed_claim_values(text: str, message: str):
     with pytest.raises(ClaimValueError) as exc:
@@ -118,6 +126,17 @@ def test_exact_claim_that_varies_fails_with_the_spread(repeats: Path):
     assert errs(repeats, "{{ 120 @ demo/race:reports[severity=Error].hazards }}") == [
         ("docs/p.md:1: claim '120' (demo/race:reports[severity=Error].hazards) varies across 5 recordings of "
         "race: 118 to 125; quote a range")]
+
+
+def test_a_look_alike_digit_is_refused_on_the_page(repeats: Path):
+    assert errs(repeats, "{{ ~1\u09ea0 @ demo/race:reports[severity=Error].hazards }}") == [
+        ("docs/p.md:1: claim '~1\u09ea0' (demo/race:reports[severity=Error].hazards): '\u09ea' (BENGALI DIGIT FOUR) "
+        "looks like a digit but is not 0-9; write the value with ASCII digits")]
+
+
+def test_a_rounded_zero_at_the_units_place_still_means_zero(repeats: Path):
+    assert errs(repeats, "{{ ~0 @ demo/race:reports[severity=Error].hazards }}")[0].startswith(
+        "docs/p.md:1: claim '~0' (demo/race:reports[severity=Error].hazards)")
 
 
 def test_exact_claim_every_recording_agrees_with_passes(repeats: Path):
@@ -506,3 +525,33 @@ def test_a_large_transcript_shows_head_and_tail_and_links_the_file(demo_repo: Pa
         "day62/evidence/demo/race.txt": demo_repo / "evidence/demo/race.txt"}
     assert files_to_publish(result.published, "index.html") == {
         "evidence/demo/race.txt": demo_repo / "evidence/demo/race.txt"}
+
+
+# -- a figure must stand apart from what is typed beside it -----------------------------------------
+
+@pytest.mark.parametrize("text, side, char", [
+    ("{{ 8 @ demo/race:reports[severity=Warning].hazards }}0 hazards", "after", "0"),
+    ("{{ 8 @ demo/race:reports[severity=Warning].hazards }}k hazards", "after", "k"),
+    ("{{ 8 @ demo/race:reports[severity=Warning].hazards }}.5 hazards", "after", "."),
+    ("1{{ 8 @ demo/race:reports[severity=Warning].hazards }} hazards", "before", "1"),
+    ("-{{ 8 @ demo/race:reports[severity=Warning].hazards }} hazards", "before", "-"),
+    ("\u2212{{ 8 @ demo/race:reports[severity=Warning].hazards }} hazards", "before", "\u2212"),
+])
+def test_a_figure_that_runs_into_a_typed_character(demo_repo: Path, text: str, side: str, char: str):
+    claim = "{{ 8 @ demo/race:reports[severity=Warning].hazards }}"
+    if side == "after":
+        message = (f"docs/p.md:1: the figure of claim {claim!r} runs into {char!r} typed right after it, so the "
+                   "page shows a number the claim did not check; put a space or punctuation between them, or "
+                   "write the whole figure inside the claim")
+    else:
+        message = (f"docs/p.md:1: the figure of claim {claim!r} runs into {char!r} typed right before it, so the "
+                   "page shows a number the claim did not check; put a space between them, or write the whole "
+                   "figure inside the claim")
+    assert errs(demo_repo, text) == [message]
+
+
+def test_a_figure_beside_punctuation_or_a_unit_sign_passes(demo_repo: Path):
+    for text in ("({{ 8 @ demo/race:reports[severity=Warning].hazards }}).",
+                 "x{{ Warning @ demo/race:reports[severity=Warning].severity }}y",
+                 "{{ 8 @ demo/race:reports[severity=Warning].hazards }}%, {{ 8 @ demo/race:reports[severity=Warning].hazards }}\u00d7"):
+        assert errs(demo_repo, text) == [], text
