@@ -225,6 +225,7 @@ def process_page(markdown: str, path: str, repo: Path, sets: dict[str, EvidenceS
     that wants only the errors (the blocks are finished HTML that no check reads).
     """
     from lessonkit.pagerules import (  # they read what this module builds
+        check_hidden_text,
         check_row_labels,
         check_summaries,
     )
@@ -244,6 +245,7 @@ def process_page(markdown: str, path: str, repo: Path, sets: dict[str, EvidenceS
                 page.lookup(token.line, page.default_set)
     out = _expand(page, markdown, lines, tokens)
     in_fence, sections = structure(out)
+    check_hidden_text(page, out, in_fence)
     check_row_labels(page, out, in_fence)
     check_summaries(page, out, in_fence, sections)
     page.result.errors.sort(key=lambda e: e.line or 0)

@@ -12,11 +12,17 @@ Row labels. In a table row with claims that filter records, a plain number cell 
 the value of one filter key shared by every claim of the row that uses that key
 (`| 128 | {{ … cells[threads=128,…] … }} |`), and a text cell that names a value the
 table's claims filter on must be the one this row's claims select.
+
+Hidden text. What the checks read must be what a reader sees: no invisible characters (a soft
+hyphen or a zero-width space splits "ERROR SUMMARY" for the checks, not for the eye), no
+character reference that spells a letter or digit (`&#82;`), no claim inside an HTML comment
+(checked, never shown), and no comment between two stretches of text on one line.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import TYPE_CHECKING
 
 from lessonkit.claims import Found, Sample, judge
@@ -219,3 +225,81 @@ def _label_problem(label: str, pairs: list[tuple[str, str]], used: dict[str, set
     key, values = clashes[0]
     return (f"row label {label!r} is a {key} that the table's claims select, but the claims in its row "
             f"select {', '.join(f'{key}={v}' for v in values)}; write the label of the records they select")
+
+
+# -- hidden text ---------------------------------------------------------------------------------
+
+# Invisible characters outside Unicode's format category (Cf): fillers and a combining joiner.
+_INVISIBLE_EXTRA = frozenset("\u034f\u115f\u1160\u3164\uffa0")
+_CHAR_REF_RE = re.compile(r"""&\#(?:[xX](?P<hex>[0-9a-fA-F]{1,6})|(?P<dec>[0-9]{1,7}));""")
+_COMMENT_RE = re.compile(r"""<!--|-->""")
+
+
+def check_hidden_text(page: _Page, out: list[OutLine], in_fence: list[bool]) -> None:
+    """No text that the checks read differently from a reader: see the module's docstring."""
+    in_comment: tuple[int, int] | None = None  # (line, column) where an open comment began
+    for i, line in enumerate(out):
+        if line.generated:
+            continue
+        _invisible(page, line, first_of_file=i == 0)
+        if in_fence[i] and in_comment is None:
+            continue
+        if not in_fence[i]:
+            _char_refs(page, line)
+        in_comment = _comments(page, line, in_comment)
+
+
+def _invisible(page: _Page, line: OutLine, first_of_file: bool) -> None:
+    seen: set[str] = set()
+    for col, c in enumerate(line.text):
+        if c in seen or not (c in _INVISIBLE_EXTRA or unicodedata.category(c) == "Cf"):
+            continue
+        if c == "\ufeff" and first_of_file and col == 0:
+            continue  # a byte-order mark
+        if c == "\u200d" and not _ascii_beside(line.text, col):
+            continue  # a zero-width joiner inside an emoji sequence
+        seen.add(c)
+        name = unicodedata.name(c, "an invisible character")
+        page.error(line.src, f"invisible character U+{ord(c):04X} ({name}) at column {col + 1}: a reader does "
+                   "not see it, and it changes the words and figures the checks read; remove it")
+
+
+def _ascii_beside(text: str, col: int) -> bool:
+    return any(0 <= k < len(text) and text[k].isascii() and text[k].isalnum() for k in (col - 1, col + 1))
+
+
+def _char_refs(page: _Page, line: OutLine) -> None:
+    for m in _CHAR_REF_RE.finditer(line.text):
+        code = int(m.group("hex"), 16) if m.group("hex") else int(m.group("dec"))
+        if code < 128 and chr(code).isalnum():
+            page.error(line.src, f"character reference {m.group()!r} spells {chr(code)!r}; write {chr(code)!r} "
+                       "itself, so that the checks read the text a reader sees")
+
+
+def _comments(page: _Page, line: OutLine, open_at: tuple[int, int] | None) -> tuple[int, int] | None:
+    """Report claims inside comments and comments between text on one line; the comment still open."""
+    text = line.text
+    start = 0 if open_at is not None else None
+    for m in _COMMENT_RE.finditer(text):
+        if m.group() == "<!--" and start is None:
+            start = m.start()
+            open_at = (line.src, m.start())
+        elif m.group() == "-->" and start is not None:
+            _one_comment(page, line, start, m.end(), whole_line_before=open_at is not None and open_at[0] != line.src)
+            start, open_at = None, None
+    if start is not None:
+        _one_comment(page, line, start, len(text), whole_line_before=False, still_open=True)
+    return open_at
+
+
+def _one_comment(page: _Page, line: OutLine, start: int, end: int, whole_line_before: bool,
+                 still_open: bool = False) -> None:
+    if any(s.start < end and s.end > start for s in line.spans):
+        page.error(line.src, "a claim inside an HTML comment is checked but never shown, while the text "
+                   "beside the comment is shown unchecked; take the claim out of the comment, or delete it")
+        return
+    before = line.text[:start].strip() if not whole_line_before else ""
+    after = line.text[end:].strip() if not still_open else ""
+    if before and after:
+        page.error(line.src, f"an HTML comment between {before[-12:]!r} and {after[:12]!r} joins them for "
+                   "a reader but not for the checks; put the comment on a line of its own")

@@ -1,0 +1,66 @@
+"""Text the checks would read differently from a reader: invisible characters, character
+references that spell letters, claims in comments, comments splitting a line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lessonkit.site import Site
+
+CLAIM = "{{ 8 @ demo/race:reports[severity=Warning].hazards }}"
+
+
+def errs(repo: Path, text: str) -> list[str]:
+    return [str(e) for e in Site.load(repo).page(text, "docs/p.md").errors]
+
+
+@pytest.mark.parametrize("char, name", [
+    ("\u00ad", "SOFT HYPHEN"), ("\u200b", "ZERO WIDTH SPACE"), ("\u2060", "WORD JOINER"),
+    ("\u200d", "ZERO WIDTH JOINER"), ("\u3164", "HANGUL FILLER"),
+])
+def test_an_invisible_character_splitting_a_summary(demo_repo: Path, char: str, name: str):
+    text = f"It ends with `RACECHECK SUM{char}MARY: 0 hazards displayed (0 errors, 0 warnings)` {CLAIM}."
+    assert errs(demo_repo, text) == [
+        (f"docs/p.md:1: invisible character U+{ord(char):04X} ({name}) at column 28: a reader does not see it, "
+        "and it changes the words and figures the checks read; remove it")]
+
+
+def test_an_invisible_character_is_reported_once_a_line(demo_repo: Path):
+    assert len(errs(demo_repo, "a\u200bb\u200bc\nd\u200be")) == 2
+
+
+def test_a_zero_width_joiner_inside_an_emoji_and_a_byte_order_mark_pass(demo_repo: Path):
+    assert errs(demo_repo, "\ufeffThe team \U0001f469\u200d\U0001f4bb wrote it.") == []
+
+
+@pytest.mark.parametrize("ref, char", [("&#82;", "R"), ("&#x52;", "R"), ("&#0051;", "3"), ("&#x6B;", "k")])
+def test_a_character_reference_that_spells_a_letter_or_digit(demo_repo: Path, ref: str, char: str):
+    assert errs(demo_repo, f"{ref}ACECHECK reported {CLAIM} hazards") == [
+        (f"docs/p.md:1: character reference {ref!r} spells {char!r}; write {char!r} itself, so that the checks "
+        "read the text a reader sees")]
+
+
+def test_character_references_for_symbols_and_in_code_blocks_pass(demo_repo: Path):
+    assert errs(demo_repo, "a &#8211; b &#x2192; c &amp; d\n\n```text\n&#82;\n```\n") == []
+
+
+def test_a_claim_inside_a_comment(demo_repo: Path):
+    message = ("docs/p.md:{}: a claim inside an HTML comment is checked but never shown, while the text beside "
+               "the comment is shown unchecked; take the claim out of the comment, or delete it")
+    assert errs(demo_repo, f"<!-- {CLAIM} -->3 hazards") == [message.format(1)]
+    assert errs(demo_repo, f"text\n\n<!--\nnote\n{CLAIM}\n-->\n3 hazards") == [message.format(5)]
+
+
+def test_a_comment_between_two_stretches_of_text(demo_repo: Path):
+    text = f"<code>RACECHECK<!-- --> SUMMARY: 0 hazards displayed (0 errors, 0 warnings)</code> {CLAIM}"
+    assert errs(demo_repo, text) == [
+        ("docs/p.md:1: an HTML comment between 'de>RACECHECK' and 'SUMMARY: 0 h' joins them for a reader but "
+         "not for the checks; put the comment on a line of its own")]
+
+
+def test_comments_on_their_own_or_after_text_and_in_code_blocks_pass(demo_repo: Path):
+    text = ("<!-- a note for authors -->\n\nSome text. <!-- why -->\n\n<!--\nlonger\nnote\n-->\n\n"
+            "```html\nA<!-- -->B\n```\n")
+    assert errs(demo_repo, text) == []
