@@ -124,6 +124,22 @@ def test_region_errors_on_a_page(demo_repo: Path):
         "docs/p.md:3: source path '../etc/passwd' leaves code/ through '..'; asked for by region 'x'"]
 
 
+def test_a_region_shows_only_code_that_ran(demo_repo: Path):
+    """A copy of the lesson's source, changed, shown as if it were the code the transcripts come from."""
+    copy = (demo_repo / "code/demo/demo.cu").read_text().replace("int", "long")
+    (demo_repo / "code/notes").mkdir()
+    (demo_repo / "code/notes/demo.cu").write_text(copy)
+    (demo_repo / "code/demo/extra.cu").write_text(copy)
+    assert errs(demo_repo, "{{ region notes/demo.cu body }}\n\n{{ region demo/extra.cu body }}") == [
+        ("docs/p.md:1: code/notes/demo.cu is not an input of a recording: evidence/notes does not exist; a region "
+         "shows only code that ran, so that its lines are the lines the transcripts come from: list the file under "
+         "inputs in code/notes/runs.toml and refresh the evidence"),
+        ("docs/p.md:3: code/demo/extra.cu is not an input of any recording in evidence/demo; a region shows only "
+         "code that ran, so that its lines are the lines the transcripts come from: list the file under inputs in "
+         "code/demo/runs.toml and refresh the evidence")]
+    assert errs(demo_repo, "{{ region demo/demo.cu body }}") == []
+
+
 def test_transcript_is_escaped(demo_repo: Path):
     record_set(demo_repo, "demo", {"race": RACE + "<script>alert(1)</script>\n", "bare": "x"})
     result = run_page(demo_repo, "{{ transcript demo/race }}")

@@ -39,15 +39,28 @@ OTHER_PAGE = """\
 {{ region two/two.cu step }}
 """
 TWO_SOURCE = "// lesson two\n// snippet: step\nint x;\n// end snippet\n"
+TWO_RUNS = '''lesson = "two"
+inputs = ["two.cu"]
+
+[build]
+sm_90 = "nvcc -arch=sm_90 -o two two.cu"
+
+[[run]]
+name = "bare"
+command = "./two"
+'''
+TWO_README = "# two\n\n```console\nnvcc -arch=sm_90 -o two two.cu\n./two\n```\n"
 
 
 def two_lessons(root: Path) -> Path:
-    """The demo lesson, a second lesson 'two' (code only) and two pages: a small site to edit."""
+    """The demo lesson, a second lesson 'two' and two pages: a small site to edit."""
     write_tree(root, {
         "code/demo/demo.cu": SOURCE, "code/demo/runs.toml": RUNS, "code/demo/README.md": README,
-        "code/two/two.cu": TWO_SOURCE, "docs/index.md": PAGE, "docs/other.md": OTHER_PAGE,
+        "code/two/two.cu": TWO_SOURCE, "code/two/runs.toml": TWO_RUNS, "code/two/README.md": TWO_README,
+        "docs/index.md": PAGE, "docs/other.md": OTHER_PAGE,
     })
     record_set(root, "demo", {"race": RACE, "bare": BARE})
+    record_set(root, "two", {"bare": BARE})
     return root
 
 
@@ -122,7 +135,9 @@ def test_only_the_edited_page_is_checked_again(tmp_path: Path):
         "evidence/demo/race.txt; it says '120' (line 7)")]
     assert (site.checks, site.reloads) == (3, 1)
     EDITS["renamed region, other lesson"](repo)  # code changed: evidence reloaded, only other.md re-checked
-    assert len(site.check()) == 2 and (site.checks, site.reloads) == (4, 2)
+    errors = site.check()  # the claim, the missing region, and lesson two's evidence, now stale
+    assert len(errors) == 3 and (site.checks, site.reloads) == (4, 2)
+    assert {e.path for e in errors} == {"docs/index.md", "docs/other.md", "evidence/two/manifest.json"}
 
 
 def test_an_edit_within_the_same_timestamp_is_seen(tmp_path: Path):
