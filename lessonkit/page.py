@@ -228,6 +228,7 @@ def process_page(markdown: str, path: str, repo: Path, sets: dict[str, EvidenceS
         check_hidden_text,
         check_row_labels,
         check_summaries,
+        check_typed_output,
     )
 
     sets = _Reads(sets)
@@ -246,6 +247,7 @@ def process_page(markdown: str, path: str, repo: Path, sets: dict[str, EvidenceS
     out = _expand(page, markdown, lines, tokens)
     in_fence, sections = structure(out)
     check_hidden_text(page, out, in_fence)
+    check_typed_output(page, out, in_fence)
     check_row_labels(page, out, in_fence)
     check_summaries(page, out, in_fence, sections)
     page.result.errors.sort(key=lambda e: e.line or 0)

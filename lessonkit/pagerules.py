@@ -17,6 +17,10 @@ Hidden text. What the checks read must be what a reader sees: no invisible chara
 hyphen or a zero-width space splits "ERROR SUMMARY" for the checks, not for the eye), no
 character reference that spells a letter or digit (`&#82;`), no claim inside an HTML comment
 (checked, never shown), and no comment between two stretches of text on one line.
+
+Typed tool output. A code block may not type compute-sanitizer's report lines by hand (its
+`=========` prefix, "Race reported between", "Potential RAW hazard", "Barrier error
+detected"): recorded output comes in through `{{ transcript RUN }}`.
 """
 
 from __future__ import annotations
@@ -303,3 +307,25 @@ def _one_comment(page: _Page, line: OutLine, start: int, end: int, whole_line_be
     if before and after:
         page.error(line.src, f"an HTML comment between {before[-12:]!r} and {after[:12]!r} joins them for "
                    "a reader but not for the checks; put the comment on a line of its own")
+
+
+# -- typed tool output ---------------------------------------------------------------------------
+
+_TOOL_LINE_RE = re.compile(
+    r"""^\s*(?:={9}|.*\b(?:Race\ reported\ between|Potential\ (?:RAW|WAR|WAW)\ hazard|Barrier\ error\ detected))""",
+    re.VERBOSE)
+
+
+def check_typed_output(page: _Page, out: list[OutLine], in_fence: list[bool]) -> None:
+    """No code block that types a sanitizer's report lines: one error for each block that does."""
+    reported = False
+    for i, line in enumerate(out):
+        if not in_fence[i]:
+            continue
+        if i == 0 or not in_fence[i - 1]:
+            reported = False  # a new block
+        if reported or line.generated or not _TOOL_LINE_RE.match(line.text):
+            continue
+        reported = True
+        page.error(line.src, f"a code block types compute-sanitizer output by hand ({line.text.strip()[:40]!r}); "
+                   "show what a run printed with {{ transcript RUN }}, or quote its summary line in the text")

@@ -64,3 +64,23 @@ def test_comments_on_their_own_or_after_text_and_in_code_blocks_pass(demo_repo: 
     text = ("<!-- a note for authors -->\n\nSome text. <!-- why -->\n\n<!--\nlonger\nnote\n-->\n\n"
             "```html\nA<!-- -->B\n```\n")
     assert errs(demo_repo, text) == []
+
+
+# -- typed tool output -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("typed", [
+    "========= Error: Race reported between Write access at k()+0x90 in demo.cu:4",
+    "Error: Race reported between Write access at k()+0x90 in demo.cu:4",
+    "  Warning: Potential WAR hazard detected at __shared__ 0x8 in block (0,0,0) :",
+    "Barrier error detected. Divergent thread(s) in block.",
+])
+def test_a_code_block_that_types_sanitizer_output(demo_repo: Path, typed: str):
+    text = f"{CLAIM} hazards.\n\n```console\n$ compute-sanitizer ./demo\n{typed}\n{typed}\n```\n"
+    assert errs(demo_repo, text) == [
+        (f"docs/p.md:5: a code block types compute-sanitizer output by hand ({typed.strip()[:40]!r}); show what a "
+         "run printed with {{ transcript RUN }}, or quote its summary line in the text")]
+
+
+def test_sanitizer_words_in_prose_and_a_recorded_transcript_pass(demo_repo: Path):
+    text = "racecheck says Race reported between two accesses.\n\n{{ transcript demo/race }}\n"
+    assert errs(demo_repo, text) == []
