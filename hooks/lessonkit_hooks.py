@@ -28,18 +28,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import lessonkit.render
 import lessonkit.site
+import lessonkit.siteconfig
 import lessonkit.verify
 
 log = logging.getLogger("mkdocs.plugins.lessonkit")
 
-# Extensions the pages' expansions need, and why (named in the refusal).
-REQUIRED_EXTENSIONS = {
-    "pymdownx.superfences": "code regions and transcripts are fenced blocks (plain Markdown and "
-                            "fenced_code show them as raw fences)",
-    "pymdownx.highlight": "regions are numbered with their file's own lines and highlighted by it",
-}
-# Plugins that expand {{ ... }} themselves, before lessonkit could check a claim.
-JINJA_PLUGINS = ("macros", "markdownextradata")
 _DIRTY_WARNING = "A 'dirty' build is being performed"
 
 _state: dict = {"session": None, "spent": 0.0, "dirty": False, "serving": False, "builds": 0}
@@ -75,6 +68,7 @@ def reload_core_if_changed() -> bool:
     importlib.invalidate_caches()
     lessonkit = importlib.import_module("lessonkit")
     importlib.import_module("lessonkit.site")
+    importlib.import_module("lessonkit.siteconfig")
     importlib.import_module("lessonkit.verify")
     _state["core"] = digest
     _state["session"] = None  # results of the old core are not evidence of the new one
@@ -83,22 +77,10 @@ def reload_core_if_changed() -> bool:
 
 
 def setup_errors(config) -> list[str]:
-    """What in the site's configuration would let a page be published unchecked or shown wrongly."""
-    shown = Path(config.config_file_path or "mkdocs.yml").name
-    names = {e if isinstance(e, str) else type(e).__module__ for e in config.markdown_extensions}
-    problems = [f"{shown}: markdown_extensions lacks {ext}: lessonkit's {why}; add '- {ext}' "
-                "under markdown_extensions" for ext, why in REQUIRED_EXTENSIONS.items()
-                if ext not in names]
-    for name, plugin in config.plugins.items():
-        base = name.rsplit("/", 1)[-1]
-        options = getattr(plugin, "config", {}) or {}
-        if base in JINJA_PLUGINS and options.get("j2_variable_start_string", "{{") == "{{":
-            problems.append(
-                f"{shown}: plugin {name!r} also expands {{{{ ... }}}}: it would turn lessonkit's "
-                "claims and directives into Jinja before they are checked; remove it from plugins"
-                + (", or give it other delimiters (j2_variable_start_string, j2_variable_end_string)"
-                   if base == "macros" else ""))
-    return problems
+    """What in the site's configuration would let a page be published unchecked or shown wrongly:
+    the rules of lessonkit.siteconfig (those `lessonkit check` applies), on the file the engine read."""
+    path = Path(config.config_file_path or "mkdocs.yml").resolve()
+    return [str(e) for e in lessonkit.siteconfig.load_site_config_errors(path.parent, path)]
 
 
 def _timed(hook):
@@ -143,12 +125,12 @@ def on_startup(*, command: str, dirty: bool) -> None:
 @_timed
 def on_config(config, **kwargs):
     """Refuse a setup that cannot show checked pages; refresh the evidence (only what changed)."""
+    reload_core_if_changed()
     problems = setup_errors(config)
     if problems:
         raise PluginError("lessonkit cannot check this site:\n" + "\n".join(problems))
     if "lessonkit.mdext" in config.markdown_extensions:  # the hooks do its work, once
         config.mdx_configs.setdefault("lessonkit.mdext", {})["passive"] = True
-    reload_core_if_changed()
     _state["builds"] += 1
     repo = Path(config.config_file_path).resolve().parent
     session = _state["session"]

@@ -82,7 +82,11 @@ def _check(args: argparse.Namespace) -> int:
         except LessonError as exc:
             print(exc, file=sys.stderr)
             return EXIT_USAGE
-    errors = check_site(repo, store=Store(None) if args.no_cache else None)
+    # Imported here: only `check` reads mkdocs.yml (with PyYAML); the other commands, run on a
+    # GPU machine too, need the standard library alone.
+    from lessonkit.siteconfig import load_site_config_errors
+
+    errors = load_site_config_errors(repo) + check_site(repo, store=Store(None) if args.no_cache else None)
     if errors:
         print(LessonErrors(errors).report(), file=sys.stderr)
         return EXIT_ERRORS
@@ -138,7 +142,8 @@ def _recordings(args: argparse.Namespace) -> int:
 
 
 COMMANDS: dict[str, Command] = {
-    "check": Command("verify every page, region, claim and evidence set; exit 1 listing all errors",
+    "check": Command("verify the site configuration and every page, region, claim and evidence set; "
+                     "exit 1 listing all errors",
                      _check_site_arguments, _check),
     "regions": Command("the regions of a source file as JSON", _file_argument, _regions),
     "transcript": Command("a parsed transcript as JSON; SET/RUN gives every recording of a run",

@@ -136,7 +136,8 @@ def record_set(repo: Path, lesson: str, transcripts: dict[str, str | list[str]],
 
 
 def mkdocs_yml(extra: str = "") -> str:
-    """A small site config that uses the project's hooks (a fast built-in theme)."""
+    """A small site config that uses the project's hooks and extension (a fast built-in theme);
+    it passes lessonkit.siteconfig's rules."""
     return f"""site_name: fixture
 theme:
   name: mkdocs
@@ -147,6 +148,7 @@ markdown_extensions:
   - pymdownx.details
   - pymdownx.superfences
   - pymdownx.highlight
+  - lessonkit.mdext
 {extra}"""
 
 
@@ -162,7 +164,8 @@ def demo_repo(tmp_path: Path) -> Path:
 
 
 def mkdocs_build(repo: Path, *args: str) -> subprocess.CompletedProcess:
-    """Run `mkdocs build` in repo as CI does; returns the finished process."""
-    env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
+    """Run `mkdocs build` in repo as CI does; returns the finished process (lessonkit importable
+    from anywhere, as CI's editable install makes it, for lessonkit.mdext)."""
+    env = dict(os.environ, NO_MKDOCS_2_WARNING="1", PYTHONPATH=str(REPO))
     return subprocess.run([sys.executable, "-m", "mkdocs", "build", "-q", "-d", str(repo / "site"), *args],
                           cwd=repo, capture_output=True, text=True, env=env, timeout=120)

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import markdown
 import pytest
@@ -59,7 +60,8 @@ def test_engine_refuses_a_wrong_claim(demo_repo: Path, engine: str):
 
 
 def test_verify_site_names_page_and_text_when_hooks_are_off(demo_repo: Path, capsys):
-    (demo_repo / "mkdocs.yml").write_text(mkdocs_yml().replace(f"hooks:\n  - {HOOKS}\n", "hooks: []\n"))
+    (demo_repo / "mkdocs.yml").write_text(mkdocs_yml().replace(f"hooks:\n  - {HOOKS}\n", "hooks: []\n")
+                                          .replace("  - lessonkit.mdext\n", ""))
     done = engine_build(demo_repo, "mkdocs")
     assert done.returncode == 0, done.stderr  # an engine that ignores lessonkit publishes the raw page
     assert verify_main([str(demo_repo / "site")]) == 1
@@ -147,7 +149,7 @@ def test_passive_extension_leaves_the_page_to_the_hooks(demo_repo: Path):
 
 
 def test_hooks_and_extension_together_check_once(demo_repo: Path):
-    (demo_repo / "mkdocs.yml").write_text(mkdocs_yml("  - lessonkit.mdext\n"))
+    assert "  - lessonkit.mdext\n" in mkdocs_yml()
     done = engine_build(demo_repo, "mkdocs")
     assert done.returncode == 0, done.stderr
     assert (demo_repo / "site/index.html").read_text().count(CHECKED_MARK.strip()) == 1
@@ -159,7 +161,7 @@ def test_refuses_fenced_code_instead_of_superfences(demo_repo: Path):
     (demo_repo / "mkdocs.yml").write_text(mkdocs_yml().replace("pymdownx.superfences", "fenced_code"))
     done = engine_build(demo_repo, "mkdocs")
     assert done.returncode != 0
-    assert ("lessonkit cannot check this site:\nmkdocs.yml: markdown_extensions lacks pymdownx.superfences: "
+    assert ("lessonkit cannot check this site:\nmkdocs.yml:6: markdown_extensions lacks pymdownx.superfences: "
             "lessonkit's code regions and transcripts are fenced blocks (plain Markdown and fenced_code "
             "show them as raw fences); add '- pymdownx.superfences' under markdown_extensions\n") in done.stderr
 
@@ -168,7 +170,7 @@ def test_refuses_missing_highlight(demo_repo: Path):
     (demo_repo / "mkdocs.yml").write_text(mkdocs_yml().replace("  - pymdownx.highlight\n", ""))
     done = engine_build(demo_repo, "properdocs")
     assert done.returncode != 0
-    assert ("mkdocs.yml: markdown_extensions lacks pymdownx.highlight: lessonkit's regions are numbered "
+    assert ("mkdocs.yml:6: markdown_extensions lacks pymdownx.highlight: lessonkit's regions are numbered "
             "with their file's own lines and highlighted by it; add '- pymdownx.highlight' under "
             "markdown_extensions\n") in done.stderr
 
@@ -180,22 +182,35 @@ def load_hooks():
     return module
 
 
-class FakePlugin:
-    def __init__(self, **config):
-        self.config = config
+def test_setup_errors_apply_the_site_config_rules_to_the_file_the_engine_read(demo_repo: Path):
+    config = demo_repo / "mkdocs.yml"
+    config.write_text(mkdocs_yml() + "plugins:\n  - macros\n")
+    assert load_hooks().setup_errors(SimpleNamespace(config_file_path=str(config))) == [
+        ("mkdocs.yml:13: plugin 'macros' also expands {{ ... }}: it would turn lessonkit's claims and "
+         "directives into Jinja before they are checked; remove it from plugins")]
 
 
-def test_refuses_a_plugin_that_expands_braces(demo_repo: Path):
-    from mkdocs.config import load_config
-    hooks = load_hooks()
-    config = load_config(str(demo_repo / "mkdocs.yml"))
-    config.plugins["macros"] = FakePlugin(j2_variable_start_string="{{")
-    assert hooks.setup_errors(config) == [
-        ("mkdocs.yml: plugin 'macros' also expands {{ ... }}: it would turn lessonkit's claims and "
-        "directives into Jinja before they are checked; remove it from plugins, or give it other "
-        "delimiters (j2_variable_start_string, j2_variable_end_string)")]
-    config.plugins["macros"] = FakePlugin(j2_variable_start_string="[[", j2_variable_end_string="]]")
-    assert hooks.setup_errors(config) == []
+def test_refuses_a_hook_that_rewrites_checked_pages(demo_repo: Path):
+    (demo_repo / "hooks").mkdir()
+    (demo_repo / "hooks/zz.py").write_text("def on_page_content(html, **kwargs):\n"
+                                           "    return html.replace('2 reports', '3 reports')\n")
+    (demo_repo / "mkdocs.yml").write_text(mkdocs_yml().replace(f"  - {HOOKS}\n", f"  - {HOOKS}\n  - hooks/zz.py\n"))
+    done = engine_build(demo_repo, "mkdocs")
+    assert done.returncode != 0 and not (demo_repo / "site/index.html").exists()
+    assert ("lessonkit cannot check this site:\nmkdocs.yml:6: hook 'hooks/zz.py' is not lessonkit's: a "
+            "hook runs after lessonkit checked a page and can change what it says; remove it (hooks "
+            "must be exactly [hooks/lessonkit_hooks.py])\n") in done.stderr
+
+
+def test_properdocs_refuses_a_properdocs_yml_beside_mkdocs_yml(demo_repo: Path):
+    edit(demo_repo / "mkdocs.yml", "theme:\n  name: mkdocs\n", "theme:\n  name: material\n")
+    (demo_repo / "properdocs.yml").write_text((demo_repo / "mkdocs.yml").read_text())
+    done = subprocess.run([sys.executable, "-m", "properdocs", "build", "-q", "-d", str(demo_repo / "site")],
+                          cwd=demo_repo, capture_output=True, text=True, env=ENV, timeout=180, check=False)
+    assert done.returncode != 0
+    assert ("lessonkit cannot check this site:\nproperdocs.yml: is a second site configuration: "
+            "ProperDocs reads it instead of mkdocs.yml, so a build would use settings lessonkit does "
+            "not check; delete it (the site is configured in mkdocs.yml alone)\n") in done.stderr
 
 
 def test_a_good_setup_has_no_setup_errors(demo_repo: Path):

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, write_tree
+from conftest import REPO, mkdocs_yml, write_tree
 from fake_gpu import install
 
 RUNS = """\
@@ -51,7 +51,7 @@ compute-sanitizer --tool racecheck ./demo buggy
 def lab(tmp_path: Path):
     repo = tmp_path / "repo"
     write_tree(repo, {"code/demo/demo.cu": "// v1\n", "code/demo/runs.toml": RUNS,
-                      "code/demo/README.md": README, "docs/index.md": "# hi\n"})
+                      "code/demo/README.md": README, "docs/index.md": "# hi\n", "mkdocs.yml": mkdocs_yml()})
     env = install(tmp_path / "bin")
     (tmp_path / "tmp").mkdir()
     env["TMPDIR"] = str(tmp_path / "tmp")

@@ -177,7 +177,7 @@ class Serve:
     def __init__(self, repo: Path, *args: str):
         self.log_path = repo / "serve.log"
         self.log = open(self.log_path, "w")  # noqa: SIM115 (open while the server runs)
-        env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
+        env = dict(os.environ, NO_MKDOCS_2_WARNING="1", PYTHONPATH=str(REPO))  # lessonkit.mdext
         self.proc = subprocess.Popen([sys.executable, "-m", "mkdocs", "serve", *args, "-a",
                                       f"127.0.0.1:{free_port()}"], cwd=repo, env=env,
                                      stdout=self.log, stderr=subprocess.STDOUT)

@@ -1,0 +1,226 @@
+"""The site's configuration (lessonkit.siteconfig): one test per rule, asserting the whole message,
+then the files beside mkdocs.yml, then `lessonkit check` on a configuration that publishes
+unchecked pages while the engine and verify-site pass."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import HOOKS, REPO, mkdocs_build, write_tree
+
+from lessonkit.siteconfig import load_site_config_errors, read_site_config, site_config_errors
+from lessonkit.verify import main as verify_main
+
+GOOD = """\
+site_name: fixture
+hooks:
+  - hooks/lessonkit_hooks.py
+markdown_extensions:
+  - pymdownx.superfences
+  - pymdownx.highlight
+  - lessonkit.mdext
+"""
+HOOKS_FIX = "hooks must be exactly [hooks/lessonkit_hooks.py]"
+
+
+def errors(text: str) -> list[str]:
+    return [str(e) for e in site_config_errors(read_site_config(text, "mkdocs.yml", "/site"))]
+
+
+def test_a_good_configuration_has_no_errors():
+    assert errors(GOOD) == []
+    assert errors(GOOD.replace("site_name: fixture\n", "site_name: fixture\ndocs_dir: ./docs/\n")) == []
+    assert errors(GOOD + "plugins:\n  - search:\n      lang: en\n  - material/search\n") == []
+    assert errors(GOOD.replace("  - hooks/lessonkit_hooks.py", "  - /site/hooks/lessonkit_hooks.py")) == []
+    assert errors(GOOD.replace("  - hooks/lessonkit_hooks.py", f"  - {HOOKS}")) == []  # the shipped file
+    assert errors(GOOD + "  - toc:\n      slugify: !!python/object/apply:pymdownx.slugs.slugify {kwds: {case: lower}}\n"
+                  "  - pymdownx.emoji:\n      emoji_generator: !!python/name:material.extensions.emoji.to_svg\n"
+                  "extra:\n  version: !ENV [VERSION, dev]\n") == []
+
+
+def test_the_sites_own_configuration_has_no_errors():
+    assert load_site_config_errors(REPO) == []
+
+
+def test_docs_dir_elsewhere():
+    assert errors(GOOD + "docs_dir: pages\n") == [
+        ("mkdocs.yml:8: docs_dir is 'pages': lessonkit checks the pages under docs/, so the site would "
+        "publish pages it never checked; remove docs_dir or write 'docs_dir: docs'")]
+
+
+def test_docs_dir_from_the_environment():
+    assert errors(GOOD + "docs_dir: !ENV [PAGES, docs]\n") == [
+        ("mkdocs.yml:8: docs_dir is given through tag '!ENV', so its value is made while the engine "
+        "reads the file; write it out plainly")]
+
+
+def test_hooks_missing():
+    assert errors(GOOD.replace("hooks:\n  - hooks/lessonkit_hooks.py\n", "")) == [
+        ("mkdocs.yml: hooks is missing: MkDocs and ProperDocs would publish every page unchecked; "
+        "add 'hooks: [hooks/lessonkit_hooks.py]'")]
+
+
+def test_hooks_without_lessonkits():
+    assert errors(GOOD.replace("  - hooks/lessonkit_hooks.py", "  - hooks/mine/lessonkit_hooks.py")) == [
+        ("mkdocs.yml:2: hooks lacks hooks/lessonkit_hooks.py: MkDocs and ProperDocs would publish every "
+        f"page unchecked; {HOOKS_FIX}"),
+        ("mkdocs.yml:3: hook 'hooks/mine/lessonkit_hooks.py' is not lessonkit's: a hook runs after "
+        f"lessonkit checked a page and can change what it says; remove it ({HOOKS_FIX})")]
+
+
+def test_a_second_hook_that_could_rewrite_checked_pages():
+    assert errors(GOOD.replace("  - hooks/lessonkit_hooks.py\n", "  - hooks/lessonkit_hooks.py\n  - hooks/zz.py\n")) == [
+        ("mkdocs.yml:4: hook 'hooks/zz.py' is not lessonkit's: a hook runs after lessonkit checked a "
+        f"page and can change what it says; remove it ({HOOKS_FIX})")]
+
+
+def test_lessonkits_hooks_twice():
+    assert errors(GOOD.replace("  - hooks/lessonkit_hooks.py\n",
+                               "  - hooks/lessonkit_hooks.py\n  - ./hooks/lessonkit_hooks.py\n")) == [
+        f"mkdocs.yml:4: hook './hooks/lessonkit_hooks.py' is lessonkit's again (first at line 3); {HOOKS_FIX}"]
+
+
+def test_required_extensions_missing():
+    assert errors(GOOD.replace("  - pymdownx.highlight\n  - lessonkit.mdext\n", "")) == [
+        ("mkdocs.yml:4: markdown_extensions lacks pymdownx.highlight: lessonkit's regions are numbered "
+        "with their file's own lines and highlighted by it; add '- pymdownx.highlight' under "
+        "markdown_extensions"),
+        ("mkdocs.yml:4: markdown_extensions lacks lessonkit.mdext: lessonkit's checks run through it in "
+        "engines that ignore hooks (Zensical); add '- lessonkit.mdext' under markdown_extensions")]
+
+
+def test_no_markdown_extensions_at_all():
+    assert errors(GOOD.split("markdown_extensions")[0]) == [
+        f"mkdocs.yml: markdown_extensions lacks {ext}: lessonkit's {why}; add '- {ext}' under markdown_extensions"
+        for ext, why in [
+            ("pymdownx.superfences", ("code regions and transcripts are fenced blocks (plain Markdown and "
+                                     "fenced_code show them as raw fences)")),
+            ("pymdownx.highlight", "regions are numbered with their file's own lines and highlighted by it"),
+            ("lessonkit.mdext", "checks run through it in engines that ignore hooks (Zensical)")]]
+
+
+def test_an_extension_that_includes_files():
+    message = ("pulls text in from other files after lessonkit checked the page: an included claim is "
+               "published unexpanded and an included figure unchecked; remove it (show code with a "
+               "region directive, tool output with claims)")
+    assert errors(GOOD + "  - pymdownx.snippets:\n      base_path: [docs]\n  - markdown_include.include\n") == [
+        f"mkdocs.yml:8: markdown extension 'pymdownx.snippets' {message}",
+        f"mkdocs.yml:10: markdown extension 'markdown_include.include' {message}"]
+
+
+def test_an_extension_lessonkit_does_not_know():
+    assert errors(GOOD + "  - zz\n  - markdown.extensions.smarty\n") == [
+        ("mkdocs.yml:8: markdown extension 'zz' is not on lessonkit's list: its code runs on every page "
+        "after the check and could change what the page says; remove it, or review its code and add "
+        "it to ALLOWED_EXTENSIONS in lessonkit/siteconfig.py"),
+        ("mkdocs.yml:9: markdown extension 'markdown.extensions.smarty' is not on lessonkit's list: its "
+        "code runs on every page after the check and could change what the page says; remove it, or "
+        "review its code and add it to ALLOWED_EXTENSIONS in lessonkit/siteconfig.py")]
+
+
+def test_a_misspelt_extension_gets_a_suggestion():
+    assert errors(GOOD + "  - pymdownx.detail\n") == [
+        ("mkdocs.yml:8: markdown extension 'pymdownx.detail' is not on lessonkit's list: its code runs "
+        "on every page after the check and could change what the page says; did you mean 'pymdownx.details'?")]
+
+
+def test_the_extension_with_options():
+    assert errors(GOOD.replace("  - lessonkit.mdext\n", "  - lessonkit.mdext:\n      passive: true\n")) == [
+        ("mkdocs.yml:7: lessonkit.mdext is given options ('passive'): they can switch its checks off or "
+        "point them at another repository; list it as '- lessonkit.mdext' alone")]
+
+
+def test_a_plugin_other_than_search():
+    assert errors(GOOD + "plugins:\n  - search\n  - awesome-pages\n") == [
+        ("mkdocs.yml:10: plugin 'awesome-pages' is not on lessonkit's list: a plugin runs after lessonkit "
+        "checked a page and can change what it says; remove it (plugins may be: material/search, search)")]
+
+
+def test_a_plugin_that_expands_braces():
+    assert errors(GOOD + "plugins:\n  - macros\n  - markdownextradata:\n      data: x\n") == [
+        f"mkdocs.yml:{line}: plugin {name!r} also expands {{{{ ... }}}}: it would turn lessonkit's claims "
+        "and directives into Jinja before they are checked; remove it from plugins"
+        for line, name in [(9, "macros"), (10, "markdownextradata")]]
+    # Other delimiters keep claims away from Jinja, but the plugin still runs after the check.
+    assert errors(GOOD + "plugins:\n  - macros:\n      j2_variable_start_string: '[['\n") == [
+        ("mkdocs.yml:9: plugin 'macros' is not on lessonkit's list: a plugin runs after lessonkit "
+        "checked a page and can change what it says; remove it (plugins may be: material/search, search)")]
+
+
+def test_inherit():
+    assert errors("INHERIT: base.yml\n" + GOOD) == [
+        ("mkdocs.yml:1: INHERIT pulls settings in from 'base.yml', which lessonkit does not read (MkDocs "
+        "merges this file's over them); copy what is needed into mkdocs.yml and remove INHERIT")]
+
+
+def test_python_tags_that_run_code():
+    assert errors(GOOD + "extra:\n  a: !!python/object/apply:os.system ['touch x']\n"
+                  "  b: !!python/name:zz.rewrite\n  c: !!python/tuple [1, 2]\n") == [
+        ("mkdocs.yml:9: tag '!!python/object/apply:os.system' runs Python code while the engine reads "
+        "this file, before lessonkit checks anything; remove it (of such tags only "
+        "'!!python/object/apply:pymdownx.slugs.slugify' is allowed)"),
+        ("mkdocs.yml:10: tag '!!python/name:zz.rewrite' imports 'zz' while the engine reads this file, "
+        "and its code could change pages after lessonkit checked them; name a function of "
+        "markdown.extensions.toc, material.extensions.emoji, pymdownx.arithmatex, pymdownx.emoji, "
+        "pymdownx.slugs, pymdownx.superfences")]
+
+
+def test_keys_the_engine_would_read_differently():
+    assert errors(GOOD + "docs_dir: docs\n<<: {docs_dir: pages}\ndocs_dir: pages\n? !ENV [UNSET, plugins]\n: [x]\n") == [
+        ("mkdocs.yml:9: merge key '<<' in the configuration brings in settings lessonkit does not read "
+        "here; write them out"),
+        "mkdocs.yml:10: docs_dir is given again (first at line 8); MkDocs keeps the last one: keep one",
+        "mkdocs.yml:11: a key of the configuration is not plain text (tag '!ENV'); write the key out"]
+
+
+def test_not_yaml_and_not_settings():
+    assert errors("site_name: [x\n") == [
+        ("mkdocs.yml:2: cannot be read as YAML: expected ',' or ']', but got '<stream end>'; fix it "
+        "(MkDocs cannot read it either)")]
+    assert errors("- site_name\n") == ["mkdocs.yml:1: is not a mapping of settings; write 'NAME: VALUE' lines"]
+
+
+# The files: the configuration an engine reads, and any other it would read instead.
+
+def test_second_configurations_beside_mkdocs_yml(tmp_path: Path):
+    write_tree(tmp_path, {"mkdocs.yml": GOOD, "properdocs.yml": GOOD, "mkdocs.yaml": GOOD, "zensical.toml": ""})
+    assert [str(e) for e in load_site_config_errors(tmp_path)] == [
+        f"{name}: is a second site configuration: {why}, so a build would use settings lessonkit does "
+        "not check; delete it (the site is configured in mkdocs.yml alone)"
+        for name, why in [("properdocs.yml", "ProperDocs reads it instead of mkdocs.yml"),
+                          ("mkdocs.yaml", ("MkDocs and ProperDocs read it when mkdocs.yml is missing or "
+                                          "named with -f")),
+                          ("zensical.toml", "Zensical reads it instead of mkdocs.yml")]]
+
+
+def test_missing_configuration(tmp_path: Path):
+    assert [str(e) for e in load_site_config_errors(tmp_path)] == [
+        ("mkdocs.yml: is missing: it says how MkDocs and ProperDocs build the site, and lessonkit "
+        "checks that they check every page; restore it (with 'hooks: [hooks/lessonkit_hooks.py]')")]
+
+
+# End to end: a configuration that publishes unchecked pages while the engine passes.
+
+def test_check_refuses_a_configuration_that_publishes_unchecked_pages(demo_repo: Path):
+    config = demo_repo / "mkdocs.yml"
+    text = config.read_text()
+    config.write_text("docs_dir: pages\n" + text.replace(f"hooks:\n  - {HOOKS}\n", "")
+                      .replace("  - lessonkit.mdext\n", "#  - lessonkit.mdext\n"))
+    write_tree(demo_repo, {"pages/index.md": "# Home\n\nERROR SUMMARY: 7 errors\n"})
+    built = mkdocs_build(demo_repo)
+    assert built.returncode == 0, built.stderr  # the engine alone publishes the unchecked page
+    assert verify_main([str(demo_repo / "site")]) == 0  # and nothing unexpanded shows it
+    done = subprocess.run([sys.executable, "-m", "lessonkit", "check", "--repo", str(demo_repo)],
+                          capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr.splitlines() == [
+        ("mkdocs.yml: hooks is missing: MkDocs and ProperDocs would publish every page unchecked; add "
+        "'hooks: [hooks/lessonkit_hooks.py]'"),
+        ("mkdocs.yml:1: docs_dir is 'pages': lessonkit checks the pages under docs/, so the site would "
+        "publish pages it never checked; remove docs_dir or write 'docs_dir: docs'"),
+        ("mkdocs.yml:5: markdown_extensions lacks lessonkit.mdext: lessonkit's checks run through it in "
+        "engines that ignore hooks (Zensical); add '- lessonkit.mdext' under markdown_extensions"),
+        "3 errors found"]
