@@ -20,7 +20,8 @@ character reference that spells a letter or digit (`&#82;`), no claim inside an 
 
 Typed tool output. A code block may not type compute-sanitizer's report lines by hand (its
 `=========` prefix, "Race reported between", "Potential RAW hazard", "Barrier error
-detected"): recorded output comes in through `{{ transcript RUN }}`.
+detected"): recorded output comes in through `{{ transcript RUN }}`. A summary line is a quote,
+held to the recordings by the summary rule.
 """
 
 from __future__ import annotations
@@ -324,8 +325,8 @@ def check_typed_output(page: _Page, out: list[OutLine], in_fence: list[bool]) ->
             continue
         if i == 0 or not in_fence[i - 1]:
             reported = False  # a new block
-        if reported or line.generated or not _TOOL_LINE_RE.match(line.text):
-            continue
+        if reported or line.generated or not _TOOL_LINE_RE.match(line.text) or _MENTION_RE.search(line.text):
+            continue  # a summary line is a quote: check_summaries holds it to the recordings
         reported = True
         page.error(line.src, f"a code block types compute-sanitizer output by hand ({line.text.strip()[:40]!r}); "
                    "show what a run printed with {{ transcript RUN }}, or quote its summary line in the text")

@@ -81,6 +81,7 @@ def test_a_code_block_that_types_sanitizer_output(demo_repo: Path, typed: str):
          "run printed with {{ transcript RUN }}, or quote its summary line in the text")]
 
 
-def test_sanitizer_words_in_prose_and_a_recorded_transcript_pass(demo_repo: Path):
-    text = "racecheck says Race reported between two accesses.\n\n{{ transcript demo/race }}\n"
+def test_sanitizer_words_in_prose_a_quoted_summary_and_a_recorded_transcript_pass(demo_repo: Path):
+    text = ("racecheck says Race reported between two accesses.\n\n{{ transcript demo/race }}\n\n"
+            "```text\n========= RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)\n```\n")
     assert errs(demo_repo, text) == []
