@@ -238,6 +238,12 @@ def _label_problem(label: str, pairs: list[tuple[str, str]], used: dict[str, set
 _INVISIBLE_EXTRA = frozenset("\u034f\u115f\u1160\u3164\uffa0")
 _CHAR_REF_RE = re.compile(r"""&\#(?:[xX](?P<hex>[0-9a-fA-F]{1,6})|(?P<dec>[0-9]{1,7}));""")
 _COMMENT_RE = re.compile(r"""<!--|-->""")
+_CODE_SPAN_RE = re.compile(r"""(?P<ticks>`+)(?!`).*?(?<!`)(?P=ticks)(?!`)""")
+
+
+def _in_code_span(text: str, at: int) -> bool:
+    """Whether column `at` lies inside a backtick code span, which shows its text literally."""
+    return any(m.start() < at < m.end() for m in _CODE_SPAN_RE.finditer(text))
 
 
 def check_hidden_text(page: _Page, out: list[OutLine], in_fence: list[bool]) -> None:
@@ -275,6 +281,8 @@ def _ascii_beside(text: str, col: int) -> bool:
 
 def _char_refs(page: _Page, line: OutLine) -> None:
     for m in _CHAR_REF_RE.finditer(line.text):
+        if _in_code_span(line.text, m.start()):
+            continue  # shown as typed
         code = int(m.group("hex"), 16) if m.group("hex") else int(m.group("dec"))
         if code < 128 and chr(code).isalnum():
             page.error(line.src, f"character reference {m.group()!r} spells {chr(code)!r}; write {chr(code)!r} "
@@ -286,6 +294,8 @@ def _comments(page: _Page, line: OutLine, open_at: tuple[int, int] | None) -> tu
     text = line.text
     start = 0 if open_at is not None else None
     for m in _COMMENT_RE.finditer(text):
+        if _in_code_span(text, m.start()):
+            continue  # shown as typed
         if m.group() == "<!--" and start is None:
             start = m.start()
             open_at = (line.src, m.start())

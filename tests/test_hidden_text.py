@@ -42,8 +42,8 @@ def test_a_character_reference_that_spells_a_letter_or_digit(demo_repo: Path, re
         "read the text a reader sees")]
 
 
-def test_character_references_for_symbols_and_in_code_blocks_pass(demo_repo: Path):
-    assert errs(demo_repo, "a &#8211; b &#x2192; c &amp; d\n\n```text\n&#82;\n```\n") == []
+def test_character_references_for_symbols_and_in_code_pass(demo_repo: Path):
+    assert errs(demo_repo, "a &#8211; b &#x2192; c &amp; d `&#82;` ``x&#82;``\n\n```text\n&#82;\n```\n") == []
 
 
 def test_a_claim_inside_a_comment(demo_repo: Path):
@@ -62,7 +62,7 @@ def test_a_comment_between_two_stretches_of_text(demo_repo: Path):
 
 def test_comments_on_their_own_or_after_text_and_in_code_blocks_pass(demo_repo: Path):
     text = ("<!-- a note for authors -->\n\nSome text. <!-- why -->\n\n<!--\nlonger\nnote\n-->\n\n"
-            "```html\nA<!-- -->B\n```\n")
+            "```html\nA<!-- -->B\n```\n\nwrite `A<!-- -->B` to join them\n")
     assert errs(demo_repo, text) == []
 
 
