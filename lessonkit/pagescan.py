@@ -13,8 +13,12 @@ from dataclasses import dataclass, field
 
 _OPEN_RE = re.compile(r"""(?<!\\)\{\{""")
 _BLANK_LINE_RE = re.compile(r"""\n[ \t\r]*\n""")
-_FENCE_RE = re.compile(r"""^[ ]{0,3}(?P<fence>`{3,}|~{3,})""")
+# A fence may be indented (inside an admonition or a list); a backtick fence's info string has no
+# backtick, so "```x``` is the binary" is inline code, not a fence (CommonMark 4.5).
+_FENCE_RE = re.compile(r"""^[ \t]*(?P<fence>`{3,}(?=[^`]*$)|~{3,})""")
 _HEADING_RE = re.compile(r"""^[ ]{0,3}(?P<level>\#{1,6})(?:[ \t]+(?P<title>.*?))?[ \t#]*$""", re.VERBOSE)
+_SETEXT_RE = re.compile(r"""^[ ]{0,3}(?:=+|-+)[ \t]*$""")
+_NOT_PARAGRAPH_RE = re.compile(r"""^\s*(?:$|[-*+>|]|\d+[.)]\s|\#|<|!!!|\?\?\?)""")
 _BACKTICKS_RE = re.compile(r"""`+""")
 
 
@@ -121,9 +125,11 @@ def structure(out: list[OutLine]) -> tuple[list[bool], list[Section]]:
     in_fence: list[bool] = []
     sections = [Section(0, "")]
     fence = ""
+    prev: OutLine | None = None  # the line before, outside fences
     for line in out:
         if line.generated:
             in_fence.append(False)
+            prev = line
             continue
         m = _FENCE_RE.match(line.text)
         if fence:
@@ -135,10 +141,15 @@ def structure(out: list[OutLine]) -> tuple[list[bool], list[Section]]:
         if m:
             fence = m.group("fence")
             in_fence.append(True)
+            prev = None
             continue
         in_fence.append(False)
         if h := _HEADING_RE.match(line.text):
             sections.append(Section(line.src, (h.group("title") or "").strip()))
+        elif _SETEXT_RE.match(line.text) and len(in_fence) > 1 and not in_fence[-2] and prev is not None \
+                and not prev.generated and not _NOT_PARAGRAPH_RE.match(prev.text) and prev.src == line.src - 1:
+            sections.append(Section(prev.src, prev.text.strip()))  # "Title" over "=====" or "-----"
+        prev = line
     return in_fence, sections
 
 

@@ -85,3 +85,30 @@ def test_sanitizer_words_in_prose_a_quoted_summary_and_a_recorded_transcript_pas
     text = ("racecheck says Race reported between two accesses.\n\n{{ transcript demo/race }}\n\n"
             "```text\n========= RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)\n```\n")
     assert errs(demo_repo, text) == []
+
+
+# -- the page's structure as Markdown reads it -------------------------------------------------------
+
+def test_inline_code_of_three_backticks_opens_no_fence(demo_repo: Path):
+    text = "```demo``` is the binary.\n\n&#82;ACECHECK ran.\n"
+    assert errs(demo_repo, text) == [
+        ("docs/p.md:3: character reference '&#82;' spells 'R'; write 'R' itself, so that the checks read the text "
+         "a reader sees")]
+
+
+def test_a_fence_inside_an_admonition_is_a_code_block(demo_repo: Path):
+    text = f"{CLAIM} hazards.\n\n??? note \"output\"\n    ```text\n    ========= Error: Race reported between\n    ```\n"
+    assert errs(demo_repo, text) == [
+        ("docs/p.md:5: a code block types compute-sanitizer output by hand ('========= Error: Race reported "
+         "between'); show what a run printed with {{ transcript RUN }}, or quote its summary line in the text")]
+
+
+def test_a_setext_heading_starts_a_section(demo_repo: Path):
+    """The quote sits under 'Elsewhere' for a reader; the run cited above that heading does not cover it."""
+    text = (f"{CLAIM} hazards.\n\nElsewhere\n---------\n\n"
+            "It ends with `RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)`.\n")
+    assert errs(demo_repo, text) == [
+        ("docs/p.md:6: quote 'RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)' is checked against the "
+         "runs cited in its section, and none is cited in the section 'Elsewhere'; cite the run there (a claim, "
+         "or a transcript or commands directive) or write the quote as a claim: {{ QUOTE @ RUN:summary }}")]
+    assert errs(demo_repo, text.replace("---------", "")) == []
