@@ -26,6 +26,7 @@ held to the recordings by the summary rule.
 
 from __future__ import annotations
 
+import html
 import re
 import unicodedata
 from typing import TYPE_CHECKING
@@ -236,7 +237,14 @@ def _label_problem(label: str, pairs: list[tuple[str, str]], used: dict[str, set
 
 # Invisible characters outside Unicode's format category (Cf): fillers and a combining joiner.
 _INVISIBLE_EXTRA = frozenset("\u034f\u115f\u1160\u3164\uffa0")
-_CHAR_REF_RE = re.compile(r"""&\#(?:[xX](?P<hex>[0-9a-fA-F]{1,6})|(?P<dec>[0-9]{1,7}));""")
+_CHAR_REF_RE = re.compile(r"""&(?:\#[xX][0-9a-fA-F]{1,6}|\#[0-9]{1,7}|[A-Za-z][A-Za-z0-9]{1,31});""")
+_HTML_SYNTAX = frozenset("&<>\"' ")  # what a page may need to write as a reference
+# Markup that hides text from a reader, or styles or scripts the page: the checks read the text.
+_HIDING_RE = re.compile(
+    r"""<\s*(?:style|script)\b
+      | <[^>]*\s(?:hidden|aria-hidden|style)(?=[\s=/>])
+      | (?<!\{)\{:?[^{}]*[\s:](?:hidden|style)(?=[\s}=])""",
+    re.VERBOSE | re.IGNORECASE)
 _COMMENT_RE = re.compile(r"""<!--|-->""")
 _CODE_SPAN_RE = re.compile(r"""(?P<ticks>`+)(?!`).*?(?<!`)(?P=ticks)(?!`)""")
 
@@ -257,13 +265,14 @@ def check_hidden_text(page: _Page, out: list[OutLine], in_fence: list[bool]) -> 
             continue
         if not in_fence[i]:
             _char_refs(page, line)
+            _hiding(page, line)
         in_comment = _comments(page, line, in_comment)
 
 
 def _invisible(page: _Page, line: OutLine, first_of_file: bool) -> None:
     seen: set[str] = set()
     for col, c in enumerate(line.text):
-        if c in seen or not (c in _INVISIBLE_EXTRA or unicodedata.category(c) == "Cf"):
+        if c in seen or not _is_invisible(c):
             continue
         if c == "\ufeff" and first_of_file and col == 0:
             continue  # a byte-order mark
@@ -283,10 +292,29 @@ def _char_refs(page: _Page, line: OutLine) -> None:
     for m in _CHAR_REF_RE.finditer(line.text):
         if _in_code_span(line.text, m.start()):
             continue  # shown as typed
-        code = int(m.group("hex"), 16) if m.group("hex") else int(m.group("dec"))
-        if code < 128 and chr(code).isalnum():
-            page.error(line.src, f"character reference {m.group()!r} spells {chr(code)!r}; write {chr(code)!r} "
+        char = html.unescape(m.group())
+        if char == m.group() or len(char) != 1:
+            continue  # not a reference HTML knows
+        if _is_invisible(char):
+            page.error(line.src, f"character reference {m.group()!r} writes an invisible character "
+                       f"(U+{ord(char):04X}); a reader does not see it, and it changes the words and figures the "
+                       "checks read; remove it")
+        elif char.isascii() and char.isprintable() and char not in _HTML_SYNTAX:
+            page.error(line.src, f"character reference {m.group()!r} spells {char!r}; write {char!r} "
                        "itself, so that the checks read the text a reader sees")
+
+
+def _hiding(page: _Page, line: OutLine) -> None:
+    for m in _HIDING_RE.finditer(line.text):
+        if not _in_code_span(line.text, m.start()):
+            page.error(line.src, f"{m.group().strip()!r} hides, styles or scripts text on the page, so a reader "
+                       "and the checks would read different things; remove it (the site's stylesheet and "
+                       "script are in docs/assets/)")
+            return
+
+
+def _is_invisible(c: str) -> bool:
+    return c in _INVISIBLE_EXTRA or unicodedata.category(c) == "Cf"
 
 
 def _comments(page: _Page, line: OutLine, open_at: tuple[int, int] | None) -> tuple[int, int] | None:

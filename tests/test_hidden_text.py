@@ -112,3 +112,36 @@ def test_a_setext_heading_starts_a_section(demo_repo: Path):
          "runs cited in its section, and none is cited in the section 'Elsewhere'; cite the run there (a claim, "
          "or a transcript or commands directive) or write the quote as a claim: {{ QUOTE @ RUN:summary }}")]
     assert errs(demo_repo, text.replace("---------", "")) == []
+
+
+@pytest.mark.parametrize("ref, code", [("&shy;", "00AD"), ("&ZeroWidthSpace;", "200B"), ("&#x200B;", "200B"),
+                                       ("&zwj;", "200D")])
+def test_a_character_reference_to_an_invisible_character(demo_repo: Path, ref: str, code: str):
+    assert errs(demo_repo, f"RACECHECK {ref}SUMMARY: 0 hazards; {CLAIM}") == [
+        (f"docs/p.md:1: character reference {ref!r} writes an invisible character (U+{code}); a reader does not "
+         "see it, and it changes the words and figures the checks read; remove it")]
+
+
+@pytest.mark.parametrize("ref, char", [("&colon;", ":"), ("&period;", "."), ("&#48;", "0"), ("&num;", "#")])
+def test_a_character_reference_to_ascii_punctuation(demo_repo: Path, ref: str, char: str):
+    assert errs(demo_repo, f"x{ref}y") == [
+        (f"docs/p.md:1: character reference {ref!r} spells {char!r}; write {char!r} itself, so that the checks "
+         "read the text a reader sees")]
+
+
+@pytest.mark.parametrize("markup", [
+    "<style>.x{font-size:0}</style>", "<script>document.title='x'</script>", '<span hidden>2</span>',
+    '<div style="display:none" markdown>', "Hidden text { hidden }", "Text {: style=\"color:red\" }",
+    '<span aria-hidden="true">2</span>',
+])
+def test_markup_that_hides_styles_or_scripts_text(demo_repo: Path, markup: str):
+    found = errs(demo_repo, f"{CLAIM} hazards. {markup}")
+    assert len(found) == 1 and found[0].startswith("docs/p.md:1: ") and found[0].endswith(
+        "hides, styles or scripts text on the page, so a reader and the checks would read different things; "
+        "remove it (the site's stylesheet and script are in docs/assets/)")
+
+
+def test_markup_words_in_prose_and_code_pass(demo_repo: Path):
+    text = ("The hidden state of a warp; its style of scheduling. A <b>bold</b> word, `<span hidden>` in code, "
+            "&lt;tag&gt; &amp; &quot;q&quot; &nbsp; &minus;1 &#8211; fine.")
+    assert errs(demo_repo, text) == []
