@@ -61,6 +61,7 @@ def check_summaries(page: _Page, out: list[OutLine], in_fence: list[bool], secti
         if first.generated or not _MAYBE_MENTION_RE.search(first.text):
             continue
         line = first if in_fence[i] else _paragraph_from(out, in_fence, i)
+        quoted: set[int] = set()  # where the quotes checked below begin
         for m in _MENTION_RE.finditer(line.text):
             if m.start() >= len(first.text):
                 break  # a mention on a later line is checked from that line
@@ -68,8 +69,64 @@ def check_summaries(page: _Page, out: list[OutLine], in_fence: list[bool], secti
             stretch = line.text[m.start():end.start() if end else len(line.text)]
             if not any(c.isdigit() for c in stretch[m.end() - m.start():]):
                 continue  # a mention with no figure ("the ERROR SUMMARY: line") quotes nothing
+            quoted.add(m.start())
             _check_quote(page, line, m.start(), m.group("tool").upper(), _shown(stretch), sections,
                          cites)
+        if not in_fence[i]:
+            _check_disguised(page, line, len(first.text), quoted)
+
+
+# Markup a reader does not see as characters: tags, emphasis and code markers, escapes.
+_MARKUP_RE = re.compile(r"""<[^<>]*>|[*_`\\]""")
+_VISIBLE_END_RE = re.compile(r"""["\u201c\u201d;|]|\.(?=\s|$)""")
+
+
+def _visible(text: str) -> tuple[str, list[int]]:
+    """The text a reader sees of a line (markup dropped, references decoded), and each character's column."""
+    shown: list[str] = []
+    where: list[int] = []
+    i = 0
+    while i < len(text):
+        m = _MARKUP_RE.match(text, i) or _CHAR_REF_RE.match(text, i)
+        if m is None:
+            if not _is_invisible(text[i]):
+                shown.append(text[i])
+                where.append(i)
+            i += 1
+            continue
+        if m.group().startswith("&"):
+            char = html.unescape(m.group())
+            if len(char) == 1 and not _is_invisible(char):
+                shown.append(char)
+                where.append(i)
+        elif m.group().lower().startswith("<br"):
+            shown.append(" ")
+            where.append(i)
+        i = m.end()
+    return "".join(shown), where
+
+
+def _check_disguised(page: _Page, line: OutLine, first_len: int, quoted: set[int]) -> None:
+    """A summary quote that formatting splits for the checks but not for a reader
+    ('**RACECHECK** SUMMARY: 0 …', '`RACECHECK SUMMARY:` 0 …', 'SUMMARY: <b>0</b> …') is refused."""
+    if not _MAYBE_MENTION_RE.search(line.text):
+        return
+    shown, where = _visible(line.text)
+    for m in _MENTION_RE.finditer(shown):
+        at = where[m.start()]
+        if at >= first_len:
+            break
+        end = _VISIBLE_END_RE.search(shown, m.end())
+        stretch = shown[m.start():end.start() if end else len(shown)]
+        if at in quoted or not any(c.isdigit() for c in stretch[m.end() - m.start():]):
+            continue
+        raw = line.text[at:where[m.start() + len(stretch) - 1] + 1]
+        if "<!--" in raw or any(_is_invisible(c) for c in raw) \
+                or any(_refused_ref(r.group()) for r in _CHAR_REF_RE.finditer(raw)):
+            continue  # check_hidden_text reports the cause
+        page.error(line.src, f"formatting splits the summary quote {_shown(stretch)!r} for the checks but not for a "
+                   "reader; write the quote as plain text or as one code span, so that it is checked against "
+                   "the recordings")
 
 
 def _paragraph_from(out: list[OutLine], in_fence: list[bool], i: int) -> OutLine:
@@ -293,8 +350,8 @@ def _char_refs(page: _Page, line: OutLine) -> None:
         if _in_code_span(line.text, m.start()):
             continue  # shown as typed
         char = html.unescape(m.group())
-        if char == m.group() or len(char) != 1:
-            continue  # not a reference HTML knows
+        if not _refused_ref(m.group()):
+            continue
         if _is_invisible(char):
             page.error(line.src, f"character reference {m.group()!r} writes an invisible character "
                        f"(U+{ord(char):04X}); a reader does not see it, and it changes the words and figures the "
@@ -302,6 +359,14 @@ def _char_refs(page: _Page, line: OutLine) -> None:
         elif char.isascii() and char.isprintable() and char not in _HTML_SYNTAX:
             page.error(line.src, f"character reference {m.group()!r} spells {char!r}; write {char!r} "
                        "itself, so that the checks read the text a reader sees")
+
+
+def _refused_ref(ref: str) -> bool:
+    """Whether a character reference writes an invisible character or an ASCII one a page can type."""
+    char = html.unescape(ref)
+    if char == ref or len(char) != 1:
+        return False  # not a reference HTML knows
+    return _is_invisible(char) or (char.isascii() and char.isprintable() and char not in _HTML_SYNTAX)
 
 
 def _hiding(page: _Page, line: OutLine) -> None:

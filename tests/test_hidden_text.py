@@ -145,3 +145,25 @@ def test_markup_words_in_prose_and_code_pass(demo_repo: Path):
     text = ("The hidden state of a warp; its style of scheduling. A <b>bold</b> word, `<span hidden>` in code, "
             "&lt;tag&gt; &amp; &quot;q&quot; &nbsp; &minus;1 &#8211; fine.")
     assert errs(demo_repo, text) == []
+
+
+# -- summary quotes split by formatting ----------------------------------------------------------------
+
+@pytest.mark.parametrize("quote", [
+    "**RACECHECK** SUMMARY: 0 hazards displayed (0 errors, 0 warnings)",
+    "RACE**CHECK** SUMMARY: 0 hazards displayed (0 errors, 0 warnings)",
+    "RACECHECK SUMMARY: <strong>0</strong> hazards displayed (0 errors, 0 warnings)",
+    "`RACECHECK SUMMARY:` 0 hazards displayed (0 errors, 0 warnings)",
+    "RACECHECK SUMMARY:<br>0 hazards displayed (0 errors, 0 warnings)",
+])
+def test_a_summary_quote_split_by_formatting(demo_repo: Path, quote: str):
+    assert errs(demo_repo, f"{CLAIM} hazards; the run ends with {quote}.") == [
+        ("docs/p.md:1: formatting splits the summary quote 'RACECHECK SUMMARY: 0 hazards displayed (0 errors, "
+         "0 warnings)' for the checks but not for a reader; write the quote as plain text or as one code span, "
+         "so that it is checked against the recordings")]
+
+
+def test_summary_quotes_in_code_spans_and_emphasis_around_them_pass(demo_repo: Path):
+    text = (f"{CLAIM} hazards; it ends with **`RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)`** "
+            "and the `RACECHECK SUMMARY` line is the last.")
+    assert errs(demo_repo, text) == []
