@@ -225,11 +225,10 @@ def process_page(markdown: str, path: str, repo: Path, sets: dict[str, EvidenceS
     that wants only the errors (the blocks are finished HTML that no check reads).
     """
     from lessonkit.pagerules import (  # they read what this module builds
-        check_hidden_text,
         check_row_labels,
         check_summaries,
-        check_typed_output,
     )
+    from lessonkit.pagetext import check_hidden_text, check_typed_output
 
     sets = _Reads(sets)
     page = _Page(path, line_offset, repo, sets, set(broken_sets), transcripts=transcripts)

@@ -1,4 +1,5 @@
 """Rules over a whole expanded page: quoted sanitizer summaries, and table rows' labels.
+(What a reader sees against what the checks read: lessonkit.pagetext.)
 
 Summaries. Any line that mentions `RACECHECK SUMMARY` or `ERROR SUMMARY` (any case, any
 spacing) followed by a figure quotes a summary. From the mention on, the expanded line must
@@ -12,35 +13,22 @@ Row labels. In a table row with claims that filter records, a plain number cell 
 the value of one filter key shared by every claim of the row that uses that key
 (`| 128 | {{ … cells[threads=128,…] … }} |`), and a text cell that names a value the
 table's claims filter on must be the one this row's claims select.
-
-Hidden text. What the checks read must be what a reader sees: no invisible characters (a soft
-hyphen or a zero-width space splits "ERROR SUMMARY" for the checks, not for the eye), no
-character reference that spells a letter or digit (`&#82;`), no claim inside an HTML comment
-(checked, never shown), and no comment between two stretches of text on one line.
-
-Typed tool output. A code block may not type compute-sanitizer's report lines by hand (its
-`=========` prefix, "Race reported between", "Potential RAW hazard", "Barrier error
-detected"): recorded output comes in through `{{ transcript RUN }}`. A summary line is a quote,
-held to the recordings by the summary rule.
 """
 
 from __future__ import annotations
 
-import html
 import re
-import unicodedata
 from typing import TYPE_CHECKING
 
 from lessonkit.claims import Found, Sample, judge
 from lessonkit.errors import LessonError
 from lessonkit.pagescan import OutLine, Section, Span, section_of, split_cells, tables
+from lessonkit.pagetext import CHAR_REF_RE, SUMMARY_MENTION_RE, is_invisible, refused_ref, visible
 from lessonkit.transcript import Summary
 
 if TYPE_CHECKING:
     from lessonkit.page import ShownClaim, _Page
 
-_MENTION_RE = re.compile(
-    r"""\b(?P<tool>racecheck|error)(?:[\s_-]|&nbsp;|&\#0*160;|&\#x0*a0;)*summary\b""", re.IGNORECASE | re.VERBOSE)
 _MAYBE_MENTION_RE = re.compile(r"""racecheck|error|summary""", re.IGNORECASE)
 # A line that starts a new block: a soft line break before it is not a space inside a sentence.
 _BLOCK_START_RE = re.compile(r"""^\s*(?:[-*+]\s|\d+[.)]\s|\#|\||>|<|`{3,}|~{3,}|$)""", re.VERBOSE)
@@ -48,6 +36,7 @@ _QUOTE_END_RE = re.compile(r"""[`"\u201c\u201d;|<]|\.(?=\s|$)""")
 _FIGURE_RE = re.compile(r"""\d[\d,]*(?:\.\d+)?""")
 _AFTER_QUOTE_RE = re.compile(
     r"""^(?:\s*$|[`"'\u201c\u201d\u2018\u2019*_<|)\]]|[.;:!?](?:$|[\s`"'\u201d\u2019*_<|)\]]))""", re.VERBOSE)
+_VISIBLE_END_RE = re.compile(r"""["\u201c\u201d;|]|\.(?=\s|$)""")  # a quote's end in the visible text
 _PLAIN_NUMBER_RE = re.compile(r"""^[+-]?\d[\d,]*(?:\.\d+)?$""")
 _CODE_LABEL_RE = re.compile(r"""^`(?P<text>[^`]+)`$""")
 
@@ -62,7 +51,7 @@ def check_summaries(page: _Page, out: list[OutLine], in_fence: list[bool], secti
             continue
         line = first if in_fence[i] else _paragraph_from(out, in_fence, i)
         quoted: set[int] = set()  # where the quotes checked below begin
-        for m in _MENTION_RE.finditer(line.text):
+        for m in SUMMARY_MENTION_RE.finditer(line.text):
             if m.start() >= len(first.text):
                 break  # a mention on a later line is checked from that line
             end = _QUOTE_END_RE.search(line.text, m.end())
@@ -76,43 +65,13 @@ def check_summaries(page: _Page, out: list[OutLine], in_fence: list[bool], secti
             _check_disguised(page, line, len(first.text), quoted)
 
 
-# Markup a reader does not see as characters: tags, emphasis and code markers, escapes.
-_MARKUP_RE = re.compile(r"""<[^<>]*>|[*_`\\]""")
-_VISIBLE_END_RE = re.compile(r"""["\u201c\u201d;|]|\.(?=\s|$)""")
-
-
-def _visible(text: str) -> tuple[str, list[int]]:
-    """The text a reader sees of a line (markup dropped, references decoded), and each character's column."""
-    shown: list[str] = []
-    where: list[int] = []
-    i = 0
-    while i < len(text):
-        m = _MARKUP_RE.match(text, i) or _CHAR_REF_RE.match(text, i)
-        if m is None:
-            if not _is_invisible(text[i]):
-                shown.append(text[i])
-                where.append(i)
-            i += 1
-            continue
-        if m.group().startswith("&"):
-            char = html.unescape(m.group())
-            if len(char) == 1 and not _is_invisible(char):
-                shown.append(char)
-                where.append(i)
-        elif m.group().lower().startswith("<br"):
-            shown.append(" ")
-            where.append(i)
-        i = m.end()
-    return "".join(shown), where
-
-
 def _check_disguised(page: _Page, line: OutLine, first_len: int, quoted: set[int]) -> None:
     """A summary quote that formatting splits for the checks but not for a reader
     ('**RACECHECK** SUMMARY: 0 …', '`RACECHECK SUMMARY:` 0 …', 'SUMMARY: <b>0</b> …') is refused."""
     if not _MAYBE_MENTION_RE.search(line.text):
         return
-    shown, where = _visible(line.text)
-    for m in _MENTION_RE.finditer(shown):
+    shown, where = visible(line.text)
+    for m in SUMMARY_MENTION_RE.finditer(shown):
         at = where[m.start()]
         if at >= first_len:
             break
@@ -121,8 +80,8 @@ def _check_disguised(page: _Page, line: OutLine, first_len: int, quoted: set[int
         if at in quoted or not any(c.isdigit() for c in stretch[m.end() - m.start():]):
             continue
         raw = line.text[at:where[m.start() + len(stretch) - 1] + 1]
-        if "<!--" in raw or any(_is_invisible(c) for c in raw) \
-                or any(_refused_ref(r.group()) for r in _CHAR_REF_RE.finditer(raw)):
+        if "<!--" in raw or any(is_invisible(c) for c in raw) \
+                or any(refused_ref(r.group()) for r in CHAR_REF_RE.finditer(raw)):
             continue  # check_hidden_text reports the cause
         page.error(line.src, f"formatting splits the summary quote {_shown(stretch)!r} for the checks but not for a "
                    "reader; write the quote as plain text or as one code span, so that it is checked against "
@@ -288,148 +247,3 @@ def _label_problem(label: str, pairs: list[tuple[str, str]], used: dict[str, set
     key, values = clashes[0]
     return (f"row label {label!r} is a {key} that the table's claims select, but the claims in its row "
             f"select {', '.join(f'{key}={v}' for v in values)}; write the label of the records they select")
-
-
-# -- hidden text ---------------------------------------------------------------------------------
-
-# Invisible characters outside Unicode's format category (Cf): fillers and a combining joiner.
-_INVISIBLE_EXTRA = frozenset("\u034f\u115f\u1160\u3164\uffa0")
-_CHAR_REF_RE = re.compile(r"""&(?:\#[xX][0-9a-fA-F]{1,6}|\#[0-9]{1,7}|[A-Za-z][A-Za-z0-9]{1,31});""")
-_HTML_SYNTAX = frozenset("&<>\"' ")  # what a page may need to write as a reference
-# Markup that hides text from a reader, or styles or scripts the page: the checks read the text.
-_HIDING_RE = re.compile(
-    r"""<\s*(?:style|script)\b
-      | <[^>]*\s(?:hidden|aria-hidden|style)(?=[\s=/>])
-      | (?<!\{)\{:?[^{}]*[\s:](?:hidden|style)(?=[\s}=])""",
-    re.VERBOSE | re.IGNORECASE)
-_COMMENT_RE = re.compile(r"""<!--|-->""")
-_CODE_SPAN_RE = re.compile(r"""(?P<ticks>`+)(?!`).*?(?<!`)(?P=ticks)(?!`)""")
-
-
-def _in_code_span(text: str, at: int) -> bool:
-    """Whether column `at` lies inside a backtick code span, which shows its text literally."""
-    return any(m.start() < at < m.end() for m in _CODE_SPAN_RE.finditer(text))
-
-
-def check_hidden_text(page: _Page, out: list[OutLine], in_fence: list[bool]) -> None:
-    """No text that the checks read differently from a reader: see the module's docstring."""
-    in_comment: tuple[int, int] | None = None  # (line, column) where an open comment began
-    for i, line in enumerate(out):
-        if line.generated:
-            continue
-        _invisible(page, line, first_of_file=i == 0)
-        if in_fence[i] and in_comment is None:
-            continue
-        if not in_fence[i]:
-            _char_refs(page, line)
-            _hiding(page, line)
-        in_comment = _comments(page, line, in_comment)
-
-
-def _invisible(page: _Page, line: OutLine, first_of_file: bool) -> None:
-    seen: set[str] = set()
-    for col, c in enumerate(line.text):
-        if c in seen or not _is_invisible(c):
-            continue
-        if c == "\ufeff" and first_of_file and col == 0:
-            continue  # a byte-order mark
-        if c == "\u200d" and not _ascii_beside(line.text, col):
-            continue  # a zero-width joiner inside an emoji sequence
-        seen.add(c)
-        name = unicodedata.name(c, "an invisible character")
-        page.error(line.src, f"invisible character U+{ord(c):04X} ({name}) at column {col + 1}: a reader does "
-                   "not see it, and it changes the words and figures the checks read; remove it")
-
-
-def _ascii_beside(text: str, col: int) -> bool:
-    return any(0 <= k < len(text) and text[k].isascii() and text[k].isalnum() for k in (col - 1, col + 1))
-
-
-def _char_refs(page: _Page, line: OutLine) -> None:
-    for m in _CHAR_REF_RE.finditer(line.text):
-        if _in_code_span(line.text, m.start()):
-            continue  # shown as typed
-        char = html.unescape(m.group())
-        if not _refused_ref(m.group()):
-            continue
-        if _is_invisible(char):
-            page.error(line.src, f"character reference {m.group()!r} writes an invisible character "
-                       f"(U+{ord(char):04X}); a reader does not see it, and it changes the words and figures the "
-                       "checks read; remove it")
-        elif char.isascii() and char.isprintable() and char not in _HTML_SYNTAX:
-            page.error(line.src, f"character reference {m.group()!r} spells {char!r}; write {char!r} "
-                       "itself, so that the checks read the text a reader sees")
-
-
-def _refused_ref(ref: str) -> bool:
-    """Whether a character reference writes an invisible character or an ASCII one a page can type."""
-    char = html.unescape(ref)
-    if char == ref or len(char) != 1:
-        return False  # not a reference HTML knows
-    return _is_invisible(char) or (char.isascii() and char.isprintable() and char not in _HTML_SYNTAX)
-
-
-def _hiding(page: _Page, line: OutLine) -> None:
-    for m in _HIDING_RE.finditer(line.text):
-        if not _in_code_span(line.text, m.start()):
-            page.error(line.src, f"{m.group().strip()!r} hides, styles or scripts text on the page, so a reader "
-                       "and the checks would read different things; remove it (the site's stylesheet and "
-                       "script are in docs/assets/)")
-            return
-
-
-def _is_invisible(c: str) -> bool:
-    return c in _INVISIBLE_EXTRA or unicodedata.category(c) == "Cf"
-
-
-def _comments(page: _Page, line: OutLine, open_at: tuple[int, int] | None) -> tuple[int, int] | None:
-    """Report claims inside comments and comments between text on one line; the comment still open."""
-    text = line.text
-    start = 0 if open_at is not None else None
-    for m in _COMMENT_RE.finditer(text):
-        if _in_code_span(text, m.start()):
-            continue  # shown as typed
-        if m.group() == "<!--" and start is None:
-            start = m.start()
-            open_at = (line.src, m.start())
-        elif m.group() == "-->" and start is not None:
-            _one_comment(page, line, start, m.end(), whole_line_before=open_at is not None and open_at[0] != line.src)
-            start, open_at = None, None
-    if start is not None:
-        _one_comment(page, line, start, len(text), whole_line_before=False, still_open=True)
-    return open_at
-
-
-def _one_comment(page: _Page, line: OutLine, start: int, end: int, whole_line_before: bool,
-                 still_open: bool = False) -> None:
-    if any(s.start < end and s.end > start for s in line.spans):
-        page.error(line.src, "a claim inside an HTML comment is checked but never shown, while the text "
-                   "beside the comment is shown unchecked; take the claim out of the comment, or delete it")
-        return
-    before = line.text[:start].strip() if not whole_line_before else ""
-    after = line.text[end:].strip() if not still_open else ""
-    if before and after:
-        page.error(line.src, f"an HTML comment between {before[-12:]!r} and {after[:12]!r} joins them for "
-                   "a reader but not for the checks; put the comment on a line of its own")
-
-
-# -- typed tool output ---------------------------------------------------------------------------
-
-_TOOL_LINE_RE = re.compile(
-    r"""^\s*(?:={9}|.*\b(?:Race\ reported\ between|Potential\ (?:RAW|WAR|WAW)\ hazard|Barrier\ error\ detected))""",
-    re.VERBOSE)
-
-
-def check_typed_output(page: _Page, out: list[OutLine], in_fence: list[bool]) -> None:
-    """No code block that types a sanitizer's report lines: one error for each block that does."""
-    reported = False
-    for i, line in enumerate(out):
-        if not in_fence[i]:
-            continue
-        if i == 0 or not in_fence[i - 1]:
-            reported = False  # a new block
-        if reported or line.generated or not _TOOL_LINE_RE.match(line.text) or _MENTION_RE.search(line.text):
-            continue  # a summary line is a quote: check_summaries holds it to the recordings
-        reported = True
-        page.error(line.src, f"a code block types compute-sanitizer output by hand ({line.text.strip()[:40]!r}); "
-                   "show what a run printed with {{ transcript RUN }}, or quote its summary line in the text")
