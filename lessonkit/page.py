@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from lessonkit.claims import ClaimValue, ClaimValueError, judge, parse_claim_val
 from lessonkit.errors import LessonError, LessonErrors
 from lessonkit.evidence import EvidenceSet
 from lessonkit.pagescan import LineIndex, OutLine, Span, Token, scan, stands_alone, structure
+from lessonkit.pagetext import visible
 from lessonkit.query import Query, QueryError, parse_query, resolve
 from lessonkit.regions import load_region
 from lessonkit.render import (
@@ -319,22 +321,39 @@ def _expand(page: _Page, text: str, lines: LineIndex, tokens: list[Token]) -> li
     return out
 
 
+_JOINING_SPACES = "\u00a0\u2007\u2009\u200a\u202f"  # spaces that group digits: "2 000"
+_NEXT_CLAIM_RE = re.compile(r"""^\{\{\s*(?P<value>.*?)\s@\s""", re.DOTALL)
+
+
 def _check_edges(page: _Page, token: Token, text: str) -> None:
-    """A claim's figure must not run into a digit, letter or sign typed beside it: '{{ 2 @ … }}0'
-    shows "20", and '-{{ 40 @ … }}' shows "-40"; neither is what the claim checked."""
+    """A claim's figure must not run into a digit, letter or sign beside it, as a reader sees the page:
+    '{{ 2 @ … }}0', '{{ 2 @ … }}<b>0</b>' and two figure claims side by side all show "20", and
+    '-{{ 40 @ … }}' or '&minus;{{ 40 @ … }}' shows "-40"; none of that is what the claim checked."""
     ats = list(_CLAIM_AT_RE.finditer(token.body))
     value = token.body[:ats[-1].start()].strip() if ats else ""
     if not value:
         return  # not a claim: _inline reports it
-    after, before = text[token.end:token.end + 2], text[max(token.start - 2, 0):token.start]
-    if value[-1].isdigit() and after and (after[0].isalnum() or (after[0] in ".," and after[1:].isdigit())):
-        page.error(token.line, f"the figure of claim {_one_line(text[token.start:token.end])!r} runs into "
-                   f"{after[0]!r} typed right after it, so the page shows a number the claim did not check; "
-                   "put a space or punctuation between them, or write the whole figure inside the claim")
-    if value[0].isdigit() and before and (before[-1].isalnum() or before[-1] in "+-\u2212.,"):
-        page.error(token.line, f"the figure of claim {_one_line(text[token.start:token.end])!r} runs into "
-                   f"{before[-1]!r} typed right before it, so the page shows a number the claim did not check; "
-                   "put a space between them, or write the whole figure inside the claim")
+    claim = _one_line(text[token.start:token.end])
+    line_end = text.find("\n", token.end)
+    after = visible(text[token.end:line_end if line_end != -1 else len(text)][:200])[0]
+    line_start = text.rfind("\n", 0, token.start) + 1
+    before = visible(text[max(line_start, token.start - 200):token.start])[0]
+    if value[-1].isdigit() and after:
+        nxt = _NEXT_CLAIM_RE.match(after)
+        touching = (nxt.group("value")[:1] if nxt else after[0]) or " "
+        if touching.isalnum() or unicodedata.category(touching) == "No" \
+                or (touching in ".," + _JOINING_SPACES and after[1:2].isdigit()):
+            what = "the figure of the next claim" if nxt else f"{touching!r}"
+            page.error(token.line, f"the figure of claim {claim!r} runs into {what} right after it, so the page "
+                       "shows a number the claim did not check; put a space or punctuation between them, or "
+                       "write the whole figure inside the claim")
+    if value[0].isdigit() and before:
+        last = before[-1]
+        if last.isalnum() or last in "+-\u2212.," or unicodedata.category(last) == "No" \
+                or (last in _JOINING_SPACES and before[-2:-1].isdigit()):
+            page.error(token.line, f"the figure of claim {claim!r} runs into {last!r} right before it, so the "
+                       "page shows a number the claim did not check; put a space between them, or write the "
+                       "whole figure inside the claim")
 
 
 def _inline(page: _Page, line: OutLine, token: Token, word: str | None, source: str) -> None:

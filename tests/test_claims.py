@@ -530,23 +530,32 @@ def test_a_large_transcript_shows_head_and_tail_and_links_the_file(demo_repo: Pa
 # -- a figure must stand apart from what is typed beside it -----------------------------------------
 
 @pytest.mark.parametrize("text, side, char", [
-    ("{{ 8 @ demo/race:reports[severity=Warning].hazards }}0 hazards", "after", "0"),
-    ("{{ 8 @ demo/race:reports[severity=Warning].hazards }}k hazards", "after", "k"),
-    ("{{ 8 @ demo/race:reports[severity=Warning].hazards }}.5 hazards", "after", "."),
-    ("1{{ 8 @ demo/race:reports[severity=Warning].hazards }} hazards", "before", "1"),
-    ("-{{ 8 @ demo/race:reports[severity=Warning].hazards }} hazards", "before", "-"),
-    ("\u2212{{ 8 @ demo/race:reports[severity=Warning].hazards }} hazards", "before", "\u2212"),
+    ("{{ 8 @ demo/race:reports[severity=Warning].hazards }}0 hazards", "after", "'0'"),
+    ("{{ 8 @ demo/race:reports[severity=Warning].hazards }}k hazards", "after", "'k'"),
+    ("{{ 8 @ demo/race:reports[severity=Warning].hazards }}.5 hazards", "after", "'.'"),
+    ("{{ 8 @ demo/race:reports[severity=Warning].hazards }}<b>0</b> hazards", "after", "'0'"),
+    ("{{ 8 @ demo/race:reports[severity=Warning].hazards }}*0* hazards", "after", "'0'"),
+    ("{{ 8 @ demo/race:reports[severity=Warning].hazards }}<sup>5</sup> hazards", "after", "'5'"),
+    ("{{ 8 @ demo/race:reports[severity=Warning].hazards }}&nbsp;000 hazards", "after", "'\\xa0'"),
+    ("{{ 8 @ demo/race:reports[severity=Warning].hazards }}\u00b2 hazards", "after", "'\u00b2'"),
+    ("{{ 8 @ demo/race:reports[severity=Warning].hazards }}{{ 2 @ demo/race:#reports }} hazards", "after",
+     "the figure of the next claim"),
+    ("1{{ 8 @ demo/race:reports[severity=Warning].hazards }} hazards", "before", "'1'"),
+    ("-{{ 8 @ demo/race:reports[severity=Warning].hazards }} hazards", "before", "'-'"),
+    ("\u2212{{ 8 @ demo/race:reports[severity=Warning].hazards }} hazards", "before", "'\u2212'"),
+    ("&minus;{{ 8 @ demo/race:reports[severity=Warning].hazards }} hazards", "before", "'\u2212'"),
+    ("<i>1</i>{{ 8 @ demo/race:reports[severity=Warning].hazards }} hazards", "before", "'1'"),
 ])
-def test_a_figure_that_runs_into_a_typed_character(demo_repo: Path, text: str, side: str, char: str):
+def test_a_figure_that_runs_into_what_a_reader_sees_beside_it(demo_repo: Path, text: str, side: str, char: str):
     claim = "{{ 8 @ demo/race:reports[severity=Warning].hazards }}"
     if side == "after":
-        message = (f"docs/p.md:1: the figure of claim {claim!r} runs into {char!r} typed right after it, so the "
-                   "page shows a number the claim did not check; put a space or punctuation between them, or "
-                   "write the whole figure inside the claim")
-    else:
-        message = (f"docs/p.md:1: the figure of claim {claim!r} runs into {char!r} typed right before it, so the "
-                   "page shows a number the claim did not check; put a space between them, or write the whole "
+        message = (f"docs/p.md:1: the figure of claim {claim!r} runs into {char} right after it, so the page shows "
+                   "a number the claim did not check; put a space or punctuation between them, or write the whole "
                    "figure inside the claim")
+    else:
+        message = (f"docs/p.md:1: the figure of claim {claim!r} runs into {char} right before it, so the page "
+                   "shows a number the claim did not check; put a space between them, or write the whole figure "
+                   "inside the claim")
     assert errs(demo_repo, text) == [message]
 
 
