@@ -185,19 +185,22 @@ def _one_comment(page: _Page, line: OutLine, start: int, end: int, whole_line_be
 # -- typed tool output ---------------------------------------------------------------------------
 
 _TOOL_LINE_RE = re.compile(
-    r"""^\s*(?:={9}|.*\b(?:Race\ reported\ between|Potential\ (?:RAW|WAR|WAW)\ hazard|Barrier\ error\ detected))""",
-    re.VERBOSE)
+    r"""^\s*(?:={9}|.*\b(?:Race\s+reported\s+between|Potential\s+(?:RAW|WAR|WAW)\s+hazard
+                       |Barrier\s+error\s+detected))""",
+    re.VERBOSE | re.IGNORECASE)
+# The tool's prefix with text after it: tool output wherever it stands (an indented block, <pre>).
+_PREFIXED_RE = re.compile(r"""^\s*(?:<[^>]*>\s*)*={9}[ \t]+\S""")
 
 
 def check_typed_output(page: _Page, out: list[OutLine], in_fence: list[bool]) -> None:
-    """No code block that types a sanitizer's report lines: one error for each block that does."""
+    """No code block that types a sanitizer's report lines (one error a block), and no line outside a
+    fence that starts with the tool's prefix (an indented code block, a raw <pre>)."""
     reported = False
     for i, line in enumerate(out):
-        if not in_fence[i]:
-            continue
-        if i == 0 or not in_fence[i - 1]:
-            reported = False  # a new block
-        if reported or line.generated or not _TOOL_LINE_RE.match(line.text) or SUMMARY_MENTION_RE.search(line.text):
+        if i == 0 or in_fence[i] != in_fence[i - 1] or not in_fence[i]:
+            reported = False  # a new block, or a line outside any fence
+        typed = _TOOL_LINE_RE.match(line.text) if in_fence[i] else _PREFIXED_RE.match(line.text)
+        if reported or line.generated or not typed or SUMMARY_MENTION_RE.search(line.text):
             continue  # a summary line is a quote: check_summaries holds it to the recordings
         reported = True
         page.error(line.src, f"a code block types compute-sanitizer output by hand ({line.text.strip()[:40]!r}); "

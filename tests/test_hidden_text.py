@@ -167,3 +167,14 @@ def test_summary_quotes_in_code_spans_and_emphasis_around_them_pass(demo_repo: P
     text = (f"{CLAIM} hazards; it ends with **`RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)`** "
             "and the `RACECHECK SUMMARY` line is the last.")
     assert errs(demo_repo, text) == []
+
+
+@pytest.mark.parametrize("block", [
+    "    ========= Error: Race reported between Write access",
+    "<pre><code>========= Error: Race reported between Write access</code></pre>",
+    "```text\nERROR: Race  reported   between Write access\n```",
+])
+def test_typed_output_in_other_code_blocks(demo_repo: Path, block: str):
+    found = errs(demo_repo, f"{CLAIM} hazards.\n\n{block}\n")
+    line = 4 if block.startswith("```") else 3
+    assert len(found) == 1 and found[0].startswith(f"docs/p.md:{line}: a code block types compute-sanitizer output")
