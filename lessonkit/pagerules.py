@@ -38,6 +38,7 @@ _AFTER_QUOTE_RE = re.compile(
     r"""^(?:\s*$|[`"'\u201c\u201d\u2018\u2019*_<|)\]]|[.;:!?](?:$|[\s`"'\u201d\u2019*_<|)\]]))""", re.VERBOSE)
 _VISIBLE_END_RE = re.compile(r"""["\u201c\u201d;|]|\.(?=\s|$)""")  # a quote's end in the visible text
 _PLAIN_NUMBER_RE = re.compile(r"""^[+-]?\d[\d,]*(?:\.\d+)?$""")
+_LEADING_NUMBER_RE = re.compile(r"""^(?P<number>[+-]?\d[\d,]*(?:\.\d+)?)(?:\s|$)""")
 _CODE_LABEL_RE = re.compile(r"""^`(?P<text>[^`]+)`$""")
 
 
@@ -213,7 +214,7 @@ def check_row_labels(page: _Page, out: list[OutLine], in_fence: list[bool]) -> N
             for cell in split_cells(out[r]):
                 if any(cell.start <= s.start < cell.end for s in out[r].spans):
                     continue
-                problem = _label_problem(cell.text.strip(), filters[r], used)
+                problem = _label_problem(cell.text.strip(), filters[r], used, visible(cell.text)[0].strip())
                 if problem:
                     page.error(out[r].src, problem)
 
@@ -227,19 +228,22 @@ def _row_filters(line: OutLine) -> list[tuple[str, str]]:
     return pairs
 
 
-def _label_problem(label: str, pairs: list[tuple[str, str]], used: dict[str, set[str]]) -> str | None:
+def _label_problem(label: str, pairs: list[tuple[str, str]], used: dict[str, set[str]],
+                   seen: str) -> str | None:
+    """What is wrong with a label cell (`seen` is what a reader sees of it: `**1024**` is 1024)."""
     by_key: dict[str, set[str]] = {}
     for key, value in pairs:
         by_key.setdefault(key, set()).add(value)
-    if _PLAIN_NUMBER_RE.match(label):
-        number = label.replace(",", "")
+    lead = _LEADING_NUMBER_RE.match(seen.replace("\u00a0", " "))
+    if lead:  # "1024", "**1024**", "1024 threads"
+        number = lead.group("number").replace(",", "")
         if any(values == {number} for values in by_key.values()):
             return None
         shown = ", ".join(sorted({f"{k}={v}" for k, v in pairs}))
         return (f"row label {label!r} is not the value of a filter that every claim in its row shares "
                 f"({shown}); write the value they select, or make the label a claim")
     m = _CODE_LABEL_RE.match(label)
-    text = m.group("text") if m else label
+    text = m.group("text") if m else seen
     keys = [k for k, values in used.items() if text in values]
     clashes = [(k, sorted(by_key[k])) for k in keys if k in by_key and by_key[k] != {text}]
     if not keys or any(by_key.get(k) == {text} for k in keys) or not clashes:

@@ -464,6 +464,17 @@ def test_a_row_label_changed_to_another_number(demo_repo: Path):
         "(kernel=k, threads=256); write the value they select, or make the label a claim")]
 
 
+@pytest.mark.parametrize("label", ["**257**", "257&nbsp;", "257 threads", "<b>257</b>"])
+def test_a_row_label_changed_to_another_number_with_markup_or_a_word(demo_repo: Path, label: str):
+    assert errs(demo_repo, TABLE.replace("| 256 |", f"| {label} |")) == [
+        (f"docs/p.md:4: row label {label!r} is not the value of a filter that every claim in its row shares "
+         "(kernel=k, threads=256); write the value they select, or make the label a claim")]
+
+
+def test_row_labels_with_markup_or_a_word_that_agree(demo_repo: Path):
+    assert errs(demo_repo, TABLE.replace("| 256 |", "| **256** threads |")) == []
+
+
 def test_a_row_label_that_names_another_rows_records(demo_repo: Path):
     table = ("| severity | hazards |\n| --- | ---: |\n"
              "| Error | {{ 120 @ demo/race:reports[severity=Error].hazards }} |\n"
