@@ -26,7 +26,7 @@ from lessonkit.claims import ClaimValue, ClaimValueError, judge, parse_claim_val
 from lessonkit.errors import LessonError, LessonErrors
 from lessonkit.evidence import EvidenceSet
 from lessonkit.pagescan import LineIndex, OutLine, Span, Token, scan, stands_alone, structure
-from lessonkit.pagetext import visible
+from lessonkit.pagetext import SUMMARY_MENTION_RE, visible
 from lessonkit.query import Query, QueryError, parse_query, resolve
 from lessonkit.regions import load_region
 from lessonkit.render import (
@@ -444,6 +444,8 @@ def _transcript(page: _Page, index: int, ev: EvidenceSet, group: str, options: l
             page.error(index, f"unknown transcript option {option!r}; expected open or title=\"…\"")
             return ""
     names = ev.recordings(group)
+    if title is not None and names:
+        _check_title(page, index, ev, ev.entries[names[0]].command, title)
     try:
         texts = [ev.transcript_text(n) for n in names]
     except LessonError as exc:
@@ -459,6 +461,36 @@ def _transcript(page: _Page, index: int, ev: EvidenceSet, group: str, options: l
         except LessonError:
             figures.append({})  # reported by the claims on it and by the integrity check
     return page.result.slot(render_transcript(ev, group, texts, title=title, opened=opened, figures=figures))
+
+
+_TITLE_WORD_RE = re.compile(r"""[a-z0-9]+""")
+
+
+def _command_words(command: str) -> set[str]:
+    """A command's words as a title would name them: './racecheck' -> racecheck, 'sweep.py' -> sweep."""
+    words = set()
+    for token in command.lower().split():
+        token = token.lstrip("-").removeprefix("./")
+        words.add(token.rsplit(".", 1)[0] if "." in token[1:] else token)
+    return words
+
+
+def _check_title(page: _Page, index: int, ev: EvidenceSet, command: str, title: str) -> None:
+    """A transcript's title may not say what the run did not do: no summary quote (it would go
+    unchecked), no number its command lacks, and no word that tells the set's runs apart (a tool,
+    a mode, an argument) unless this run's command has it."""
+    if SUMMARY_MENTION_RE.search(title):
+        page.error(index, f"transcript title {title!r} quotes a summary, which a title cannot check; "
+                   "quote it in the text, next to the transcript")
+        return
+    own = _command_words(command)
+    commands = [_command_words(e.command) for e in ev.entries.values()]
+    telling = set().union(*commands) - set.intersection(*commands)
+    for word in dict.fromkeys(_TITLE_WORD_RE.findall(title.lower())):
+        if word not in own and (word.isdigit() or word in telling):
+            page.error(index, f"transcript title {title!r} says {word!r}, but the run it shows is "
+                       f"{command!r}; title it by what this run did")
+            return
 
 
 def _check_recorded(page: _Page, index: int, relpath: str) -> None:

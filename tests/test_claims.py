@@ -504,6 +504,26 @@ def test_every_recording_is_shown_the_first_open(repeats: Path):
     assert "NumPy" not in html and "compute-sanitizer 2025.3.1.0" in html
 
 
+@pytest.mark.parametrize("directive, message", [
+    ('{{ transcript demo/bare title="racecheck on the demo" }}',
+     ("transcript title 'racecheck on the demo' says 'racecheck', but the run it shows is './demo'; title it by "
+     "what this run did")),
+    ('{{ transcript demo/race title="the demo at 64 threads" }}',
+     ("transcript title 'the demo at 64 threads' says '64', but the run it shows is "
+     "'compute-sanitizer --tool racecheck ./demo'; title it by what this run did")),
+    ('{{ transcript demo/race title="RACECHECK SUMMARY: 0 hazards displayed" }}',
+     ("transcript title 'RACECHECK SUMMARY: 0 hazards displayed' quotes a summary, which a title cannot check; "
+     "quote it in the text, next to the transcript")),
+])
+def test_a_transcript_title_that_says_what_the_run_did_not_do(demo_repo: Path, directive: str, message: str):
+    assert errs(demo_repo, directive) == [f"docs/p.md:1: {message}"]
+
+
+def test_transcript_titles_in_the_runs_own_words_pass(demo_repo: Path):
+    assert errs(demo_repo, '{{ transcript demo/bare title="The bare run of the demo" }}\n\n'
+                           '{{ transcript demo/race title="racecheck, with --tool" }}') == []
+
+
 def test_the_figures_that_differ_between_recordings_are_tabled(demo_repo: Path):
     record_set(demo_repo, "demo", {"race": [RACE, RACE.replace(": 2 hazards", ": 3 hazards")], "bare": BARE})
     html = run_page(demo_repo, "{{ transcript demo/race }}").blocks[0]
