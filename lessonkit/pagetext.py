@@ -35,11 +35,20 @@ _MARKUP_RE = re.compile(r"""<[^<>]*>|[*_`\\]""")
 
 
 def visible(text: str) -> tuple[str, list[int]]:
-    """The text a reader sees of a line (markup dropped, references decoded), and each character's column."""
+    """The text a reader sees of a line (markup dropped, references decoded, code spans as typed),
+    and each character's column."""
     shown: list[str] = []
     where: list[int] = []
     i = 0
     while i < len(text):
+        span = _CODE_SPAN_RE.match(text, i)
+        if span:  # a code span shows its text as typed
+            ticks = len(span.group("ticks"))
+            for k in range(span.start() + ticks, span.end() - ticks):
+                shown.append(text[k])
+                where.append(k)
+            i = span.end()
+            continue
         m = _MARKUP_RE.match(text, i) or CHAR_REF_RE.match(text, i)
         if m is None:
             if not is_invisible(text[i]):

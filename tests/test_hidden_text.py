@@ -178,3 +178,7 @@ def test_typed_output_in_other_code_blocks(demo_repo: Path, block: str):
     found = errs(demo_repo, f"{CLAIM} hazards.\n\n{block}\n")
     line = 4 if block.startswith("```") else 3
     assert len(found) == 1 and found[0].startswith(f"docs/p.md:{line}: a code block types compute-sanitizer output")
+
+
+def test_markup_shown_as_typed_in_a_code_span_is_no_disguise(demo_repo: Path):
+    assert errs(demo_repo, f"{CLAIM} hazards. Writing `**RACECHECK** SUMMARY: 0 …` is refused.") == []
