@@ -322,6 +322,9 @@ def _expand(page: _Page, text: str, lines: LineIndex, tokens: list[Token]) -> li
 
 
 _JOINING_SPACES = "\u00a0\u2007\u2009\u200a\u202f"  # spaces that group digits: "2 000"
+_DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015"  # as a sign before a figure ("–34"), not inside a range ("2–34")
+# A unit written against the figure: "40s", "3ms", "4x", "2nd" (a magnitude such as "2k" is refused).
+_UNIT_AFTER_RE = re.compile(r"""^(?:s|ms|us|\u00b5s|ns|x|st|nd|rd|th)(?![\w])""")
 _NEXT_CLAIM_RE = re.compile(r"""^\{\{\s*(?P<value>.*?)\s@\s""", re.DOTALL)
 
 
@@ -338,7 +341,7 @@ def _check_edges(page: _Page, token: Token, text: str) -> None:
     after = visible(text[token.end:line_end if line_end != -1 else len(text)][:200])[0]
     line_start = text.rfind("\n", 0, token.start) + 1
     before = visible(text[max(line_start, token.start - 200):token.start])[0]
-    if value[-1].isdigit() and after:
+    if value[-1].isdigit() and after and not _UNIT_AFTER_RE.match(after):
         nxt = _NEXT_CLAIM_RE.match(after)
         touching = (nxt.group("value")[:1] if nxt else after[0]) or " "
         if touching.isalnum() or unicodedata.category(touching) == "No" \
@@ -349,8 +352,9 @@ def _check_edges(page: _Page, token: Token, text: str) -> None:
                        "write the whole figure inside the claim")
     if value[0].isdigit() and before:
         last = before[-1]
-        if last.isalnum() or last in "+-\u2212.," or unicodedata.category(last) == "No" \
-                or (last in _JOINING_SPACES and before[-2:-1].isdigit()):
+        if last.isalnum() or last in "+-\u2212.,\ufe63\uff0b\uff0d" or unicodedata.category(last) == "No" \
+                or (last in _JOINING_SPACES and before[-2:-1].isdigit()) \
+                or (last in _DASHES and not before[-2:-1].isalnum()):
             page.error(token.line, f"the figure of claim {claim!r} runs into {last!r} right before it, so the "
                        "page shows a number the claim did not check; put a space between them, or write the "
                        "whole figure inside the claim")

@@ -31,14 +31,18 @@ if TYPE_CHECKING:
 
 _MAYBE_MENTION_RE = re.compile(r"""racecheck|error|summary""", re.IGNORECASE)
 # A line that starts a new block: a soft line break before it is not a space inside a sentence.
-_BLOCK_START_RE = re.compile(r"""^\s*(?:[-*+]\s|\d+[.)]\s|\#|\||>|<|`{3,}|~{3,}|$)""", re.VERBOSE)
+# An HTML block interrupts a paragraph only with a block-level tag: "<span>0</span>" continues it.
+_BLOCK_START_RE = re.compile(
+    r"""^\s*(?:[-*+]\s|\d+[.)]\s|\#|\||>|`{3,}|~{3,}|$
+       |</?(?:div|table|pre|p|details|summary|ul|ol|li|h[1-6]|blockquote|section|figure|hr|dl|script|style)\b
+       |<!--)""", re.VERBOSE | re.IGNORECASE)
 _QUOTE_END_RE = re.compile(r"""[`"\u201c\u201d;|<]|\.(?=\s|$)""")
 _FIGURE_RE = re.compile(r"""\d[\d,]*(?:\.\d+)?""")
 _AFTER_QUOTE_RE = re.compile(
     r"""^(?:\s*$|[`"'\u201c\u201d\u2018\u2019*_<|)\]]|[.;:!?](?:$|[\s`"'\u201d\u2019*_<|)\]]))""", re.VERBOSE)
 _VISIBLE_END_RE = re.compile(r"""["\u201c\u201d;|]|\.(?=\s|$)""")  # a quote's end in the visible text
 _PLAIN_NUMBER_RE = re.compile(r"""^[+-]?\d[\d,]*(?:\.\d+)?$""")
-_LEADING_NUMBER_RE = re.compile(r"""^(?P<number>[+-]?\d[\d,]*(?:\.\d+)?)(?:\s|$)""")
+_LEADING_NUMBER_RE = re.compile(r"""^(?P<number>[+-]?\d[\d,]*(?:\.\d+)?)(?:[\s\-\u2010\u2011]|$)""")
 _CODE_LABEL_RE = re.compile(r"""^`(?P<text>[^`]+)`$""")
 
 
@@ -212,9 +216,11 @@ def check_row_labels(page: _Page, out: list[OutLine], in_fence: list[bool]) -> N
             if not filters[r]:
                 continue  # a row that claims nothing from records has nothing to bind its labels to
             for cell in split_cells(out[r]):
-                if any(cell.start <= s.start < cell.end for s in out[r].spans):
-                    continue
-                problem = _label_problem(cell.text.strip(), filters[r], used, visible(cell.text)[0].strip())
+                inside = [s.start for s in out[r].spans if cell.start <= s.start < cell.end]
+                text = cell.text if not inside else out[r].text[cell.start:min(inside)]
+                if not visible(text)[0].strip():
+                    continue  # the cell is a claim: it is checked
+                problem = _label_problem(text.strip(), filters[r], used, visible(text)[0].strip())
                 if problem:
                     page.error(out[r].src, problem)
 

@@ -32,6 +32,12 @@ SUMMARY_MENTION_RE = re.compile(
 
 # Markup a reader does not see as characters: tags, emphasis and code markers, escapes.
 _MARKUP_RE = re.compile(r"""<[^<>]*>|[*_`\\]""")
+# A Markdown image (it shows no text) and the parts of a link around its text.
+_IMAGE_RE = re.compile(r"""!\[[^\]]*\]\([^()]*\)""")
+_LINK_OPEN_RE = re.compile(r"""\[(?=[^\]]*\]\([^()]*\))""")
+_LINK_CLOSE_RE = re.compile(r"""\]\([^()]*\)""")
+# Tags that end a cell, a line or a block: a reader sees the text on either side apart.
+_BREAKING_TAG_RE = re.compile(r"""</?(?:br|td|th|tr|p|div|li|dt|dd|h[1-6]|hr|table|pre|blockquote)\b""", re.IGNORECASE)
 
 
 def visible(text: str) -> tuple[str, list[int]]:
@@ -49,7 +55,8 @@ def visible(text: str) -> tuple[str, list[int]]:
                 where.append(k)
             i = span.end()
             continue
-        m = _MARKUP_RE.match(text, i) or CHAR_REF_RE.match(text, i)
+        m = (_IMAGE_RE.match(text, i) or _LINK_OPEN_RE.match(text, i) or _LINK_CLOSE_RE.match(text, i)
+             or _MARKUP_RE.match(text, i) or CHAR_REF_RE.match(text, i))
         if m is None:
             if not is_invisible(text[i]):
                 shown.append(text[i])
@@ -61,7 +68,7 @@ def visible(text: str) -> tuple[str, list[int]]:
             if len(char) == 1 and not is_invisible(char):
                 shown.append(char)
                 where.append(i)
-        elif m.group().lower().startswith("<br"):
+        elif _BREAKING_TAG_RE.match(m.group()):
             shown.append(" ")
             where.append(i)
         i = m.end()
@@ -76,7 +83,7 @@ CHAR_REF_RE = re.compile(r"""&(?:\#[xX][0-9a-fA-F]{1,6}|\#[0-9]{1,7}|[A-Za-z][A-
 _HTML_SYNTAX = frozenset("&<>\"' ")  # what a page may need to write as a reference
 # Markup that hides text from a reader, or styles or scripts the page: the checks read the text.
 _HIDING_RE = re.compile(
-    r"""<\s*(?:style|script)\b
+    r"""<\s*(?:style|script|template|noscript|iframe|object|embed|table|tr|td|th)\b
       | <[^>]*\s(?:hidden|aria-hidden|style)(?=[\s=/>])
       | (?<!\{)\{:?[^{}]*[\s:](?:hidden|style)(?=[\s}=])""",
     re.VERBOSE | re.IGNORECASE)
@@ -96,6 +103,7 @@ def check_hidden_text(page: _Page, out: list[OutLine], in_fence: list[bool]) -> 
         if line.generated:
             continue
         _invisible(page, line, first_of_file=i == 0)
+        _mixed_scripts(page, line)
         if in_fence[i] and in_comment is None:
             continue
         if not in_fence[i]:
@@ -117,6 +125,26 @@ def _invisible(page: _Page, line: OutLine, first_of_file: bool) -> None:
         name = unicodedata.name(c, "an invisible character")
         page.error(line.src, f"invisible character U+{ord(c):04X} ({name}) at column {col + 1}: a reader does "
                    "not see it, and it changes the words and figures the checks read; remove it")
+
+
+_WORD_RE = re.compile(r"""\w+""")
+# Cyrillic and Greek letters that look like Latin ones (after Unicode's confusables list).
+_LOOKALIKES = frozenset("\u0410\u0412\u0421\u0415\u041d\u0406\u0408\u041a\u041c\u041e\u0420\u0405\u0422"
+                        "\u0425\u04ae\u0430\u0441\u0435\u0456\u0458\u043e\u0440\u0455\u0445\u0443\u04bb"
+                        "\u0391\u0392\u0395\u0396\u0397\u0399\u039a\u039c\u039d\u039f\u03a1\u03a4\u03a5"
+                        "\u03a7\u03bf\u03b9\u03ba\u03bd\u03c1\u03c5")
+
+
+def _mixed_scripts(page: _Page, line: OutLine) -> None:
+    """A Latin word with a Cyrillic or Greek look-alike letter in it ('RAСECHECK' with a Cyrillic С)."""
+    for m in _WORD_RE.finditer(line.text):
+        word = m.group()
+        odd = next((c for c in word if c in _LOOKALIKES), None)
+        if odd is None or not any(c.isascii() and c.isalpha() for c in word):
+            continue
+        page.error(line.src, f"the word {word!r} hides {odd!r} ({unicodedata.name(odd)}) among Latin letters; "
+                   "a reader cannot tell them apart, and the checks read another word; spell it in Latin letters")
+        return
 
 
 def _ascii_beside(text: str, col: int) -> bool:
@@ -150,9 +178,13 @@ def refused_ref(ref: str) -> bool:
 def _hiding(page: _Page, line: OutLine) -> None:
     for m in _HIDING_RE.finditer(line.text):
         if not _in_code_span(line.text, m.start()):
-            page.error(line.src, f"{m.group().strip()!r} hides, styles or scripts text on the page, so a reader "
-                       "and the checks would read different things; remove it (the site's stylesheet and "
-                       "script are in docs/assets/)")
+            if re.match(r"<\s*t[rdh]|<\s*table", m.group(), re.IGNORECASE):
+                page.error(line.src, f"{m.group().strip()!r}: an HTML table's labels are not bound to its claims; "
+                           "write the table in Markdown")
+            else:
+                page.error(line.src, f"{m.group().strip()!r} hides, styles or scripts text on the page, so a "
+                           "reader and the checks would read different things; remove it (the site's stylesheet "
+                           "and script are in docs/assets/)")
             return
 
 
@@ -194,11 +226,11 @@ def _one_comment(page: _Page, line: OutLine, start: int, end: int, whole_line_be
 # -- typed tool output ---------------------------------------------------------------------------
 
 _TOOL_LINE_RE = re.compile(
-    r"""^\s*(?:={9}|.*\b(?:Race\s+reported\s+between|Potential\s+(?:RAW|WAR|WAW)\s+hazard
+    r"""^\s*(?:={6,}|.*\b(?:Race\s+reported\s+between|Potential\s+(?:RAW|WAR|WAW)\s+hazard
                        |Barrier\s+error\s+detected))""",
     re.VERBOSE | re.IGNORECASE)
 # The tool's prefix with text after it: tool output wherever it stands (an indented block, <pre>).
-_PREFIXED_RE = re.compile(r"""^\s*(?:<[^>]*>\s*)*={9}[ \t]+\S""")
+_PREFIXED_RE = re.compile(r"""^\s*={6,}[ \t]+\S""")
 
 
 def check_typed_output(page: _Page, out: list[OutLine], in_fence: list[bool]) -> None:
@@ -208,7 +240,7 @@ def check_typed_output(page: _Page, out: list[OutLine], in_fence: list[bool]) ->
     for i, line in enumerate(out):
         if i == 0 or in_fence[i] != in_fence[i - 1] or not in_fence[i]:
             reported = False  # a new block, or a line outside any fence
-        typed = _TOOL_LINE_RE.match(line.text) if in_fence[i] else _PREFIXED_RE.match(line.text)
+        typed = _TOOL_LINE_RE.match(line.text) if in_fence[i] else _PREFIXED_RE.match(visible(line.text)[0])
         if reported or line.generated or not typed or SUMMARY_MENTION_RE.search(line.text):
             continue  # a summary line is a quote: check_summaries holds it to the recordings
         reported = True

@@ -182,3 +182,52 @@ def test_typed_output_in_other_code_blocks(demo_repo: Path, block: str):
 
 def test_markup_shown_as_typed_in_a_code_span_is_no_disguise(demo_repo: Path):
     assert errs(demo_repo, f"{CLAIM} hazards. Writing `**RACECHECK** SUMMARY: 0 …` is refused.") == []
+
+
+# -- the third trial -----------------------------------------------------------------------------------
+
+def test_a_word_that_mixes_lookalike_scripts(demo_repo: Path):
+    assert errs(demo_repo, f"{CLAIM}; `RA\u0421ECHECK SUMMARY: 0 hazards displayed`") == [
+        ("docs/p.md:1: the word 'RA\u0421ECHECK' hides '\u0421' (CYRILLIC CAPITAL LETTER ES) among Latin letters; "
+         "a reader cannot tell them apart, and the checks read another word; spell it in Latin letters")]
+
+
+def test_words_in_one_script_pass(demo_repo: Path):
+    assert errs(demo_repo, f"{CLAIM} hazards; \u0394t is small, na\u00efve code, \u0441\u0438\u043d\u0445\u0440\u043e.") == []
+
+
+@pytest.mark.parametrize("text", [
+    "[RACECHECK](https://docs.nvidia.com/compute-sanitizer/) SUMMARY: 0 hazards displayed (0 errors, 0 warnings)",
+    "RACECHECK SUMMARY:\n<span>0</span> hazards displayed (0 errors, 0 warnings)",
+])
+def test_a_summary_quote_split_by_a_link_or_a_line_break(demo_repo: Path, text: str):
+    found = errs(demo_repo, f"{CLAIM} hazards.\n\n{text}.\n")
+    assert len(found) == 1 and "summary quote 'RACECHECK SUMMARY: 0 hazards displayed" in found[0], found
+
+
+@pytest.mark.parametrize("markup", ["<template>x</template>", "<noscript>x</noscript>", "<iframe src=x></iframe>"])
+def test_more_markup_that_hides_text(demo_repo: Path, markup: str):
+    found = errs(demo_repo, f"{CLAIM} hazards. RACECHECK{markup} done")
+    assert len(found) == 1 and "hides, styles or scripts text on the page" in found[0]
+
+
+def test_an_html_table_is_refused(demo_repo: Path):
+    assert errs(demo_repo, f"<table><tr><td>256</td><td>{CLAIM}</td></tr></table>") == [
+        ("docs/p.md:1: '<table': an HTML table's labels are not bound to its claims; write the table in Markdown")]
+
+
+@pytest.mark.parametrize("before", ["1[]()", "1![](x.svg)", " \u2013", "(\u2012", " \ufe63"])
+def test_a_figure_joined_through_an_empty_link_an_image_or_a_dash(demo_repo: Path, before: str):
+    found = errs(demo_repo, f"In all{before}{CLAIM} hazards")
+    assert len(found) == 1 and "right before it" in found[0], found
+
+
+def test_units_against_a_figure_and_a_range_typed_up_to_a_claim_pass(demo_repo: Path):
+    assert errs(demo_repo, f"{CLAIM}s, {CLAIM}ms, {CLAIM}x, the {CLAIM}th, and 2\u2013{CLAIM} hazards") == []
+
+
+@pytest.mark.parametrize("line", ["======== Invalid __shared__ write of size 4 bytes",
+                                  "<pre>====<b></b>===== Race reported between</pre>"])
+def test_typed_output_with_a_short_or_split_prefix(demo_repo: Path, line: str):
+    found = errs(demo_repo, f"{CLAIM} hazards.\n\n{line}\n")
+    assert len(found) == 1 and "types compute-sanitizer output by hand" in found[0], found
