@@ -20,6 +20,7 @@ import re
 import shlex
 import unicodedata
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from lessonkit.claims import ClaimValue, ClaimValueError, judge, parse_claim_value
@@ -338,9 +339,13 @@ def _check_edges(page: _Page, token: Token, text: str) -> None:
         return  # not a claim: _inline reports it
     claim = _one_line(text[token.start:token.end])
     line_end = text.find("\n", token.end)
-    after = visible(text[token.end:line_end if line_end != -1 else len(text)][:200])[0]
+    after = text[token.end:line_end if line_end != -1 else len(text)][:200]
+    if after[:1] not in ("", " ", "\t"):  # a space shows as one: only then is nothing joined
+        after = visible(after)[0]
     line_start = text.rfind("\n", 0, token.start) + 1
-    before = visible(text[max(line_start, token.start - 200):token.start])[0]
+    before = text[max(line_start, token.start - 200):token.start]
+    if before[-1:] not in ("", " ", "\t"):
+        before = visible(before)[0]
     if value[-1].isdigit() and after and not _UNIT_AFTER_RE.match(after):
         nxt = _NEXT_CLAIM_RE.match(after)
         touching = (nxt.group("value")[:1] if nxt else after[0]) or " "
@@ -470,13 +475,14 @@ def _transcript(page: _Page, index: int, ev: EvidenceSet, group: str, options: l
 _TITLE_WORD_RE = re.compile(r"""[a-z0-9]+""")
 
 
-def _command_words(command: str) -> set[str]:
+@lru_cache(maxsize=4096)
+def _command_words(command: str) -> frozenset[str]:
     """A command's words as a title would name them: './racecheck' -> racecheck, 'sweep.py' -> sweep."""
     words = set()
     for token in command.lower().split():
         token = token.lstrip("-").removeprefix("./")
         words.add(token.rsplit(".", 1)[0] if "." in token[1:] else token)
-    return words
+    return frozenset(words)
 
 
 def _check_title(page: _Page, index: int, ev: EvidenceSet, command: str, title: str) -> None:
@@ -489,7 +495,7 @@ def _check_title(page: _Page, index: int, ev: EvidenceSet, command: str, title: 
         return
     own = _command_words(command)
     commands = [_command_words(e.command) for e in ev.entries.values()]
-    telling = set().union(*commands) - set.intersection(*commands)
+    telling = frozenset().union(*commands) - frozenset.intersection(*commands)
     for word in dict.fromkeys(_TITLE_WORD_RE.findall(title.lower())):
         if word not in own and (word.isdigit() or word in telling):
             page.error(index, f"transcript title {title!r} says {word!r}, but the run it shows is "

@@ -41,6 +41,7 @@ _FIGURE_RE = re.compile(r"""\d[\d,]*(?:\.\d+)?""")
 _AFTER_QUOTE_RE = re.compile(
     r"""^(?:\s*$|[`"'\u201c\u201d\u2018\u2019*_<|)\]]|[.;:!?](?:$|[\s`"'\u201d\u2019*_<|)\]]))""", re.VERBOSE)
 _VISIBLE_END_RE = re.compile(r"""["\u201c\u201d;|]|\.(?=\s|$)""")  # a quote's end in the visible text
+_MARKUP_FREE_RE = re.compile(r"""<[^<>]*>|&[\#\w]+;|[^A-Za-z]""")  # what cannot spell "summary"
 _PLAIN_NUMBER_RE = re.compile(r"""^[+-]?\d[\d,]*(?:\.\d+)?$""")
 _LEADING_NUMBER_RE = re.compile(r"""^(?P<number>[+-]?\d[\d,]*(?:\.\d+)?)(?:[\s\-\u2010\u2011]|$)""")
 _CODE_LABEL_RE = re.compile(r"""^`(?P<text>[^`]+)`$""")
@@ -73,8 +74,8 @@ def check_summaries(page: _Page, out: list[OutLine], in_fence: list[bool], secti
 def _check_disguised(page: _Page, line: OutLine, first_len: int, quoted: set[int]) -> None:
     """A summary quote that formatting splits for the checks but not for a reader
     ('**RACECHECK** SUMMARY: 0 …', '`RACECHECK SUMMARY:` 0 …', 'SUMMARY: <b>0</b> …') is refused."""
-    if not _MAYBE_MENTION_RE.search(line.text):
-        return
+    if "summary" not in _MARKUP_FREE_RE.sub("", line.text).lower():
+        return  # no mention, however formatted: the common case, without building the visible text
     shown, where = visible(line.text)
     for m in SUMMARY_MENTION_RE.finditer(shown):
         at = where[m.start()]

@@ -30,12 +30,16 @@ if TYPE_CHECKING:
 SUMMARY_MENTION_RE = re.compile(
     r"""\b(?P<tool>racecheck|error)(?:[\s_-]|&nbsp;|&\#0*160;|&\#x0*a0;)*summary\b""", re.IGNORECASE | re.VERBOSE)
 
-# Markup a reader does not see as characters: tags, emphasis and code markers, escapes.
-_MARKUP_RE = re.compile(r"""<[^<>]*>|[*_`\\]""")
-# A Markdown image (it shows no text) and the parts of a link around its text.
-_IMAGE_RE = re.compile(r"""!\[[^\]]*\]\([^()]*\)""")
-_LINK_OPEN_RE = re.compile(r"""\[(?=[^\]]*\]\([^()]*\))""")
-_LINK_CLOSE_RE = re.compile(r"""\]\([^()]*\)""")
+# Everything visible() treats specially, tried in this order at each place; the rest is plain text.
+_TOKEN_RE = re.compile(
+    r"""(?P<code>(?P<ticks>`+)(?!`).*?(?<!`)(?P=ticks)(?!`))
+      | (?P<image>!\[[^\]]*\]\([^()]*\))
+      | (?P<link>\[(?=[^\]]*\]\([^()]*\))|\]\([^()]*\))
+      | (?P<tag><[^<>]*>)
+      | (?P<mark>[*_`\\])
+      | (?P<ref>&(?:\#[xX][0-9a-fA-F]{1,6}|\#[0-9]{1,7}|[A-Za-z][A-Za-z0-9]{1,31});)
+      | (?P<other>[^\x00-\x7f])""",
+    re.VERBOSE)
 # Tags that end a cell, a line or a block: a reader sees the text on either side apart.
 _BREAKING_TAG_RE = re.compile(r"""</?(?:br|td|th|tr|p|div|li|dt|dd|h[1-6]|hr|table|pre|blockquote)\b""", re.IGNORECASE)
 
@@ -46,32 +50,30 @@ def visible(text: str) -> tuple[str, list[int]]:
     shown: list[str] = []
     where: list[int] = []
     i = 0
-    while i < len(text):
-        span = _CODE_SPAN_RE.match(text, i)
-        if span:  # a code span shows its text as typed
-            ticks = len(span.group("ticks"))
-            for k in range(span.start() + ticks, span.end() - ticks):
-                shown.append(text[k])
-                where.append(k)
-            i = span.end()
-            continue
-        m = (_IMAGE_RE.match(text, i) or _LINK_OPEN_RE.match(text, i) or _LINK_CLOSE_RE.match(text, i)
-             or _MARKUP_RE.match(text, i) or CHAR_REF_RE.match(text, i))
-        if m is None:
-            if not is_invisible(text[i]):
-                shown.append(text[i])
-                where.append(i)
-            i += 1
-            continue
-        if m.group().startswith("&"):
+    for m in _TOKEN_RE.finditer(text):
+        if m.start() > i:  # plain text up to the token, in one piece
+            shown.append(text[i:m.start()])
+            where.extend(range(i, m.start()))
+        i = m.end()
+        kind = m.lastgroup
+        if kind == "code":  # a code span shows its text as typed
+            ticks = len(m.group("ticks"))
+            shown.append(text[m.start() + ticks:m.end() - ticks])
+            where.extend(range(m.start() + ticks, m.end() - ticks))
+        elif kind == "ref":
             char = html.unescape(m.group())
             if len(char) == 1 and not is_invisible(char):
                 shown.append(char)
-                where.append(i)
-        elif _BREAKING_TAG_RE.match(m.group()):
+                where.append(m.start())
+        elif kind == "tag" and _BREAKING_TAG_RE.match(m.group()):
             shown.append(" ")
-            where.append(i)
-        i = m.end()
+            where.append(m.start())
+        elif kind == "other" and not is_invisible(m.group()):
+            shown.append(m.group())
+            where.append(m.start())
+    if i < len(text):
+        shown.append(text[i:])
+        where.extend(range(i, len(text)))
     return "".join(shown), where
 
 
@@ -113,6 +115,8 @@ def check_hidden_text(page: _Page, out: list[OutLine], in_fence: list[bool]) -> 
 
 
 def _invisible(page: _Page, line: OutLine, first_of_file: bool) -> None:
+    if line.text.isascii():
+        return  # every invisible character is outside ASCII: the common line costs one pass in C
     seen: set[str] = set()
     for col, c in enumerate(line.text):
         if c in seen or not is_invisible(c):
@@ -137,6 +141,8 @@ _LOOKALIKES = frozenset("\u0410\u0412\u0421\u0415\u041d\u0406\u0408\u041a\u041c\
 
 def _mixed_scripts(page: _Page, line: OutLine) -> None:
     """A Latin word with a Cyrillic or Greek look-alike letter in it ('RAСECHECK' with a Cyrillic С)."""
+    if line.text.isascii():
+        return
     for m in _WORD_RE.finditer(line.text):
         word = m.group()
         odd = next((c for c in word if c in _LOOKALIKES), None)
@@ -240,7 +246,10 @@ def check_typed_output(page: _Page, out: list[OutLine], in_fence: list[bool]) ->
     for i, line in enumerate(out):
         if i == 0 or in_fence[i] != in_fence[i - 1] or not in_fence[i]:
             reported = False  # a new block, or a line outside any fence
-        typed = _TOOL_LINE_RE.match(line.text) if in_fence[i] else _PREFIXED_RE.match(visible(line.text)[0])
+        if in_fence[i]:
+            typed = _TOOL_LINE_RE.match(line.text)
+        else:  # the prefix is six '=' or more, however tags split them
+            typed = line.text.count("=") >= 6 and _PREFIXED_RE.match(visible(line.text)[0])
         if reported or line.generated or not typed or SUMMARY_MENTION_RE.search(line.text):
             continue  # a summary line is a quote: check_summaries holds it to the recordings
         reported = True
