@@ -333,8 +333,8 @@ def _check_edges(page: _Page, token: Token, text: str) -> None:
     """A claim's figure must not run into a digit, letter or sign beside it, as a reader sees the page:
     '{{ 2 @ … }}0', '{{ 2 @ … }}<b>0</b>' and two figure claims side by side all show "20", and
     '-{{ 40 @ … }}' or '&minus;{{ 40 @ … }}' shows "-40"; none of that is what the claim checked."""
-    ats = list(_CLAIM_AT_RE.finditer(token.body))
-    value = token.body[:ats[-1].start()].strip() if ats else ""
+    at = _last_at(token.body)
+    value = token.body[:at.start()].strip() if at else ""
     if not value:
         return  # not a claim: _inline reports it
     claim = _one_line(text[token.start:token.end])
@@ -365,15 +365,21 @@ def _check_edges(page: _Page, token: Token, text: str) -> None:
                        "whole figure inside the claim")
 
 
+def _last_at(body: str) -> re.Match[str] | None:
+    """The ' @ ' that separates a claim's value from its reference: the last one in the braces."""
+    m = None
+    for m in _CLAIM_AT_RE.finditer(body):
+        pass
+    return m
+
+
 def _inline(page: _Page, line: OutLine, token: Token, word: str | None, source: str) -> None:
     """Append a claim's value to `line` (checking it), or the token as written with its error."""
     if word is not None:
         page.error(token.line, f"'{word}' must stand alone on its line(s): {_one_line(source)!r}")
         line.text += source
         return
-    m = None
-    for m in _CLAIM_AT_RE.finditer(token.body):
-        pass  # the last ' @ ' separates the value from the reference
+    m = _last_at(token.body)
     if m is None:
         page.error(token.line, f"cannot read {_one_line(source)!r}; expected {{{{ VALUE @ REF:QUERY }}}} "
                    "or a directive: " + ", ".join(_DIRECTIVES))

@@ -30,14 +30,16 @@ if TYPE_CHECKING:
 SUMMARY_MENTION_RE = re.compile(
     r"""\b(?P<tool>racecheck|error)(?:[\s_-]|&nbsp;|&\#0*160;|&\#x0*a0;)*summary\b""", re.IGNORECASE | re.VERBOSE)
 
+CHAR_REF_RE = re.compile(r"""&(?:\#[xX][0-9a-fA-F]{1,6}|\#[0-9]{1,7}|[A-Za-z][A-Za-z0-9]{1,31});""")
+_CODE_SPAN_RE = re.compile(r"""(?P<ticks>`+)(?!`).*?(?<!`)(?P=ticks)(?!`)""")
 # Everything visible() treats specially, tried in this order at each place; the rest is plain text.
 _TOKEN_RE = re.compile(
-    r"""(?P<code>(?P<ticks>`+)(?!`).*?(?<!`)(?P=ticks)(?!`))
+    rf"""(?P<code>{_CODE_SPAN_RE.pattern})
       | (?P<image>!\[[^\]]*\]\([^()]*\))
       | (?P<link>\[(?=[^\]]*\]\([^()]*\))|\]\([^()]*\))
       | (?P<tag><[^<>]*>)
       | (?P<mark>[*_`\\])
-      | (?P<ref>&(?:\#[xX][0-9a-fA-F]{1,6}|\#[0-9]{1,7}|[A-Za-z][A-Za-z0-9]{1,31});)
+      | (?P<ref>{CHAR_REF_RE.pattern})
       | (?P<other>[^\x00-\x7f])""",
     re.VERBOSE)
 # Tags that end a cell, a line or a block: a reader sees the text on either side apart.
@@ -81,16 +83,15 @@ def visible(text: str) -> tuple[str, list[int]]:
 
 # Invisible characters outside Unicode's format category (Cf): fillers and a combining joiner.
 _INVISIBLE_EXTRA = frozenset("\u034f\u115f\u1160\u3164\uffa0")
-CHAR_REF_RE = re.compile(r"""&(?:\#[xX][0-9a-fA-F]{1,6}|\#[0-9]{1,7}|[A-Za-z][A-Za-z0-9]{1,31});""")
 _HTML_SYNTAX = frozenset("&<>\"' ")  # what a page may need to write as a reference
 # Markup that hides text from a reader, or styles or scripts the page: the checks read the text.
 _HIDING_RE = re.compile(
-    r"""<\s*(?:style|script|template|noscript|iframe|object|embed|table|tr|td|th)\b
+    r"""(?P<table><\s*(?:table|tr|td|th)\b)
+      | <\s*(?:style|script|template|noscript|iframe|object|embed)\b
       | <[^>]*\s(?:hidden|aria-hidden|style)(?=[\s=/>])
       | (?<!\{)\{:?[^{}]*[\s:](?:hidden|style)(?=[\s}=])""",
     re.VERBOSE | re.IGNORECASE)
 _COMMENT_RE = re.compile(r"""<!--|-->""")
-_CODE_SPAN_RE = re.compile(r"""(?P<ticks>`+)(?!`).*?(?<!`)(?P=ticks)(?!`)""")
 
 
 def _in_code_span(text: str, at: int) -> bool:
@@ -159,32 +160,37 @@ def _ascii_beside(text: str, col: int) -> bool:
 
 def _char_refs(page: _Page, line: OutLine) -> None:
     for m in CHAR_REF_RE.finditer(line.text):
-        if _in_code_span(line.text, m.start()):
-            continue  # shown as typed
-        char = html.unescape(m.group())
-        if not refused_ref(m.group()):
-            continue
+        char = _refused_char(m.group())
+        if char is None or _in_code_span(line.text, m.start()):
+            continue  # a reference a page needs, or one shown as typed
         if is_invisible(char):
             page.error(line.src, f"character reference {m.group()!r} writes an invisible character "
                        f"(U+{ord(char):04X}); a reader does not see it, and it changes the words and figures the "
                        "checks read; remove it")
-        elif char.isascii() and char.isprintable() and char not in _HTML_SYNTAX:
+        else:
             page.error(line.src, f"character reference {m.group()!r} spells {char!r}; write {char!r} "
                        "itself, so that the checks read the text a reader sees")
 
 
 def refused_ref(ref: str) -> bool:
     """Whether a character reference writes an invisible character or an ASCII one a page can type."""
+    return _refused_char(ref) is not None
+
+
+def _refused_char(ref: str) -> str | None:
+    """The character a refused reference writes, or None for a reference a page may use."""
     char = html.unescape(ref)
     if char == ref or len(char) != 1:
-        return False  # not a reference HTML knows
-    return is_invisible(char) or (char.isascii() and char.isprintable() and char not in _HTML_SYNTAX)
+        return None  # not a reference HTML knows
+    if is_invisible(char) or (char.isascii() and char.isprintable() and char not in _HTML_SYNTAX):
+        return char
+    return None
 
 
 def _hiding(page: _Page, line: OutLine) -> None:
     for m in _HIDING_RE.finditer(line.text):
         if not _in_code_span(line.text, m.start()):
-            if re.match(r"<\s*t[rdh]|<\s*table", m.group(), re.IGNORECASE):
+            if m.group("table"):
                 page.error(line.src, f"{m.group().strip()!r}: an HTML table's labels are not bound to its claims; "
                            "write the table in Markdown")
             else:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from lessonkit.manifest import Manifest, TranscriptEntry, input_hashes, sha256_file, write_manifest
+from lessonkit.site import Site
 
 REPO = Path(__file__).resolve().parent.parent
 HOOKS = REPO / "hooks" / "lessonkit_hooks.py"
@@ -169,3 +170,13 @@ def mkdocs_build(repo: Path, *args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, NO_MKDOCS_2_WARNING="1", PYTHONPATH=str(REPO))
     return subprocess.run([sys.executable, "-m", "mkdocs", "build", "-q", "-d", str(repo / "site"), *args],
                           cwd=repo, capture_output=True, text=True, env=env, timeout=120)
+
+
+def run_page(repo: Path, text: str):
+    """Check `text` as the page docs/p.md of the repository at `repo`."""
+    return Site.load(repo).page(text, "docs/p.md")
+
+
+def errs(repo: Path, text: str) -> list[str]:
+    """The errors of `text` as the page docs/p.md, as messages."""
+    return [str(e) for e in run_page(repo, text).errors]

@@ -6,7 +6,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from conftest import BARE, RACE, record_set
+from conftest import BARE, RACE, errs, record_set, run_page
 
 from lessonkit.claims import (
     ClaimValueError,
@@ -32,14 +32,6 @@ def repeats(demo_repo: Path) -> Path:
     """The demo with race recorded five times: the Error's hazards vary, everything else agrees."""
     record_set(demo_repo, "demo", {"race": [racing(n) for n in ERROR_HAZARDS], "bare": BARE})
     return demo_repo
-
-
-def run_page(repo: Path, text: str):
-    return Site.load(repo).page(text, "docs/p.md")
-
-
-def errs(repo: Path, text: str) -> list[str]:
-    return [str(e) for e in run_page(repo, text).errors]
 
 
 def sample(*texts: str) -> Sample:

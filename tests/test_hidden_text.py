@@ -6,14 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from lessonkit.site import Site
+from conftest import errs
 
 CLAIM = "{{ 8 @ demo/race:reports[severity=Warning].hazards }}"
-
-
-def errs(repo: Path, text: str) -> list[str]:
-    return [str(e) for e in Site.load(repo).page(text, "docs/p.md").errors]
 
 
 @pytest.mark.parametrize("char, name", [

@@ -4,17 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import PAGE, RACE, record_set
+from conftest import PAGE, RACE, errs, record_set, run_page
 
 from lessonkit.site import Site, check_site, strip_front_matter
-
-
-def run_page(repo: Path, text: str):
-    return Site.load(repo).page(text, "docs/p.md")
-
-
-def errs(repo: Path, text: str) -> list[str]:
-    return [str(e) for e in run_page(repo, text).errors]
 
 
 def test_good_page_expands(demo_repo: Path):
