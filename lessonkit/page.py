@@ -33,6 +33,7 @@ from lessonkit.regions import load_region
 from lessonkit.render import (
     Published,
     large_recordings,
+    produced,
     render_commands,
     render_provenance,
     render_region,
@@ -253,8 +254,28 @@ def process_page(markdown: str, path: str, repo: Path, sets: dict[str, EvidenceS
     check_row_labels(page, out, in_fence)
     check_summaries(page, out, in_fence, sections)
     page.result.errors.sort(key=lambda e: e.line or 0)
-    page.result.markdown = "\n".join(line.text for line in out)
+    page.result.markdown = "\n".join(_marked(line) if line.spans and not in_fence[i] else line.text
+                                     for i, line in enumerate(out))
     return page.result
+
+
+# Where a claim's value is shown as typed, not as HTML: a code span, an image's alt text, a tag.
+_AS_TYPED_RE = re.compile(r"""(?P<ticks>`+)(?!`).*?(?<!`)(?P=ticks)(?!`)|!\[[^\]]*\]|<[^<>]*>""")
+
+
+def _marked(line: OutLine) -> str:
+    """The line with every claim's value marked as produced (lessonkit.render.produced), except
+    where Markdown shows text as typed (a code span, an image's alt text, inside a tag): there a
+    span would show as its markup, so the value stays bare."""
+    typed = [(m.start(), m.end()) for m in _AS_TYPED_RE.finditer(line.text)]
+    text, pos, parts = line.text, 0, []
+    for span in sorted(line.spans, key=lambda s: s.start):
+        if any(a <= span.start < b for a, b in typed):
+            continue
+        parts += [text[pos:span.start], produced(text[span.start:span.end])]
+        pos = span.end
+    parts.append(text[pos:])
+    return "".join(parts)
 
 
 class _Reads(dict):

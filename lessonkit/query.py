@@ -19,8 +19,10 @@ from lessonkit.claims import Found, Sample
 from lessonkit.errors import LessonError
 from lessonkit.evidence import EvidenceSet
 from lessonkit.transcript import Transcript
+from lessonkit.verdicts import run_verdict, verdict_records
 
 WILDCARD = "*"
+VERDICTS = "verdicts"  # what a run said about each kernel (lessonkit.verdicts)
 
 _QUERY_RE = re.compile(
     r"""^(?P<count>\#)?(?P<name>[A-Za-z_][\w]*)
@@ -85,6 +87,8 @@ def parse_query(text: str) -> Query:
                          "or #COLLECTION[KEY=VALUE,...]")
     name, raw, fld = m.group("name"), m.group("filters"), m.group("field")
     filters = None if raw is None else _parse_filters(raw)
+    if name == "verdict" and filters is not None and fld is None and not m.group("count"):
+        name, fld = VERDICTS, "verdict"  # verdict[kernel=K] is short for verdicts[kernel=K].verdict
     if m.group("count") and fld:
         raise QueryError(f"a count (#{name}) takes no field; drop '.{fld}'")
     if not m.group("count") and filters is not None and fld is None:
@@ -133,18 +137,24 @@ class _Index:
         return sorted(range(len(self.records)) if chosen is None else chosen)
 
 
-_indexes: dict[tuple[int, str], tuple[Transcript, _Index]] = {}
+_indexes: dict[tuple[int, str, tuple[bool, bool]], tuple[Transcript, _Index]] = {}
 
 
-def _index(parsed: Transcript, name: str) -> _Index:
+def _how(ev: EvidenceSet, name: str) -> tuple[bool, bool]:
+    """(stopped by its timeout, run under compute-sanitizer) of recording `name`: what its verdicts read."""
+    entry = ev.entries[name]
+    return entry.timed_out, "compute-sanitizer" in entry.command
+
+
+def _index(parsed: Transcript, name: str, how: tuple[bool, bool] = (False, False)) -> _Index:
     """The index of collection `name` of `parsed`, built once (the transcript is kept alive with it)."""
-    key = (id(parsed), name)
+    key = (id(parsed), name, how if name == VERDICTS else (False, False))
     hit = _indexes.get(key)
     if hit is not None and hit[0] is parsed:
         return hit[1]
     if len(_indexes) > 4096:  # a long `mkdocs serve` session: drop indexes of transcripts read long ago
         _indexes.clear()
-    records = parsed.collections()[name]
+    records = verdict_records(parsed, *how) if name == VERDICTS else parsed.collections()[name]
     by_value: dict[str, dict[str, set[int]]] = {}
     for i, record in enumerate(records):
         for k, v in record.items():
@@ -193,10 +203,10 @@ def _resolve(ev: EvidenceSet, group: str | None, query: str) -> Sample:
         found = tuple(_value(ev, n, p, q.name) for n, p in zip(names, parsed))
         return Sample(found, group, len(names), q.timing)
     for n, p in zip(names, parsed):
-        if q.name not in p.collections():
+        if q.name not in p.collections() and q.name != VERDICTS:
             raise QueryError(f"{ev.transcript_path(n)} has no collection {q.name!r}; "
                              f"it has: {_known(p.collections())}")
-    indexes = [_index(p, q.name) for p in parsed]
+    indexes = [_index(p, q.name, _how(ev, n)) for n, p in zip(names, parsed)]
     _checked_filters(ev, group, q, indexes)
     found_list: list[Found] = []
     for n, index in zip(names, indexes):
@@ -224,6 +234,8 @@ def _value(ev: EvidenceSet, name: str, parsed: Transcript, wanted: str) -> Found
     """A plain value of one recording: a transcript scalar, a manifest field, or provenance."""
     path = ev.transcript_path(name)
     entry = ev.entries[name].fields()
+    if wanted == "verdict" and wanted not in parsed.scalars:
+        return Found(run_verdict(_index(parsed, VERDICTS, _how(ev, name)).records), path)
     if wanted in parsed.scalars:
         line = next((s.at for s in parsed.summaries if wanted == "summary" and s.text == parsed.scalars[wanted]), None)
         return Found(show(parsed.scalars[wanted]), path, line)
@@ -297,6 +309,7 @@ def _set_indexes(ev: EvidenceSet) -> list[tuple[str, _Index]]:
         except LessonError:
             continue  # reported by the integrity check and where it is cited
         found += [(collection, _index(parsed, collection)) for collection in parsed.collections()]
+        found.append((VERDICTS, _index(parsed, VERDICTS, _how(ev, name))))
     return found
 
 

@@ -27,6 +27,13 @@ _PROVENANCE_ORDER = (
 )
 
 
+def produced(text: str) -> str:
+    """Text that a claim or a directive produced from evidence, marked so that the rendered page
+    tells it from typed text: `<span class="lk-v">TEXT</span>` (inline HTML, escaped). Inside SVG
+    text the same mark is `<tspan class="lk-v">` (lessonkit.diagrams)."""
+    return f'<span class="lk-v">{html.escape(text, quote=False)}</span>'
+
+
 def _fence(text: str, char: str = "`", shortest: int = 3) -> str:
     """A run of `char` longer than any run of it inside `text`, and at least `shortest` long."""
     longest = max((len(m) for m in re.findall(re.escape(char) + "+", text)), default=0)

@@ -9,10 +9,11 @@ from __future__ import annotations
 import os
 import re
 import tomllib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from lessonkit import cache
+from lessonkit.display import Display, parse_display
 from lessonkit.errors import LessonError
 from lessonkit.manifest import sha256_file, sha256_text  # noqa: F401  (re-exported for callers)
 
@@ -51,6 +52,7 @@ class LessonSpec:
     inputs: tuple[str, ...]
     build: dict[str, str]
     runs: tuple[RunSpec, ...]
+    display: Display = field(default_factory=Display)
 
     def run(self, name: str) -> RunSpec | None:
         """The run that records transcript or artifact `name`, or None."""
@@ -114,7 +116,7 @@ def parse_spec(text: str, source: str) -> LessonSpec:
             repeat=_repeat(need(raw, "repeat", int, where, 1), source, where),
             exclusive=need(raw, "exclusive", bool, where, False),
         ))
-    return LessonSpec(lesson, source, inputs, dict(build), tuple(runs))
+    return LessonSpec(lesson, source, inputs, dict(build), tuple(runs), parse_display(data, source))
 
 
 def _timeout(value: float, source: str, where: str) -> float:

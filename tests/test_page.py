@@ -14,7 +14,8 @@ def test_good_page_expands(demo_repo: Path):
     assert result.errors == []
     md = result.markdown
     assert 'linenums="4" title="demo.cu, lines 4\u20135 (body)" hl_lines="1"' in md
-    assert "racecheck found 2 reports; the error has 120 hazards." in md
+    assert ('racecheck found <span class="lk-v">2</span> reports; the error has '
+            '<span class="lk-v">120</span> hazards.') in md
     assert '\n<div data-lk-slot="0"></div>\n' in md and len(result.blocks) == 1
     html = result.fill(md)
     assert ('<details class="abstract lk-transcript" data-search-exclude>\n'
