@@ -24,6 +24,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from lessonkit.claims import ClaimValue, ClaimValueError, judge, parse_claim_value
+from lessonkit.display import Display
 from lessonkit.errors import LessonError, LessonErrors
 from lessonkit.evidence import EvidenceSet
 from lessonkit.pagescan import LineIndex, OutLine, Span, Token, scan, stands_alone, structure
@@ -39,10 +40,11 @@ from lessonkit.render import (
     render_region,
     render_transcript,
 )
+from lessonkit.spec import load_spec
 
 PAGE_RANK = 2  # what a page claims comes after the evidence and sources it depends on
 
-_DIRECTIVES = ("region", "transcript", "evidence", "provenance", "commands")
+_DIRECTIVES = ("region", "transcript", "evidence", "provenance", "commands", "table")
 _CLAIM_AT_RE = re.compile(r"""\s@\s""")
 _NEWLINE_RUN_RE = re.compile(r"""[ \t\r]*\n[ \t\r]*""")
 _HIGHLIGHT_RE = re.compile(r"""^(?P<line>\d+)(?:@(?P<claim>.+))?$""")
@@ -156,6 +158,14 @@ class _Page:
             return None
         self.cite(index, ev.name, group)
         return ev, group
+
+    def display(self, ev: EvidenceSet) -> Display:
+        """How the set's lesson names its evidence (code/<lesson>/runs.toml; empty if unreadable,
+        which the site's own check reports)."""
+        try:
+            return load_spec(self.repo / "code", ev.lesson).display
+        except LessonError:
+            return Display()
 
     def cite(self, index: int, set_name: str, group: str) -> None:
         """Note that source line `index` cites run `group` of `set_name`."""
@@ -439,6 +449,9 @@ def _directive(page: _Page, token: Token, word: str, text: str) -> str:
         return ""
     if word == "region":
         return _region(page, token, parts, text)
+    if word == "table":
+        from lessonkit.tables import render_table  # it reads the evidence through the page
+        return render_table(page, index, parts)
     if not parts:
         page.error(index, f"the {word} directive needs an evidence name")
         return ""

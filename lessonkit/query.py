@@ -230,6 +230,16 @@ def _resolve(ev: EvidenceSet, group: str | None, query: str) -> Sample:
     return Sample(tuple(found_list), group, len(names), q.timing)
 
 
+def select_records(ev: EvidenceSet, group: str, collection: str,
+                   filters: tuple[tuple[str, str], ...]) -> list[dict[str, Any]]:
+    """The records the filters select in the first recording of `group` (filters checked as a claim's)."""
+    selection = ",".join(f"{k}={v}" for k, v in filters)
+    resolve(ev, group, f"#{collection}[{selection}]")
+    name = ev.recordings(group)[0]
+    index = _index(ev.transcript(name), collection, _how(ev, name))
+    return [index.records[i] for i in index.select(filters)]
+
+
 def _value(ev: EvidenceSet, name: str, parsed: Transcript, wanted: str) -> Found:
     """A plain value of one recording: a transcript scalar, a manifest field, or provenance."""
     path = ev.transcript_path(name)
