@@ -97,10 +97,13 @@ class PageResult:
 
 @dataclass(frozen=True)
 class ShownClaim:
-    """A claim as the page rules see it: its parsed value and query (None when unreadable)."""
+    """A claim as the page rules see it: its parsed value and query (None when unreadable), and the
+    run and set it names (None when it names none)."""
 
     value: ClaimValue | None
     query: Query | None
+    run: str | None = None
+    set_name: str | None = None
 
 
 @dataclass
@@ -211,16 +214,16 @@ class _Page:
             sample = resolve(ev, group, query)
         except QueryError as exc:
             outcome(self.error(index, f"claim {value!r} ({shown}): {exc}"))
-            return ShownClaim(claim, parsed_query)
+            return ShownClaim(claim, parsed_query, group, ev.name)
         except LessonError as exc:  # a recording is missing or malformed
             outcome(self.error(index, f"claim {value!r} ({shown}) cannot be checked: {exc}"))
-            return ShownClaim(claim, parsed_query)
+            return ShownClaim(claim, parsed_query, group, ev.name)
         verdict = judge(claim, sample)
         if verdict.holds:
             outcome()
         else:
             outcome(self.error(index, f"claim {value!r} ({shown}) {verdict.problem}"), verdict.fix)
-        return ShownClaim(claim, parsed_query)
+        return ShownClaim(claim, parsed_query, group, ev.name)
 
 
 def _try_query(text: str) -> Query | None:
@@ -238,11 +241,9 @@ def process_page(markdown: str, path: str, repo: Path, sets: dict[str, EvidenceS
     `transcripts=False` leaves transcript slots empty: the same Markdown and errors, for a caller
     that wants only the errors (the blocks are finished HTML that no check reads).
     """
-    from lessonkit.pagerules import (  # they read what this module builds
-        check_row_labels,
-        check_summaries,
-    )
+    from lessonkit.pagerules import check_summaries  # they read what this module builds
     from lessonkit.pagetext import check_hidden_text, check_typed_output
+    from lessonkit.tablerules import check_table_labels
 
     sets = _Reads(sets)
     page = _Page(path, line_offset, repo, sets, set(broken_sets), transcripts=transcripts)
@@ -261,7 +262,7 @@ def process_page(markdown: str, path: str, repo: Path, sets: dict[str, EvidenceS
     in_fence, sections = structure(out)
     check_hidden_text(page, out, in_fence)
     check_typed_output(page, out, in_fence)
-    check_row_labels(page, out, in_fence)
+    check_table_labels(page, out, in_fence)
     check_summaries(page, out, in_fence, sections)
     page.result.errors.sort(key=lambda e: e.line or 0)
     page.result.markdown = "\n".join(_marked(line) if line.spans and not in_fence[i] else line.text

@@ -1,4 +1,4 @@
-"""Rules over a whole expanded page: quoted sanitizer summaries, and table rows' labels.
+"""A rule over a whole expanded page: quoted sanitizer summaries (table labels: lessonkit.tablerules).
 (What a reader sees against what the checks read: lessonkit.pagetext.)
 
 Summaries. Any line that mentions `RACECHECK SUMMARY` or `ERROR SUMMARY` (any case, any
@@ -8,11 +8,6 @@ claim, a `transcript` or a `commands` directive under the same heading), and the
 must end there: at the end of the line, a closing backtick, quotation mark or bracket, or
 sentence punctuation. A claim inside the quote stands for the figure at its place: its
 value must hold for that figure in every recording.
-
-Row labels. In a table row with claims that filter records, a plain number cell must be
-the value of one filter key shared by every claim of the row that uses that key
-(`| 128 | {{ … cells[threads=128,…] … }} |`), and a text cell that names a value the
-table's claims filter on must be the one this row's claims select.
 """
 
 from __future__ import annotations
@@ -22,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from lessonkit.claims import Found, Sample, judge
 from lessonkit.errors import LessonError
-from lessonkit.pagescan import OutLine, Section, Span, section_of, split_cells, tables
+from lessonkit.pagescan import OutLine, Section, Span, section_of
 from lessonkit.pagetext import CHAR_REF_RE, SUMMARY_MENTION_RE, is_invisible, refused_ref, visible
 from lessonkit.transcript import Summary
 
@@ -201,60 +196,3 @@ def _what_they_say(group: str, recordings: list[tuple[str, tuple[Summary, ...]]]
         else:
             said.append(f"{text!r} in {len(places)} of {len(recordings)} recordings of {group} ({path}, line {at})")
     return said
-
-
-# -- row labels ----------------------------------------------------------------------------------
-
-def check_row_labels(page: _Page, out: list[OutLine], in_fence: list[bool]) -> None:
-    """A table row's number labels, and its labels that name filter values, agree with its claims' filters."""
-    for rows in tables(out, in_fence):
-        filters = {r: _row_filters(out[r]) for r in rows}
-        used: dict[str, set[str]] = {}
-        for pairs in filters.values():
-            for key, value in pairs:
-                used.setdefault(key, set()).add(value)
-        for r in rows:
-            if not filters[r]:
-                continue  # a row that claims nothing from records has nothing to bind its labels to
-            for cell in split_cells(out[r]):
-                inside = [s.start for s in out[r].spans if cell.start <= s.start < cell.end]
-                text = cell.text if not inside else out[r].text[cell.start:min(inside)]
-                if not visible(text)[0].strip():
-                    continue  # the cell is a claim: it is checked
-                problem = _label_problem(text.strip(), filters[r], used, visible(text)[0].strip())
-                if problem:
-                    page.error(out[r].src, problem)
-
-
-def _row_filters(line: OutLine) -> list[tuple[str, str]]:
-    pairs = []
-    for span in line.spans:
-        query = span.claim.query
-        if query is not None:
-            pairs += [(k, v) for k, v in query.filters or () if v != "*"]
-    return pairs
-
-
-def _label_problem(label: str, pairs: list[tuple[str, str]], used: dict[str, set[str]],
-                   seen: str) -> str | None:
-    """What is wrong with a label cell (`seen` is what a reader sees of it: `**1024**` is 1024)."""
-    by_key: dict[str, set[str]] = {}
-    for key, value in pairs:
-        by_key.setdefault(key, set()).add(value)
-    lead = _LEADING_NUMBER_RE.match(seen.replace("\u00a0", " "))
-    if lead:  # "1024", "**1024**", "1024 threads"
-        number = lead.group("number").replace(",", "")
-        if any(values == {number} for values in by_key.values()):
-            return None
-        shown = ", ".join(sorted({f"{k}={v}" for k, v in pairs}))
-        return (f"row label {label!r} is not the value of a filter that every claim in its row shares "
-                f"({shown}); write the value they select, or make the label a claim")
-    m = _CODE_LABEL_RE.match(label)
-    text = m.group("text") if m else seen
-    keys = [k for k, values in used.items() if text in values]
-    clashes = [(k, sorted(by_key[k])) for k in keys if k in by_key and by_key[k] != {text}]
-    if not keys or any(by_key.get(k) == {text} for k in keys) or not clashes:
-        return None
-    key, values = clashes[0]
-    return (f"row label {label!r} is a {key} that the table's claims select, but the claims in its row "
-            f"select {', '.join(f'{key}={v}' for v in values)}; write the label of the records they select")

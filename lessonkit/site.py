@@ -29,7 +29,8 @@ from lessonkit.page import PageResult, process_page
 from lessonkit.spec import load_spec
 
 _FRONT_MATTER_RE = re.compile(r"""\A---[ \t]*\n.*?\n(?:---|\.\.\.)[ \t]*\n""", re.DOTALL)
-_REGION_LINE_RE = re.compile(r"""^[ \t]*\{\{[ \t]*region\b(?P<args>.*?)\}\}[ \t]*$""", re.VERBOSE | re.MULTILINE)
+_REGION_LINE_RE = re.compile(r"""^[ \t]*\{\{[ \t]*(?:region|diagram)\b(?P<args>.*?)\}\}[ \t]*$""",
+                             re.VERBOSE | re.MULTILINE)
 _BRACES_RE = re.compile(r"""\{\{(?P<body>.*?)\}\}""", re.VERBOSE)
 _NAME_TOKEN_RE = re.compile(r"""[\w-]+""", re.VERBOSE)
 # A file written this recently may be written again within the file system's timestamp
@@ -174,7 +175,8 @@ def _combine(items: Iterable[tuple[str, str]]) -> str:
 
 
 def region_files(markdown: str) -> set[str]:
-    """The paths under code/ that the page's `{{ region PATH NAME }}` lines read."""
+    """The paths under code/ that the page's `{{ region PATH NAME }}` and `{{ diagram PATH }}` lines read
+    (a page also reads the runs.toml of each set it names, for its display names: see CheckedSite._inputs)."""
     paths = set()
     for m in _REGION_LINE_RE.finditer(markdown):
         args = m.group("args").split()
@@ -317,7 +319,7 @@ class CheckedSite:
             markdown, offset, source, self._catalog,
             tuple(sorted((n, self._set_digests.get(n, MISSING)) for n in names)),
             tuple(sorted((f, self.digests.digest(self.repo / "code" / f))
-                         for f in region_files(markdown))))
+                         for f in region_files(markdown) | {f"{n}/runs.toml" for n in names})))
 
     def _holds(self, inputs: PageInputs) -> bool:
         """Whether a page's earlier result still holds for today's evidence and code."""

@@ -1,0 +1,108 @@
+"""Tables and verdicts drawn from the evidence (lessonkit.tables, lessonkit.verdicts)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import RACE, RUNS, errs, record_set, run_page
+
+from lessonkit.errors import LessonError
+from lessonkit.spec import parse_spec
+
+DISPLAY = """
+[names]
+kernel = "kernel"
+mismatches = "elements wrong"
+
+[labels.kernel]
+k = "the demo kernel"
+
+[labels.run]
+race = "racecheck"
+bare = "output check"
+
+[formats]
+threads = "{} threads"
+"""
+
+RACE_2 = RACE.replace("[120 hazards]", "[130 hazards]").replace("7 |        64", "9 |        64")
+
+
+def _with_display(repo: Path) -> Path:
+    runs = repo / "code/demo/runs.toml"
+    runs.write_text(runs.read_text() + DISPLAY)
+    return repo
+
+
+def test_table_rows_columns_and_labels(demo_repo: Path):
+    _with_display(demo_repo)
+    page = "{{ evidence demo }}\n\n{{ table race:rows rows=kernel cols=threads cell=mismatches }}\n"
+    result = run_page(demo_repo, page)
+    assert result.errors == []
+    lines = [line for line in result.markdown.splitlines() if line.startswith("|")]
+    assert lines[0] == ('| kernel | <span class="lk-v">32 threads</span> | <span class="lk-v">256 threads</span> |')
+    assert lines[2] == ('| <span class="lk-v">the demo kernel</span> | <span class="lk-v">0</span> | '
+                        '<span class="lk-v">7</span> |')
+
+
+def test_table_cell_that_varies_is_a_range(demo_repo: Path):
+    record_set(demo_repo, "demo", {"race": [RACE, RACE_2], "bare": RACE})
+    page = "{{ evidence demo }}\n\n{{ table race:reports rows=severity cell=hazards }}\n"
+    result = run_page(demo_repo, page)
+    assert result.errors == []
+    assert '| <span class="lk-v">Error</span> | <span class="lk-v">110\u2013140</span> |' in result.markdown
+
+
+def test_table_template_leaves_out_a_part_whose_field_is_none(demo_repo: Path):
+    page = ('{{ evidence demo }}\n\n{{ table race:rows rows=threads cell="{mismatches}[, from {first_bad}]" }}\n')
+    md = run_page(demo_repo, page).markdown
+    assert '| <span class="lk-v">32</span> | <span class="lk-v">0</span> |' in md
+    assert '| <span class="lk-v">256</span> | <span class="lk-v">7, from 64</span> |' in md
+
+
+def test_table_template_may_not_type_a_figure(demo_repo: Path):
+    page = '{{ evidence demo }}\n\n{{ table race:rows rows=threads cell="{mismatches} of 8" }}\n'
+    assert any("types a figure" in e for e in errs(demo_repo, page))
+
+
+def test_table_side_by_side_verdicts(demo_repo: Path):
+    _with_display(demo_repo)
+    page = "{{ evidence demo }}\n\n{{ table bare:verdicts race:verdicts rows=kernel cols=run cell=verdict }}\n"
+    result = run_page(demo_repo, page)
+    assert result.errors == []
+    assert ('| <span class="lk-v">the demo kernel</span> | <span class="lk-v">right</span> | '
+            '<span class="lk-v">1 error, 1 warning at line 4</span> |') in result.markdown
+    assert '<span class="lk-v">output check</span> | <span class="lk-v">racecheck</span>' in result.markdown
+
+
+def test_verdict_claims(demo_repo: Path):
+    page = ("{{ evidence demo }}\n\nracecheck said {{ 1 error, 1 warning at line 4 @ race:verdict[kernel=k] }};"
+            " bare, the kernel was {{ right @ bare:verdict[kernel=k] }}.\n")
+    assert errs(demo_repo, page) == []
+    wrong = "{{ evidence demo }}\n\nracecheck was {{ silent @ race:verdict[kernel=k] }}.\n"
+    assert any("'1 error, 1 warning at line 4'" in e for e in errs(demo_repo, wrong))
+
+
+def test_label_shared_by_two_values_is_refused():
+    text = RUNS + '\n[labels.kernel]\nk = "scan"\nj = "scan"\n'
+    with pytest.raises(LessonError, match="a label must stand for one value"):
+        parse_spec(text, "code/demo/runs.toml")
+    assert parse_spec(RUNS + '\n[labels.kernel]\nk = "scan"\n', "x").display.label("kernel", "k") == "scan"
+
+
+def test_produced_values_are_marked_except_where_markdown_shows_text_as_typed(demo_repo: Path):
+    import markdown
+
+    claim = "{{ 2 @ race:#reports }}"
+    page = (f"{{{{ evidence demo }}}}\n\n## {claim} reports\n\n| run | reports |\n| --- | --- |\n| race | {claim} |\n\n"
+            f"[{claim} reports](#x), `{claim}` and ![{claim}](x.png)\n\n```text\n{claim}\n```\n")
+    result = run_page(demo_repo, page)
+    assert result.errors == []
+    md = result.markdown
+    assert md.count('<span class="lk-v">2</span>') == 3  # the heading, the table cell, the link text
+    assert "`2`" in md and "![2](x.png)" in md and "```text\n2\n```" in md
+    html = markdown.markdown(md, extensions=["tables"])
+    assert '<h2><span class="lk-v">2</span> reports</h2>' in html
+    assert '<td><span class="lk-v">2</span></td>' in html
+    assert '<a href="#x"><span class="lk-v">2</span> reports</a>' in html
