@@ -30,7 +30,7 @@ from lessonkit.evidence import EvidenceSet
 from lessonkit.pagescan import LineIndex, OutLine, Span, Token, scan, stands_alone, structure
 from lessonkit.pagetext import SUMMARY_MENTION_RE, visible
 from lessonkit.query import Query, QueryError, parse_query, resolve
-from lessonkit.regions import load_region
+from lessonkit.regions import Region, load_region
 from lessonkit.render import (
     Published,
     large_recordings,
@@ -44,10 +44,11 @@ from lessonkit.spec import load_spec
 
 PAGE_RANK = 2  # what a page claims comes after the evidence and sources it depends on
 
-_DIRECTIVES = ("region", "transcript", "evidence", "provenance", "commands", "table")
+_DIRECTIVES = ("region", "transcript", "evidence", "provenance", "commands", "table", "diagram")
 _CLAIM_AT_RE = re.compile(r"""\s@\s""")
 _NEWLINE_RUN_RE = re.compile(r"""[ \t\r]*\n[ \t\r]*""")
 _HIGHLIGHT_RE = re.compile(r"""^(?P<line>\d+)(?:@(?P<claim>.+))?$""")
+_MARKER_LINE_RE = re.compile(r"""^@(?P<name>[A-Za-z0-9][A-Za-z0-9_.-]*?)\+(?P<offset>\d+)$""")
 _WORD_RE = re.compile(r"""[^ \t\r\n]+""")
 _SLOT_RE = re.compile(r"""<div\ data-lk-slot="(?P<n>\d+)"></div>""", re.VERBOSE)
 
@@ -241,6 +242,7 @@ def process_page(markdown: str, path: str, repo: Path, sets: dict[str, EvidenceS
     `transcripts=False` leaves transcript slots empty: the same Markdown and errors, for a caller
     that wants only the errors (the blocks are finished HTML that no check reads).
     """
+    from lessonkit.linerefs import check_typed_line_refs
     from lessonkit.pagerules import check_summaries  # they read what this module builds
     from lessonkit.pagetext import check_hidden_text, check_typed_output
     from lessonkit.tablerules import check_table_labels
@@ -263,6 +265,7 @@ def process_page(markdown: str, path: str, repo: Path, sets: dict[str, EvidenceS
     check_hidden_text(page, out, in_fence)
     check_typed_output(page, out, in_fence)
     check_table_labels(page, out, in_fence)
+    check_typed_line_refs(page, out, in_fence)
     check_summaries(page, out, in_fence, sections)
     page.result.errors.sort(key=lambda e: e.line or 0)
     page.result.markdown = "\n".join(_marked(line) if line.spans and not in_fence[i] else line.text
@@ -450,6 +453,9 @@ def _directive(page: _Page, token: Token, word: str, text: str) -> str:
         return ""
     if word == "region":
         return _region(page, token, parts, text)
+    if word == "diagram":
+        from lessonkit.diagrams import render_diagram
+        return render_diagram(page, index, parts)
     if word == "table":
         from lessonkit.tables import render_table  # it reads the evidence through the page
         return render_table(page, index, parts)
@@ -564,7 +570,7 @@ def _region(page: _Page, token: Token, parts: list[str], text: str) -> str:
     index = token.line
     if len(parts) < 2:
         page.error(index, "the region directive needs a path under code/ and a region name: "
-                   "{{ region LESSON/FILE NAME [highlight=LINE,...] }}")
+                   "{{ region LESSON/FILE NAME [highlight=LINE@REF:QUERY|@MARKER+N,...] }}")
         return ""
     relpath, name, options = parts[0], parts[1], parts[2:]
     page.result.sources.add(relpath)
@@ -583,26 +589,56 @@ def _region(page: _Page, token: Token, parts: list[str], text: str) -> str:
     for option in options:
         key, _, value = option.partition("=")
         if key != "highlight" or not value:
-            page.error(index, f"unknown region option {option!r}; expected highlight=LINE[@REF:QUERY],...")
+            page.error(index, f"unknown region option {option!r}; expected highlight=LINE@REF:QUERY or "
+                       "highlight=@MARKER+N,...")
             continue
         for item in value.split(","):
-            m = _HIGHLIGHT_RE.match(item)
-            if not m:
-                page.error(index, f"cannot read highlight {item!r}; expected a file line number, "
-                           "optionally checked: 131@SET/TRANSCRIPT:QUERY")
-                continue
-            line = int(m.group("line"))
-            if not region.contains(line):
-                page.error(index, f"highlighted line {line} is outside region {name!r} of code/{relpath} "
-                           f"(lines {region.first}-{region.last})")
-                continue
-            if m.group("claim"):
-                at = re.search(r"(?<=[=,])" + re.escape(item), source)
-                start = token.start + (at.start() if at else 0)
-                errors_before = len(page.result.errors)
-                page.check_claim(index, m.group("line"), m.group("claim"), start, start + len(m.group("line")),
-                                 whole_number=True)
-                if len(page.result.errors) > errors_before:
-                    continue
-            highlight.append(line)
+            line = _highlighted(page, token, relpath, region, item, source)
+            if line is not None:
+                highlight.append(line)
     return render_region(region, highlight)
+
+
+def _highlighted(page: _Page, token: Token, relpath: str, region: Region, item: str, source: str) -> int | None:
+    """The file line a highlight names, bound so that it follows the line when the file changes:
+    `52@REF:QUERY` (a claim: every recording names line 52; accept rewrites it) or `@MARKER+N` (the
+    Nth line after the `// snippet: MARKER` line of the same file). A plain number is refused."""
+    index = token.line
+    marker = _MARKER_LINE_RE.match(item)
+    if marker:
+        where = LessonError(page.path, index + 1 + page.offset, f"asked for by highlight {item!r}")
+        try:
+            named = load_region(page.repo / "code", relpath, marker.group("name"), where)
+        except (LessonError, LessonErrors) as exc:
+            page.result.errors.extend(exc.errors if isinstance(exc, LessonErrors) else [exc])
+            return None
+        line = named.first - 1 + int(marker.group("offset"))
+        if not named.contains(line):
+            page.error(index, f"highlight {item!r} is line {line}, past the end of region {named.name!r} "
+                       f"(lines {named.first}-{named.last}); count from its marker: +1 is its first line")
+            return None
+    else:
+        m = _HIGHLIGHT_RE.match(item)
+        if not m:
+            page.error(index, f"cannot read highlight {item!r}; expected a line bound to the evidence, "
+                       "131@SET/RUN:QUERY, or to a snippet marker, @MARKER+N")
+            return None
+        if not m.group("claim"):
+            page.error(index, f"highlight {item!r} is a plain line number, which goes stale when the file's lines "
+                       f"move; bind it: {item}@RUN:reports[...].line (a report names it) or @MARKER+N (the Nth "
+                       "line after a snippet marker)")
+            return None
+        line = int(m.group("line"))
+    if not region.contains(line):
+        page.error(index, f"highlighted line {line} is outside region {region.name!r} of code/{relpath} "
+                   f"(lines {region.first}-{region.last})")
+        return None
+    if not marker:
+        at = re.search(r"(?<=[=,])" + re.escape(item), source)
+        start = token.start + (at.start() if at else 0)
+        errors_before = len(page.result.errors)
+        page.check_claim(index, m.group("line"), m.group("claim"), start, start + len(m.group("line")),
+                         whole_number=True)
+        if len(page.result.errors) > errors_before:
+            return None
+    return line

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from conftest import PAGE, RACE, errs, record_set, run_page
 
 from lessonkit.site import Site, check_site, strip_front_matter
@@ -34,7 +35,7 @@ def test_claim_that_disagrees(demo_repo: Path):
 
 
 def test_table_cell_claim(demo_repo: Path):
-    text = "| t | m |\n|---|---|\n| 256 | {{ 8 @ demo/race:rows[threads=256,kernel=k].mismatches }} |"
+    text = "| threads | mismatches |\n|---|---|\n| 256 | {{ 8 @ demo/race:rows[threads=256,kernel=k].mismatches }} |"
     assert errs(demo_repo, text) == [
         ("docs/p.md:3: claim '8' (demo/race:rows[threads=256,kernel=k].mismatches) disagrees with "
         "evidence/demo/race.txt; it says '7' (line 6)")]
@@ -92,7 +93,7 @@ def test_query_errors(demo_repo: Path):
 def test_unreadable_token(demo_repo: Path):
     assert errs(demo_repo, "a {{ 2 race }} b") == [
         ("docs/p.md:1: cannot read '{{ 2 race }}'; expected {{ VALUE @ REF:QUERY }} or a directive: "
-        "region, transcript, evidence, provenance, commands")]
+        "region, transcript, evidence, provenance, commands, table, diagram")]
 
 
 def test_escaped_braces_are_left_alone(demo_repo: Path):
@@ -101,8 +102,41 @@ def test_escaped_braces_are_left_alone(demo_repo: Path):
 
 
 def test_highlight_outside_region(demo_repo: Path):
-    assert errs(demo_repo, "{{ region demo/demo.cu body highlight=9 }}") == [
+    assert errs(demo_repo, "{{ region demo/demo.cu body highlight=9@demo/race:reports[severity=Error].line }}") == [
         "docs/p.md:1: highlighted line 9 is outside region 'body' of code/demo/demo.cu (lines 4-5)"]
+    assert errs(demo_repo, "{{ region demo/demo.cu body highlight=@body+3 }}") == [
+        ("docs/p.md:1: highlight '@body+3' is line 6, past the end of region 'body' (lines 4-5); count from its "
+         "marker: +1 is its first line")]
+
+
+def test_a_plain_highlighted_line_number_is_refused(demo_repo: Path):
+    assert errs(demo_repo, "{{ region demo/demo.cu body highlight=4 }}") == [
+        ("docs/p.md:1: highlight '4' is a plain line number, which goes stale when the file's lines move; bind it: "
+         "4@RUN:reports[...].line (a report names it) or @MARKER+N (the Nth line after a snippet marker)")]
+
+
+def test_a_highlight_bound_to_a_snippet_marker_follows_the_file(demo_repo: Path):
+    result = run_page(demo_repo, "{{ region demo/demo.cu body highlight=@body+2 }}")
+    assert result.errors == [] and 'linenums="4"' in result.markdown and 'hl_lines="2"' in result.markdown
+    source = demo_repo / "code/demo/demo.cu"
+    source.write_text("// one more line at the top\n" + source.read_text())
+    result = run_page(demo_repo, "{{ region demo/demo.cu body highlight=@body+2 }}")
+    assert 'linenums="5"' in result.markdown and 'hl_lines="2"' in result.markdown
+    assert "a[threadIdx.x] *= 2.0f;" in result.markdown
+
+
+@pytest.mark.parametrize("text", ["the race is at racecheck.cu:52.", "see `demo.cu:4` and", "at *demo.cu*:4",
+                                  "| demo.cu:4 |", "(sweep.py:10)"])
+def test_a_typed_line_reference_in_prose_is_refused(demo_repo: Path, text: str):
+    found = errs(demo_repo, f"para\n\n{text}\n")
+    assert len(found) == 1 and found[0].startswith("docs/p.md:3: ") and "is a line reference typed by hand" in found[0]
+
+
+def test_a_line_reference_as_a_claim_passes_and_fails_when_the_line_moves(demo_repo: Path):
+    claim = "see {{ demo.cu:4 @ race:reports[severity=Error].location }}"
+    assert errs(demo_repo, "{{ evidence demo }}\n\n" + claim) == []
+    assert "'demo.cu:4'" in errs(demo_repo, "{{ evidence demo }}\n\n" + claim.replace(":4 @", ":5 @"))[0]
+    assert errs(demo_repo, "```text\ndemo.cu:4\n```\n") == []
 
 
 def test_highlight_checked_against_evidence(demo_repo: Path):
