@@ -41,6 +41,7 @@ from lessonkit.render import (
     render_transcript,
 )
 from lessonkit.spec import load_spec
+from lessonkit.units import shown_unit, split_transform, unit_problem
 
 PAGE_RANK = 2  # what a page claims comes after the evidence and sources it depends on
 
@@ -105,6 +106,7 @@ class ShownClaim:
     query: Query | None
     run: str | None = None
     set_name: str | None = None
+    unit: str | None = None  # the unit of what it shows (lessonkit.units)
 
 
 @dataclass
@@ -182,6 +184,8 @@ class _Page:
 
         `whole_number`: only a plain integer can replace the value (a highlighted line).
         """
+        written = value
+        ref_query, value, transform = split_transform(ref_query, value)
         ref, sep, query = (p.strip() for p in ref_query.partition(":"))
         shown = f"{ref}:{query}" if sep else ref_query
         line = index + 1 + self.offset
@@ -190,7 +194,9 @@ class _Page:
         def outcome(error: LessonError | None = None, fix: str | None = None, skipped: bool = False) -> None:
             if fix is not None and whole_number and not fix.isdigit():
                 fix = None
-            self.result.claims.append(ClaimOutcome(line, start, end, value, shown, error, fix, skipped,
+            if fix is not None and written != value:
+                fix += written[len(value):]  # the '%' the author typed in the value
+            self.result.claims.append(ClaimOutcome(line, start, end, written, shown, error, fix, skipped,
                                                    set_name[0] if set_name else None))
 
         parsed_query = _try_query(query) if sep else None
@@ -219,12 +225,24 @@ class _Page:
         except LessonError as exc:  # a recording is missing or malformed
             outcome(self.error(index, f"claim {value!r} ({shown}) cannot be checked: {exc}"))
             return ShownClaim(claim, parsed_query, group, ev.name)
-        verdict = judge(claim, sample)
+        field_name = parsed_query.field or parsed_query.name if parsed_query is not None else ""
+        declared = self.display(ev).unit(field_name) if parsed_query is not None and not parsed_query.count else None
+        unit = shown_unit(declared, transform)
+        if transform.scale is not None and declared != "fraction":
+            outcome(self.error(index, f"claim {written!r} ({shown}) asks for {transform.scale}, but {field_name!r} is "
+                               f"not declared a fraction; declare it once, [units] {field_name} = \"fraction\" in the "
+                               "lesson's runs.toml"))
+            return ShownClaim(claim, parsed_query, group, ev.name, unit)
+        scaled = transform.apply(sample)
+        if isinstance(scaled, str):
+            outcome(self.error(index, f"claim {written!r} ({shown}): {scaled}"))
+            return ShownClaim(claim, parsed_query, group, ev.name, unit)
+        verdict = judge(claim, scaled)
         if verdict.holds:
             outcome()
         else:
-            outcome(self.error(index, f"claim {value!r} ({shown}) {verdict.problem}"), verdict.fix)
-        return ShownClaim(claim, parsed_query, group, ev.name)
+            outcome(self.error(index, f"claim {written!r} ({shown}) {verdict.problem}"), verdict.fix)
+        return ShownClaim(claim, parsed_query, group, ev.name, unit)
 
 
 def _try_query(text: str) -> Query | None:
@@ -352,7 +370,7 @@ def _expand(page: _Page, text: str, lines: LineIndex, tokens: list[Token]) -> li
         pos = token.end
         if word is None:
             _check_edges(page, token, text)
-        _inline(page, out[-1], token, word, text[token.start:token.end])
+        _inline(page, out[-1], token, word, text[token.start:token.end], text)
     plain(text[pos:], pos)
     return out
 
@@ -408,7 +426,7 @@ def _last_at(body: str) -> re.Match[str] | None:
     return m
 
 
-def _inline(page: _Page, line: OutLine, token: Token, word: str | None, source: str) -> None:
+def _inline(page: _Page, line: OutLine, token: Token, word: str | None, source: str, source_text: str) -> None:
     """Append a claim's value to `line` (checking it), or the token as written with its error."""
     if word is not None:
         page.error(token.line, f"'{word}' must stand alone on its line(s): {_one_line(source)!r}")
@@ -428,6 +446,11 @@ def _inline(page: _Page, line: OutLine, token: Token, word: str | None, source: 
     shown = page.check_claim(token.line, value, ref_query, start, end)
     line.spans.append(Span(len(line.text), len(line.text) + len(value), shown))
     line.text += value
+    if shown.unit is not None:
+        after = source_text[token.end:source_text.find("\n", token.end) % (len(source_text) + 1)][:80]
+        problem = unit_problem(shown.unit, visible(after)[0])
+        if problem:
+            page.error(token.line, f"claim {_one_line(source)!r}: {problem}")
 
 
 def _one_line(source: str) -> str:
