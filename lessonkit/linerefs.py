@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from lessonkit.page import _Page
 
 _SOURCE_EXTENSIONS = ("cu", "cuh", "cpp", "cc", "c", "h", "hpp", "py")
+_LITERAL_BRACES_RE = re.compile(r"""\{\{.*?\}\}""")  # `\{{ … }}`: a claim shown as an example, braces and all
 _LINE_REF_RE = re.compile(rf"""(?<![\w/.-])(?P<ref>[\w./-]+\.(?:{'|'.join(_SOURCE_EXTENSIONS)}):\d+)(?!\d)""")
 
 
@@ -31,7 +32,8 @@ def check_typed_line_refs(page: _Page, out: list[OutLine], in_fence: list[bool])
         text = line.text
         for span in line.spans:  # a claim's value is checked; blank it out
             text = text[:span.start] + " " * (span.end - span.start) + text[span.end:]
-        for m in _LINE_REF_RE.finditer(visible(text)[0]):
+        shown = _LITERAL_BRACES_RE.sub(lambda b: " " * len(b.group()), visible(text)[0])
+        for m in _LINE_REF_RE.finditer(shown):
             page.error(line.src, f"{m.group('ref')!r} is a line reference typed by hand, which goes stale when "
                        "the file's lines move; write it as a claim on what names that line, e.g. "
                        f"{{{{ {m.group('ref')} @ RUN:reports[...].location }}}}")

@@ -46,7 +46,7 @@ def test_engine_builds_a_checked_site(demo_repo: Path, engine: str, capsys):
     done = engine_build(demo_repo, engine)
     assert done.returncode == 0, done.stderr
     html = (demo_repo / "site/index.html").read_text()
-    assert "the error has 120 hazards." in html and CHECKED_MARK.strip() in html
+    assert 'the error has <span class="lk-v">120</span> hazards.' in html and CHECKED_MARK.strip() in html
     assert verify_main([str(demo_repo / "site")]) == 0
     assert capsys.readouterr().out.startswith("ok: no unexpanded claim or directive in the ")
 
@@ -116,7 +116,8 @@ def convert(repo: Path, text: str, **config) -> str:
 
 def test_extension_expands_checks_and_fills(demo_repo: Path):
     html = convert(demo_repo, PAGE)
-    assert "racecheck found 2 reports; the error has 120 hazards." in html
+    assert ('racecheck found <span class="lk-v">2</span> reports; the error has '
+            '<span class="lk-v">120</span> hazards.') in html
     assert '<details class="abstract lk-transcript" data-search-exclude>' in html
     assert "data-lk-slot" not in html and html.endswith(CHECKED_MARK.strip())
     assert unexpanded(html, "x.html") == []

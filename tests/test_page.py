@@ -199,3 +199,7 @@ def test_a_lesson_can_have_several_sets(demo_repo: Path):
             "{{ 90 @ demo-t4/race:reports[severity=Error].hazards }} on {{ Tesla T4 @ demo-t4:gpu }}")
     assert errs(demo_repo, text) == []
     assert check_site(demo_repo) == []
+
+
+def test_a_line_reference_inside_literal_braces_is_an_example(demo_repo: Path):
+    assert errs(demo_repo, r"write `\{{ demo.cu:4 @ race:reports[severity=Error].location }}`") == []
