@@ -52,3 +52,8 @@ def test_scaling_a_field_not_declared_a_fraction_is_refused(rates: Path):
 def test_an_offset_states_a_derived_figure(rates: Path):
     assert errs(rates, page("the tile before: {{ 6 @ race:rows[threads=256].mismatches - 1 }}")) == []
     assert len(errs(rates, page("the tile before: {{ 7 @ race:rows[threads=256].mismatches - 1 }}"))) == 1
+
+
+def test_a_derived_figure_by_multiplication_or_division(rates: Path):
+    assert errs(rates, page("{{ 14 @ race:rows[threads=256].mismatches * 2 }} and {{ 3.5 @ race:rows[threads=256].mismatches / 2 }}")) == []
+    assert len(errs(rates, page("{{ 15 @ race:rows[threads=256].mismatches * 2 }}"))) == 1
