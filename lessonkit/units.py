@@ -3,7 +3,7 @@ what a claim may do with them.
 
 - A claim may ask for a scaled value instead of the author doing the arithmetic:
   `{{ 4.1 @ RUN:rows[…].rate as percent }}` or `{{ 4.1 % @ RUN:rows[…].rate }}` on a fraction,
-  `as per 100000` on a fraction; and one operation with a whole number (`+ K`, `- K`, `* K`, `/ K`)
+  `as per 100000` on a fraction; and operations with whole numbers (`+ K`, `- K`, `* K`, `/ K`, in turn)
   for a figure derived from a recorded one: `{{ 32 @ RUN:tiling[…].full_tiles - 2 }}` (the tile
   before last), `{{ 32 @ RUN:line_bytes / 4 }}` (words a line).
 - A unit typed right after a claim must be the unit of what the claim shows: `%` after a
@@ -20,7 +20,8 @@ from lessonkit.claims import Found, Sample, number, show_number
 
 _SCALES = {"percent": (Decimal(100), "percent"), "per 100000": (Decimal(100000), "per 100000")}
 _SUFFIX_RE = re.compile(r"""^(?P<query>.*?)(?:\s+as\s+(?P<scale>percent|per\s+100,?000)"""
-                        r"""|\s+(?P<op>[-+*/])\s*(?P<k>\d+))\s*$""")
+                        r"""|(?P<ops>(?:\s+[-+*/]\s*\d+)+))\s*$""")
+_OP_RE = re.compile(r"""(?P<op>[-+*/])\s*(?P<k>\d+)""")
 # What a reader takes for a unit right after a figure.
 _UNIT_AFTER_RE = re.compile(r"""^\s?(?P<unit>%|\u2030|percent\b|per\s+100,?000\b|per\s+cent\b|ms\b|\u00b5s\b|us\b|ns\b"""
                             r"""|s\b|seconds?\b)""", re.IGNORECASE)
@@ -37,12 +38,11 @@ class Transform:
     """What a claim does to the values its query finds: scale them, or add an offset."""
 
     scale: str | None = None  # "percent" or "per 100000"
-    op: str = ""              # "+", "-", "*" or "/" with `k`: a figure derived from a recorded one
-    k: int = 0
+    ops: tuple[tuple[str, int], ...] = ()  # ("+"|"-"|"*"|"/", K) in turn: a figure derived from a recorded one
 
     def apply(self, sample: Sample) -> Sample | str:
         """The sample transformed, or a message saying why it cannot be."""
-        if self.scale is None and not self.op:
+        if self.scale is None and not self.ops:
             return sample
         values = []
         for found in sample.values:
@@ -51,9 +51,10 @@ class Transform:
                 return f"{found.text!r} is not a number, so it cannot be {'scaled' if self.scale else 'derived'}"
             if self.scale:
                 n = n * _SCALES[self.scale][0]
-            if self.op == "/" and self.k == 0:
-                return "a figure cannot be divided by 0"
-            n = {"+": n + self.k, "-": n - self.k, "*": n * self.k, "/": n / max(self.k, 1), "": n}[self.op]
+            for op, k in self.ops:
+                if op == "/" and k == 0:
+                    return "a figure cannot be divided by 0"
+                n = {"+": n + k, "-": n - k, "*": n * k, "/": n / k if k else n}[op]
             values.append(Found(show_number(n), found.path, found.line))
         return replace(sample, values=tuple(values))
 
@@ -67,7 +68,7 @@ def split_transform(ref_query: str, value: str) -> tuple[str, str, Transform]:
         if m.group("scale"):
             transform = Transform(scale="percent" if m.group("scale") == "percent" else "per 100000")
         else:
-            transform = Transform(op=m.group("op"), k=int(m.group("k")))
+            transform = Transform(ops=tuple((o.group("op"), int(o.group("k"))) for o in _OP_RE.finditer(m.group("ops"))))
     if value.endswith("%") and transform.scale is None:
         value = value[:-1].rstrip()
         transform = replace(transform, scale="percent")

@@ -57,3 +57,8 @@ def test_an_offset_states_a_derived_figure(rates: Path):
 def test_a_derived_figure_by_multiplication_or_division(rates: Path):
     assert errs(rates, page("{{ 14 @ race:rows[threads=256].mismatches * 2 }} and {{ 3.5 @ race:rows[threads=256].mismatches / 2 }}")) == []
     assert len(errs(rates, page("{{ 15 @ race:rows[threads=256].mismatches * 2 }}"))) == 1
+
+
+def test_derivations_apply_in_turn(rates: Path):
+    assert errs(rates, page("{{ 13 @ race:rows[threads=256].mismatches * 2 - 1 }}")) == []
+    assert len(errs(rates, page("{{ 14 @ race:rows[threads=256].mismatches * 2 - 1 }}"))) == 1
