@@ -64,24 +64,28 @@ def plan_accept(repo: Path, docs: Path | None = None) -> Plan:
     troubled = {e.path.split("/")[1] for e in site.evidence.errors if e.path.startswith("evidence/")}
     plan = Plan()
     docs = docs or repo / "docs"
+    seen: set[tuple[str, int]] = set()  # a diagram shown on two pages is planned once
     for page_path in sorted(docs.rglob("*.md")):
         shown = page_path.relative_to(repo).as_posix() if page_path.is_relative_to(repo) else str(page_path)
         text = _read_page(page_path, shown)
         body, line_offset = strip_front_matter(text)
         base = len(text) - len(body)  # the body is the end of the file's text
         for claim in site.page(body, shown, line_offset).claims:
-            if claim.error is None or claim.skipped:
+            if claim.error is None or claim.skipped or (claim.file or shown, claim.start) in seen:
                 continue
+            seen.add((claim.file or shown, claim.start))
+            where, at, written = (shown, base, text) if claim.file is None else \
+                (claim.file, 0, _read_page(repo / claim.file, claim.file))
             if claim.set_name in troubled:
                 plan.held_back[claim.set_name] = plan.held_back.get(claim.set_name, 0) + 1
             elif claim.fix is None:
                 plan.refused.append(claim.error)
-            elif text[base + claim.start:base + claim.end] != claim.value:
-                plan.refused.append(LessonError(shown, claim.line, f"claim {claim.value!r} ({claim.ref_query}) "
+            elif written[at + claim.start:at + claim.end] != claim.value:
+                plan.refused.append(LessonError(where, claim.line, f"claim {claim.value!r} ({claim.ref_query}) "
                                                 "is not accepted: its value is not written on one line as shown; "
                                                 f"write {claim.fix!r} by hand"))
             else:
-                plan.edits.append(Edit(shown, claim.line, base + claim.start, base + claim.end,
+                plan.edits.append(Edit(where, claim.line, at + claim.start, at + claim.end,
                                        claim.value, claim.fix))
     return plan
 

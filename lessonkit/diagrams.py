@@ -80,13 +80,16 @@ def _expand(page: _Page, index: int, shown: str, text: str) -> str:
                                           "expected {{ VALUE @ REF:QUERY }}"))
             continue
         tag_open = text.rfind("<", 0, token.start) > text.rfind(">", 0, token.start)
-        value = " ".join(token.body[:m.start()].split())
+        raw = token.body[:m.start()]
+        value = " ".join(raw.split())
         ref_query = " ".join(token.body[m.end():].split())
         before = len(page.result.errors)
-        page.check_claim(index, value, ref_query, -1, -1)
-        if page.result.claims and page.result.claims[-1].start == -1:  # accept rewrites pages, not diagrams
-            page.result.claims[-1] = replace(page.result.claims[-1], fix=None)
+        start = token.start + 2 + len(raw) - len(raw.lstrip())
+        page.check_claim(index, value, ref_query, start, token.start + 2 + len(raw.rstrip()), file=shown)
         page.result.errors[before:] = [_at(page, shown, token.line, e.message) for e in page.result.errors[before:]]
+        if page.result.claims and page.result.claims[-1].file == shown and page.result.claims[-1].error:
+            page.result.claims[-1] = replace(page.result.claims[-1], line=token.line + 1,
+                                             error=page.result.errors[before])
         if tag_open:
             page.result.errors.append(_at(page, shown, token.line, f"claim {value!r} is inside an attribute, where it "
                                           "cannot be marked as produced; put it in the <title> or <desc>"))

@@ -72,6 +72,7 @@ class ClaimOutcome:
     fix: str | None = None
     skipped: bool = False
     set_name: str | None = None
+    file: str | None = None  # where the value is written when not in the page (a diagram, under code/)
 
 
 @dataclass
@@ -179,7 +180,7 @@ class _Page:
         self.citations.append((index, set_name, group))
 
     def check_claim(self, index: int, value: str, ref_query: str, start: int, end: int,
-                    whole_number: bool = False) -> ShownClaim:
+                    whole_number: bool = False, file: str | None = None) -> ShownClaim:
         """Check `value` against every value REF:QUERY names; records the outcome and any error.
 
         `whole_number`: only a plain integer can replace the value (a highlighted line).
@@ -197,7 +198,7 @@ class _Page:
             if fix is not None and written != value:
                 fix += written[len(value):]  # the '%' the author typed in the value
             self.result.claims.append(ClaimOutcome(line, start, end, written, shown, error, fix, skipped,
-                                                   set_name[0] if set_name else None))
+                                                   set_name[0] if set_name else None, file))
 
         parsed_query = _try_query(query) if sep else None
         if not sep:

@@ -52,3 +52,18 @@ def test_a_figure_typed_in_a_diagram_is_refused(demo_repo: Path, typed: str, lin
 def test_a_claim_in_an_attribute_is_refused(demo_repo: Path):
     found = _page(demo_repo, SVG.replace('role="img"', 'role="img" aria-label="{{ 2 @ race:#reports }} reports"'))
     assert any("inside an attribute" in e for e in found)
+
+
+def test_accept_rewrites_a_stale_claim_in_a_diagram(demo_repo: Path):
+    from conftest import BARE, RACE, record_set
+
+    from lessonkit.accept import apply_edits, plan_accept
+
+    (demo_repo / "docs/index.md").write_text("{{ evidence demo }}\n\n{{ diagram demo/diagrams/d.svg }}\n")
+    assert _page(demo_repo, SVG) == []
+    record_set(demo_repo, "demo", {"race": RACE.replace("[120 hazards]", "[125 hazards]"), "bare": BARE})
+    plan = plan_accept(demo_repo)
+    assert [(e.page, e.line, e.old, e.new) for e in plan.edits] == [("code/demo/diagrams/d.svg", 4, "120", "125")]
+    apply_edits(demo_repo, plan.edits)
+    assert "{{ 125 @ race:reports[severity=Error].hazards }} hazards" in (demo_repo / "code/demo/diagrams/d.svg").read_text()
+    assert _page(demo_repo, (demo_repo / "code/demo/diagrams/d.svg").read_text()) == []
