@@ -67,9 +67,9 @@ def _ptx(tmp_path: Path) -> dict[str, list[str]]:
 
 
 def _fresh_evidence() -> None:
-    """Skip unless the recorded evidence was made from today's litmus.cu and litmus.py (the build flags stale evidence)."""
+    """Skip unless the recorded evidence was made from today's inputs (litmus.cu, the litmus*.py; the build flags stale evidence)."""
     inputs = json.loads((EVIDENCE / "manifest.json").read_text())["transcripts"]["campaign"]["inputs"]
-    for name in ("litmus.cu", "litmus.py"):
+    for name in tomllib.loads((LESSON / "runs.toml").read_text())["inputs"]:
         if inputs.get(f"code/deeper-weak-memory/{name}") != hashlib.sha256((LESSON / name).read_bytes()).hexdigest():
             pytest.skip(f"evidence/deeper-weak-memory was recorded from another {name}; "
                         "re-record with `python3 scripts/refresh.py deeper-weak-memory`")
