@@ -21,26 +21,33 @@ repeat r of a configuration is made of the slices of rounds r, r + repeats, r + 
 over its slices, and its interval Student's t over the slices with the ratio estimator's
 standard error (`ci_kind` "t-slices"). When a slice saw no weak outcome, or fewer than
 MIN_WEAK_GROUPS groups of LAUNCHES_PER_GROUP launches did (zero rows above all), the interval
-is Clopper-Pearson over independent clusters, the sets of instances that share a line
-(`ci_kind` "clusters"): for a zero row the upper bound is the exact bound for 0 weak clusters
-in `clusters` trials, which also bounds the per-instance rate, since a cluster holds at most
-`cluster_instances` weak outcomes. Each group of launches puts the test's memory at a random
+is Clopper-Pearson over clusters, the sets of instances that share a line (`ci_kind`
+"clusters"), taken as independent trials: exact only if lines go weak independently of one
+another (lines of one warp, one launch or one moment may not). For a zero row the upper bound
+is the bound for 0 weak clusters in `clusters` trials, which also bounds the per-instance
+rate, since a cluster holds at most `cluster_instances` weak outcomes; as the upper end of a
+two-sided 95% interval it is a one-sided 97.5% upper bound. Groups of LAUNCHES_PER_GROUP
+launches are not statistical units: they decide between the two intervals, measure the
+overdispersion, and carry the placement. Each group of launches puts the test's memory at a random
 line-aligned offset in a 32 MiB window and, where the heuristics randomise, draws a new
 placement. The configs summary pools all slices of all repeats; a one-way analysis of
 variance of the slices' rates, the repeats as groups, with Holm's adjustment over the
 campaign's configurations, says whether the repeats agree (litmus_stats.py).
 
-JSON written by `campaign --json` (format 3). Top-level scalars:
+JSON written by `campaign --json` (format 4). Top-level scalars:
   format, gpu, sms, seed, repeats, seconds_per_row (GPU time of one repeat of one config),
   slices_per_repeat, confidence (0.95), ci_method (one sentence), agreement_method (one
   sentence), launches_per_group, min_weak_groups, line_bytes, best_heuristics, campaign_s (wall time of
   the whole campaign), gpu_s (the rows' measured time), budget_s, checks_passed (bool).
 Collections (lists of flat records, every value a JSON scalar):
-  rows: one per measurement. config (key, e.g. "mp-none", "mp-gpu-barrier-jitter"), repeat
+  rows: one per measurement. config (key, e.g. "mp-none", "mp-none-barrier-jitter"), repeat
     (1..repeats), repeats, table, test (mp, sb, lb, corr), fence (none, cta, gpu, sys,
-    gpu-writer, gpu-reader, rel-acq), placement (inter-cta, same-cta), heuristics (a name in
+    gpu-writer, gpu-reader, rel-acq, gpu-plain, gpu-volatile), placement (inter-cta, same-cta), heuristics (a name in
     heuristic_sets), map (sound, broken), instances, launches, groups, weak, o00, o01, o10,
-    o11 (the outcome histogram, r0 * 2 + r1; o00 is "neither store seen" for MP), o00_fraction,
+    o11 (the outcome histogram, r0 * 2 + r1; for MP 00 is "reader first", 11 "writer first", 10
+    the weak outcome), o00_fraction, o01_fraction, o10_fraction, o11_fraction (the bins' shares),
+    interleaved and interleaved_fraction (the bin that only interleaved roles give: MP and CoRR
+    01, SB 11, LB 00; the evidence that the roles ran at the same time),
     slices, rate, ci_low, ci_high, ci_kind (t-slices, clusters), se (standard error behind a t
     interval, null for clusters), per_100k, per_100k_low, per_100k_high
     (weak per 100,000 instances), weak_groups (groups with a weak outcome), overdispersion
@@ -50,7 +57,8 @@ Collections (lists of flat records, every value a JSON scalar):
     ci_high_text, per_100k_text, per_100k_low_text, per_100k_high_text, instances_text,
     instances_per_s_text, weak_per_s_text.
   configs: one per config, over its repeats. config, table, test, fence, placement, heuristics,
-    map, repeats, slices, instances, weak, o00, o00_fraction, rate (pooled over every slice),
+    map, repeats, slices, instances, weak, o00..o11 and their *_fraction, interleaved,
+    interleaved_fraction, rate (pooled over every slice),
     ci_low, ci_high, ci_kind (t-slices over all slices, or clusters), se, per_100k,
     per_100k_low, per_100k_high, rate_min, rate_max (of the repeats' rates), heterogeneity_p
     (one-way ANOVA of the slices' rates by repeat; null where untestable), heterogeneity_p_holm
@@ -59,7 +67,7 @@ Collections (lists of flat records, every value a JSON scalar):
     overlap), contained (every repeat's rate inside every other repeat's interval: stricter
     than the intervals promise, see campaign_checks), and *_text short forms.
   slices: one per slice: config, repeat, slice (1..slices_per_repeat), round, launches,
-    instances, weak, o00, wall_s.
+    instances, weak, o00, o01, o10, o11, interleaved, wall_s.
   checks: check, passed, gate (a failed gate makes the exit status 2), detail.
   heuristic_sets: the parameters of each heuristic set (name, blocks, threads, ...).
 A page claim addresses a row as rows[config=mp-none,repeat=2].rate, all repeats as
@@ -180,7 +188,9 @@ def campaign_checks(summaries: list[dict[str, Any]], rows: list[dict[str, Any]],
     """The campaign's own checks: gates (harness bug seen, budget kept) and findings for the page."""
     broken = [r for r in rows if r["map"] == "broken"]
     fenced = [s for s in summaries if s["fence"] in ORDERED and s["map"] == "sound"]
-    seen = [s for s in fenced if s["weak"] == 0 and s["o00_fraction"] >= 0.01]
+    # Only the interleaved bin (MP, CoRR: 01; SB: 11; LB: 00) needs the roles' steps to interleave;
+    # reader-first (MP's 00) and writer-first (11) outcomes come from roles that never met.
+    seen = [s for s in fenced if s["weak"] == 0 and s["interleaved_fraction"] >= 0.01]
     disagree = [s["config"] for s in summaries if not s["agree"]]
     outside = [s["config"] for s in summaries if not s["contained"]]
 
@@ -196,8 +206,9 @@ def campaign_checks(summaries: list[dict[str, Any]], rows: list[dict[str, Any]],
         check("fenced-zero", all(s["weak"] == 0 for s in fenced), False,
               "no weak outcome with both sides ordered at GPU scope: "
               + ", ".join(f"{s['config']} {s['weak']}" for s in fenced)),
-        check("fenced-overlap", bool(seen), False, "fenced zero rows whose reader sometimes ran first (o00 >= 1%): "
-              + (", ".join(f"{s['config']} o00 {s['o00_fraction']:.2%}" for s in seen) or "none")),
+        check("fenced-overlap", bool(seen), False, "fenced zero rows whose roles interleaved in at least 1% of "
+              "the instances (the interleaved bin: 01 for MP): "
+              + (", ".join(f"{s['config']} {s['interleaved_fraction']:.2%}" for s in seen) or "none")),
         check("repeats-agree", not disagree, False, "configs whose repeats differ by more than their slices "
               "allow (ANOVA, Holm-adjusted p < 0.05; overlap where untestable): " + (", ".join(disagree) or "none")),
         check("repeats-contained", True, False, "information, not a test: configs with a repeat's rate outside "
@@ -209,7 +220,7 @@ def campaign_checks(summaries: list[dict[str, Any]], rows: list[dict[str, Any]],
 
 def campaign(runner: Runner, seconds: float, repeats: int, soundness: int, budget_s: float,
              out: Callable[[str], None]) -> dict[str, Any]:
-    """The recorded campaign: heuristics first (to pick the best set), then fences, overlap, tests, placement, checks."""
+    """The recorded campaign: heuristics first (to pick the best set), then fences, tests, placement, checks."""
     start = time.perf_counter()
     runner.warm_up()
     out(f"warm-up: {time.perf_counter() - start:.1f} s of MP with no heuristics, not recorded")
@@ -283,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     result = campaign(runner, args.seconds, args.repeats or 5, int(args.soundness), args.budget, say)
     if args.json:
-        meta = {"format": 3, "gpu": runner.gpu, "sms": runner.sms, "seed": args.seed, "repeats": args.repeats or 5,
+        meta = {"format": 4, "gpu": runner.gpu, "sms": runner.sms, "seed": args.seed, "repeats": args.repeats or 5,
                 "seconds_per_row": args.seconds, "slices_per_repeat": SLICES, "confidence": CONFIDENCE,
                 "ci_method": CI_METHOD, "agreement_method": AGREEMENT_METHOD,
                 "launches_per_group": LAUNCHES_PER_GROUP, "min_weak_groups": MIN_WEAK_GROUPS,

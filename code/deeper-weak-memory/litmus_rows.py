@@ -26,7 +26,8 @@ CI_METHOD = (f"a {CONFIDENCE:.0%} Student-t interval over slices (short measurem
              f"campaign, {SLICES} per repeat), with the ratio estimator's standard error; where a slice saw no "
              f"weak outcome or fewer than {MIN_WEAK_GROUPS} groups of {LAUNCHES_PER_GROUP} launches did, "
              f"Clopper-Pearson over {LINE_BYTES}-byte lines (the instances that share a line form one cluster) "
-             "taken as independent trials")
+             "taken as independent trials, so exact only if lines go weak independently; the upper end of this "
+             "two-sided interval is a one-sided 97.5% upper bound")
 AGREEMENT_METHOD = ("a one-way analysis of variance of the slices' rates with the repeats as groups, its p-value "
                     "adjusted by Holm's method over the campaign's configurations; repeats agree when the adjusted "
                     f"p-value is at least {1 - CONFIDENCE:.2f} (where there is no test, when every two repeats' "
@@ -45,6 +46,12 @@ def sci(x: float) -> str:
 
 def _texts(d: dict[str, Any], names: tuple[str, ...]) -> dict[str, str]:
     return {f"{k}_text": sci(d[k]) for k in names}
+
+
+def _bins(o: Any, instances: int) -> dict[str, Any]:
+    """The four outcome bins (r0 r1 = 00, 01, 10, 11) as counts and as shares of the instances."""
+    names = ("o00", "o01", "o10", "o11")
+    return {**{n: int(v) for n, v in zip(names, o)}, **{f"{n}_fraction": int(v) / instances for n, v in zip(names, o)}}
 
 
 def check_histograms(bins: np.ndarray, per_launch: int) -> None:
@@ -84,11 +91,13 @@ def make_row(c: Config, repeat: int, repeats: int, slices: list[np.ndarray], wal
     e = estimate(slice_weak, slice_instances, weak_groups, cluster)
     o = bins[:, :4].sum(axis=0)
     instances, weak, wall_s = int(o.sum()), int(launch_weak.sum()), float(sum(walls))
+    i0, i1 = TESTS[c.test]["interleaved"]
     row = {"config": c.key, "repeat": repeat, "repeats": repeats, "table": c.table, "test": c.test,
            "fence": c.fence, "placement": c.placement, "heuristics": c.h.name,
            "map": "broken" if c.broken else "sound", "instances": instances, "launches": len(bins),
-           "groups": len(group_weak), "slices": len(parts), "weak": weak, "o00": int(o[0]), "o01": int(o[1]),
-           "o10": int(o[2]), "o11": int(o[3]), "o00_fraction": int(o[0]) / instances, "rate": e.rate,
+           "groups": len(group_weak), "slices": len(parts), "weak": weak, **_bins(o, instances),
+           "interleaved": int(o[i0 * 2 + i1]), "interleaved_fraction": int(o[i0 * 2 + i1]) / instances,
+           "rate": e.rate,
            "ci_low": e.low, "ci_high": e.high, "ci_kind": e.kind, "se": e.se, "per_100k": e.rate * 1e5,
            "per_100k_low": e.low * 1e5, "per_100k_high": e.high * 1e5, "weak_groups": weak_groups,
            "overdispersion": overdispersion(group_weak, group * per_launch),
@@ -103,10 +112,15 @@ def slice_records(c: Config, repeat: int, slices: list[np.ndarray], walls: list[
                   rounds: list[int]) -> list[dict[str, Any]]:
     """The `slices` collection's records of one repeat: what each slice counted, and when it ran."""
     w0, w1 = TESTS[c.test]["weak"]
-    return [{"config": c.key, "repeat": repeat, "slice": k + 1, "round": rnd, "launches": len(b),
-             "instances": len(b) * c.h.instances, "weak": int(np.asarray(b)[:, w0 * 2 + w1].sum()),
-             "o00": int(np.asarray(b)[:, 0].sum()), "wall_s": round(wall, 4)}
-            for k, (b, wall, rnd) in enumerate(zip(slices, walls, rounds))]
+    i0, i1 = TESTS[c.test]["interleaved"]
+    out = []
+    for k, (b, wall, rnd) in enumerate(zip(slices, walls, rounds)):
+        o = np.asarray(b, dtype=np.int64)[:, :4].sum(axis=0)
+        out.append({"config": c.key, "repeat": repeat, "slice": k + 1, "round": rnd, "launches": len(b),
+                    "instances": len(b) * c.h.instances, "weak": int(o[w0 * 2 + w1]),
+                    "o00": int(o[0]), "o01": int(o[1]), "o10": int(o[2]), "o11": int(o[3]),
+                    "interleaved": int(o[i0 * 2 + i1]), "wall_s": round(wall, 4)})
+    return out
 
 
 def summarise(rows: list[dict[str, Any]], slices: list[dict[str, Any]]) -> dict[str, Any]:
@@ -116,7 +130,8 @@ def summarise(rows: list[dict[str, Any]], slices: list[dict[str, Any]]) -> dict[
     """
     first = rows[0]
     rates, lows, highs = [r["rate"] for r in rows], [r["ci_low"] for r in rows], [r["ci_high"] for r in rows]
-    instances, weak, o00 = (sum(r[k] for r in rows) for k in ("instances", "weak", "o00"))
+    instances, weak, interleaved = (sum(r[k] for r in rows) for k in ("instances", "weak", "interleaved"))
+    o = [sum(r[k] for r in rows) for k in ("o00", "o01", "o10", "o11")]
     sw = np.array([s["weak"] for s in slices], dtype=np.int64)
     sn = np.array([s["instances"] for s in slices], dtype=np.int64)
     t_rows = all(r["ci_kind"] == "t-slices" for r in rows)
@@ -126,8 +141,9 @@ def summarise(rows: list[dict[str, Any]], slices: list[dict[str, Any]]) -> dict[
     p = heterogeneity_p(by_repeat) if t_rows else None
     overlap = intervals_overlap(lows, highs)
     s = {k: first[k] for k in ("config", "table", "test", "fence", "placement", "heuristics", "map")}
-    s.update({"repeats": len(rows), "slices": len(slices), "instances": instances, "weak": weak, "o00": o00,
-              "o00_fraction": o00 / instances, "rate": e.rate, "ci_low": e.low, "ci_high": e.high,
+    s.update({"repeats": len(rows), "slices": len(slices), "instances": instances, "weak": weak,
+              **_bins(o, instances), "interleaved": interleaved, "interleaved_fraction": interleaved / instances,
+              "rate": e.rate, "ci_low": e.low, "ci_high": e.high,
               "ci_kind": e.kind, "se": e.se, "per_100k": e.rate * 1e5, "per_100k_low": e.low * 1e5,
               "per_100k_high": e.high * 1e5, "rate_min": min(rates), "rate_max": max(rates),
               "heterogeneity_p": p, "heterogeneity_p_holm": p,
@@ -147,10 +163,10 @@ def judge_agreement(summaries: list[dict[str, Any]]) -> None:
 
 
 def format_row(r: dict[str, Any]) -> str:
-    """One progress line: the histogram's o00 share beside the rate, so a blind zero shows."""
+    """One progress line: the interleaved share beside the rate, so a zero from roles that never met shows."""
     return (f"{r['config']:<30} r{r['repeat']} {r['instances_text']:>9} inst {r['weak']:>12,d} weak  "
             f"rate {r['rate_text']:>8} [{r['ci_low_text']}, {r['ci_high_text']}] {r['ci_kind']:<8} "
-            f"{r['per_100k_text']:>8}/100k  o00 {r['o00_fraction']:7.2%}  "
+            f"{r['per_100k_text']:>8}/100k  interleaved {r['interleaved_fraction']:7.2%}  "
             f"{r['instances_per_s_text']:>8} inst/s  {r['wall_s']:5.2f} s")
 
 
@@ -159,7 +175,7 @@ def format_summary(s: dict[str, Any]) -> str:
     p, q = s["heterogeneity_p"], s["heterogeneity_p_holm"]
     return (f"{s['config']:<30} {s['repeats']} repeats  rate {s['rate_text']:>8} [{s['ci_low_text']}, "
             f"{s['ci_high_text']}] {s['ci_kind']:<9} repeats {s['rate_min_text']}..{s['rate_max_text']}  "
-            f"o00 {s['o00_fraction']:7.2%}  ANOVA p {'-' if p is None else f'{p:.3f}'} "
+            f"interleaved {s['interleaved_fraction']:7.2%}  ANOVA p {'-' if p is None else f'{p:.3f}'} "
             f"(Holm {'-' if q is None else f'{q:.3f}'})  agree {'yes' if s['agree'] else 'NO'}  "
             f"contained {'yes' if s['contained'] else 'no'}")
 
