@@ -54,11 +54,12 @@ class Toolkit:
         return {**base, "PATH": os.pathsep.join([*(str(f) for f in self.folders), rest])}
 
     def tool_names(self) -> frozenset[str]:
-        """The names a command word is checked under: CUDA_TOOLS and every file in DIR's tool folders."""
+        """The names a command word is checked under: CUDA_TOOLS and the programs in DIR's tool folders."""
         names = set(CUDA_TOOLS)
         for folder in self.folders:
             try:
-                names.update(p.name for p in folder.iterdir())
+                names.update(p.name for p in folder.iterdir()
+                             if p.is_file() and os.access(p, os.X_OK) and ".so" not in p.name)
             except OSError:
                 pass
         return frozenset(names)
@@ -101,7 +102,8 @@ def leaks(toolkit: Toolkit, commands: list[tuple[str, str]], env: dict[str, str]
     `commands` is (what, command line) pairs, e.g. ('the build line', 'nvcc ...'). Each word,
     and each piece of a quoted word (`sh -c "compute-sanitizer ..."`), whose name is a CUDA
     tool is resolved as the run will resolve it: a bare name on `env`'s PATH, a path as it
-    stands (relative to `cwd`). It must exist and lie inside DIR once links are followed.
+    stands (relative to `cwd`). What it resolves to must lie inside DIR once links are followed
+    (a tool found nowhere reaches no other toolkit: the run fails on its own).
     """
     names = toolkit.tool_names()
     path = env.get("PATH", os.defpath)
@@ -124,10 +126,7 @@ def leaks(toolkit: Toolkit, commands: list[tuple[str, str]], env: dict[str, str]
                     continue  # a file the build makes (./racecheck): nothing of another toolkit
             else:
                 resolved = shutil.which(word, path=path)
-            if resolved is None:
-                found.append(f"{what} runs {word!r}, which is not in {toolkit.root} nor anywhere on PATH "
-                             f"(the toolkit's would be {toolkit.own(name)})")
-            elif not toolkit.inside(resolved):
+            if resolved is not None and not toolkit.inside(resolved):  # found nowhere: nothing to leak
                 real = os.path.realpath(resolved)
                 shown = resolved if real == resolved else f"{resolved} (a link to {real})"
                 found.append(f"{what} runs {word!r}, which resolves to {shown}, outside the toolkit "
