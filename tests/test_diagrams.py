@@ -57,7 +57,7 @@ def test_a_claim_in_an_attribute_is_refused(demo_repo: Path):
 def test_accept_rewrites_a_stale_claim_in_a_diagram(demo_repo: Path):
     from conftest import BARE, RACE, record_set
 
-    from lessonkit.accept import apply_edits, plan_accept
+    from lessonkit.cli.accept import apply_edits, plan_accept
 
     (demo_repo / "docs/index.md").write_text("{{ evidence demo }}\n\n{{ diagram demo/diagrams/d.svg }}\n")
     assert _page(demo_repo, SVG) == []

@@ -8,7 +8,7 @@ import pytest
 from conftest import RACE, RUNS, errs, record_set, run_page
 
 from lessonkit.errors import LessonError
-from lessonkit.spec import parse_spec
+from lessonkit.evidence.spec import parse_spec
 
 DISPLAY = """
 [names]

@@ -1,0 +1,130 @@
+"""A hand-written table that holds claims: every row label and column header is bound.
+
+A label or header is bound when each of its comma-separated parts is what the claims under it
+select: a filter value or its declared label (lessonkit.evidence.display) shared by every claim of the
+row (or column) that filters on that key, the run they all cite (`run`) or its label, or the
+field they all quote or its declared name. A label column's header names the key its labels
+bind to. Anything else ("Error (256 threads)", `2^10`, `1K`, `1024.`, swapped columns, a row
+whose claims filter on another row's kernel) is an error naming the cell. Rows without claims
+(a paper's figures, a legend) bind nothing. A table drawn from the evidence
+(`{{ table … }}`, lessonkit.pages.tables) has labels that cannot disagree.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lessonkit.evidence.display import Display
+from lessonkit.pages.scan import Cell, OutLine, split_cells, tables
+from lessonkit.pages.text import visible
+
+if TYPE_CHECKING:
+    from lessonkit.pages.state import PageState, ShownClaim
+
+RUN = "run"
+FIELD = "field"
+
+
+def check_table_labels(page: PageState, out: list[OutLine], in_fence: list[bool]) -> None:
+    """Every label and header of a table with claims is bound to the claims it stands for."""
+    for rows in tables(out, in_fence):
+        if not rows or not any(out[r].spans for r in rows):
+            continue
+        header = out[rows[0] - 2]
+        claims_by_col: dict[int, list[ShownClaim]] = {}
+        label_keys: dict[int, list[set[str]]] = {}
+        for r in rows:
+            row_claims = [s.claim for s in out[r].spans]
+            if not row_claims:
+                continue
+            row_pairs = _shared([_pairs(c) for c in row_claims])
+            display = _display(page, row_claims)
+            for col, cell in enumerate(split_cells(out[r])):
+                inside = [s for s in out[r].spans if cell.start <= s.start < cell.end]
+                claims_by_col.setdefault(col, []).extend(s.claim for s in inside)
+                text = cell.text if not inside else out[r].text[cell.start:inside[0].start]
+                label = visible(text)[0].strip()
+                if not label:
+                    continue
+                keys = _binding(label, row_pairs, display)
+                if keys is None:
+                    page.error(out[r].src, _unbound("row label", label, row_pairs, display))
+                else:
+                    label_keys.setdefault(col, []).append(keys)
+        for col, cell in enumerate(split_cells(header)):
+            _check_header(page, header, cell, claims_by_col.get(col, []), label_keys.get(col, []))
+
+
+def _check_header(page: PageState, header: OutLine, cell: Cell, claims: list[ShownClaim], keys: list[set[str]]) -> None:
+    text = visible(cell.text)[0].strip()
+    if not text:
+        return
+    if claims:
+        pairs = _shared([_pairs(c) for c in claims])
+        display = _display(page, claims)
+        if _binding(text, pairs, display) is None:
+            page.error(header.src, _unbound("column header", text, pairs, display) +
+                       " (the claims in its column)")
+        return
+    if not keys:
+        return  # a column of prose beside the figures
+    display = page.display(next(iter(page.sets.values()))) if page.sets else Display()
+    common = set.intersection(*keys)
+    parts = [p.strip() for p in text.split(",")]
+    if not all(any(p in display.names_of(k) for k in common) for p in parts):
+        names = sorted({n for k in common for n in display.names_of(k)})
+        page.error(header.src, f"column header {text!r} does not name the key its row labels stand for; "
+                   f"write {' or '.join(repr(n) for n in names) or 'a key the labels share'}, or draw the table "
+                   "from the evidence: {{ table … }}")
+
+
+def _pairs(claim: ShownClaim) -> dict[str, str]:
+    """What one claim selects: its filters (not `*`), its run, its field."""
+    pairs: dict[str, str] = {}
+    query = claim.query
+    if query is not None:
+        pairs.update((k, v) for k, v in query.filters or () if v != "*")
+        pairs[FIELD] = ("#" if query.count else "") + (query.field or query.name)
+    if claim.run is not None:
+        pairs[RUN] = claim.run
+    return pairs
+
+
+def _shared(all_pairs: list[dict[str, str]]) -> dict[str, str]:
+    """The (key, value) that every claim using the key agrees on."""
+    values: dict[str, set[str]] = {}
+    for pairs in all_pairs:
+        for k, v in pairs.items():
+            values.setdefault(k, set()).add(v)
+    return {k: next(iter(vs)) for k, vs in values.items() if len(vs) == 1}
+
+
+def _display(page: PageState, claims: list[ShownClaim]) -> Display:
+    name = next((c.set_name for c in claims if c.set_name), None)
+    ev = page.sets.get(name) if name else None
+    return page.display(ev) if ev is not None else Display()
+
+
+def _texts(key: str, value: str, display: Display) -> set[str]:
+    if key == FIELD:
+        return display.names_of(value.lstrip("#")) | {value}
+    return display.labels_of(key, value)
+
+
+def _binding(text: str, pairs: dict[str, str], display: Display) -> set[str] | None:
+    """The keys a label binds to (every comma-separated part bound), or None."""
+    keys: set[str] = set()
+    for part in (p.strip() for p in text.split(",")):
+        found = {k for k, v in pairs.items() if part in _texts(k, v, display)}
+        if not found:
+            return None
+        keys |= found
+    return keys
+
+
+def _unbound(what: str, text: str, pairs: dict[str, str], display: Display) -> str:
+    shown = ", ".join(f"{k}={v}" for k, v in sorted(pairs.items())) or "nothing they all share"
+    written = sorted({t for k, v in pairs.items() for t in _texts(k, v, display)})
+    return (f"{what} {text!r} is not bound to the claims it stands for ({shown}); write "
+            f"{' or '.join(repr(w) for w in written[:6]) or 'a value they share'} (labels are declared in "
+            "the lesson's runs.toml), or draw the table from the evidence: {{ table … }}")

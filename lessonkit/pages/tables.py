@@ -1,0 +1,224 @@
+"""Tables drawn from the evidence: `{{ table SOURCE... rows=KEY [cols=KEY] cell=FIELD ... }}`.
+
+A SOURCE is `RUN:COLLECTION` or `RUN:COLLECTION[KEY=VALUE,...]` (RUN as in a claim); several
+sources put their runs side by side, and the key `run` names the run a record comes from.
+Rows are the values of `rows=KEY`, columns the values of `cols=KEY` (or, without `cols`, one
+column for each `cell=`), each in order of first appearance, or as listed: `rows=kernel:A|B`.
+A cell is a FIELD of the one record its row and column select (every record, with a `KEY=*`
+filter), over every recording of the run: one value when all agree, otherwise the range that
+`lessonkit accept` would write for it; a text that differs between recordings is an error
+naming the cell. `cell="{wrong_launches} / {launches}"` composes fields; a part in brackets
+is left out when a field in it is none: `"{mismatches}[, from {first_bad}]"`. A cell that
+selects nothing shows `empty="…"` (default "–"). Headers and labels come from the lesson's
+display declarations (lessonkit.evidence.display); every figure is marked as produced.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from lessonkit.errors import LessonError
+from lessonkit.evidence.sets import EvidenceSet
+from lessonkit.pages.claims import ClaimValue, Sample, accepted_value, number
+from lessonkit.pages.query import QueryError, parse_query, resolve, select_records, show
+from lessonkit.pages.render import produced
+
+if TYPE_CHECKING:
+    from lessonkit.pages.state import PageState
+
+RUN = "run"
+_FIELD_RE = re.compile(r"""\{(?P<field>[A-Za-z_]\w*)\}""")
+_OPTIONAL_RE = re.compile(r"""\[(?P<part>[^\[\]]*)\]""")
+_SOURCE_RE = re.compile(r"""^(?P<ref>[^:\s]+):(?P<collection>[A-Za-z_]\w*)(?:\[(?P<filters>[^\]]*)\])?$""")
+
+
+@dataclass(frozen=True)
+class _Source:
+    ev: EvidenceSet
+    run: str
+    collection: str
+    filters: tuple[tuple[str, str], ...]
+
+
+class _Refused(Exception):
+    """A table that cannot be drawn; the message says why (the page records it once)."""
+
+
+def render_table(page: PageState, index: int, parts: list[str]) -> str:
+    """The Markdown table the directive asks for, or "" with an error recorded."""
+    try:
+        return _table(page, index, parts)
+    except _Refused as exc:
+        page.error(index, f"table: {exc}")
+        return ""
+
+
+def _table(page: PageState, index: int, parts: list[str]) -> str:
+    options: dict[str, str] = {}
+    cells: list[str] = []
+    sources: list[_Source] = []
+    for part in parts:
+        key, sep, value = part.partition("=")
+        if sep and key in ("rows", "cols", "empty"):
+            options[key] = value
+        elif sep and key == "cell":
+            cells.append(value)
+        elif sep and "[" not in key:
+            raise _Refused(f"unknown option {part!r}; expected rows=KEY, cols=KEY, cell=FIELD, empty=TEXT")
+        else:
+            sources.append(_source(page, index, part))
+    if not sources:
+        raise _Refused("name at least one source, RUN:COLLECTION[KEY=VALUE,...]")
+    if "rows" not in options or not cells:
+        raise _Refused("say which key makes the rows (rows=KEY) and what a cell shows (cell=FIELD)")
+    if "cols" in options and len(cells) > 1:
+        raise _Refused("with cols=KEY a table shows one cell=; without cols, one column per cell=")
+    for cell in cells:
+        _check_template(cell)
+    display = page.display(sources[0].ev)
+    row_key, row_values = _axis(options["rows"], sources)
+    col_key, col_values = _axis(options["cols"], sources) if "cols" in options else (None, [])
+    empty = options.get("empty", "\u2013")
+    head = [display.name(row_key)]
+    if col_key is None:
+        head += [display.name(_FIELD_RE.search(c).group("field") if "{" in c else c) for c in cells]
+        columns = [(None, c) for c in cells]
+    else:
+        head += [produced(display.label(col_key, v)) for v in col_values]
+        columns = [(v, cells[0]) for v in col_values]
+    body = []
+    for rv in row_values:
+        row = [produced(display.label(row_key, rv))]
+        for cv, cell in columns:
+            where = f"({display.label(row_key, rv)}{'' if cv is None else ', ' + display.label(col_key, cv)})"
+            chosen = {row_key: rv} | ({} if cv is None else {col_key: cv})
+            text = _cell(page, sources, chosen, cell, where)
+            row.append(empty if text is None else produced(text))
+        body.append(row)
+    numeric = [all(r[k + 1] == empty or _numeric(r[k + 1]) for r in body) for k in range(len(columns))]
+    lines = ["| " + " | ".join(_escape(h) for h in head) + " |",
+             "| --- | " + " | ".join("---:" if n else "---" for n in numeric) + " |"]
+    lines += ["| " + " | ".join(_escape(c) for c in row) + " |" for row in body]
+    return "\n".join(lines)
+
+
+def _source(page: PageState, index: int, text: str) -> _Source:
+    m = _SOURCE_RE.match(text)
+    if not m:
+        raise _Refused(f"cannot read source {text!r}; expected RUN:COLLECTION or RUN:COLLECTION[KEY=VALUE,...]")
+    found = page.lookup(index, m.group("ref"))
+    if found is None:
+        raise _Refused(f"source {text!r} names no run")
+    ev, run = found
+    if run is None:
+        raise _Refused(f"source {text!r} names a set; name one of its runs")
+    try:
+        filters = parse_query(f"#{m.group('collection')}[{m.group('filters') or ''}]").filters or ()
+    except QueryError as exc:
+        raise _Refused(f"source {text!r}: {exc}") from None
+    return _Source(ev, run, m.group("collection"), filters)
+
+
+def _check_template(cell: str) -> None:
+    if "{" not in cell:
+        if not re.fullmatch(r"[A-Za-z_]\w*", cell):
+            raise _Refused(f"cell={cell!r} is neither a field nor a template such as \"{{a}} / {{b}}\"")
+        return
+    typed = _FIELD_RE.sub("", cell)
+    if any(c.isdigit() for c in typed):
+        raise _Refused(f"cell template {cell!r} types a figure; every figure in a cell comes from a field")
+
+
+def _axis(option: str, sources: list[_Source]) -> tuple[str, list[str]]:
+    """(key, its values): as listed after ':' (separated by '|'), else in order of appearance."""
+    key, sep, listed = option.partition(":")
+    if sep:
+        values = [v.strip() for v in listed.split("|") if v.strip()]
+        if not values:
+            raise _Refused(f"{option!r} lists no values")
+        return key, values
+    if key == RUN:
+        return key, list(dict.fromkeys(s.run for s in sources))
+    values: dict[str, None] = {}
+    for s in sources:
+        for record in _records(s):
+            if key in record:
+                values.setdefault(show(record[key]), None)
+    if not values:
+        raise _Refused(f"no record of the sources has a field {key!r}")
+    return key, list(values)
+
+
+def _records(source: _Source) -> list[dict]:
+    """The records of a source's first recording (for the order of rows and columns)."""
+    try:
+        return select_records(source.ev, source.run, source.collection, source.filters)
+    except (QueryError, LessonError) as exc:
+        raise _Refused(str(exc)) from None
+
+
+def _cell(page: PageState, sources: list[_Source], chosen: dict[str, str], cell: str, where: str) -> str | None:
+    """The cell's text, or None when no source has a record for it."""
+    for source in sources:
+        if chosen.get(RUN, source.run) != source.run:
+            continue
+        filters = dict(source.filters) | {k: v for k, v in chosen.items() if k != RUN}
+        selection = ",".join(f"{k}={v}" for k, v in filters.items())
+        counts = _sample(source, f"#{source.collection}[{selection}]", where)
+        if counts is None:
+            continue
+        numbers = {int(f.text) for f in counts.values}
+        if numbers == {0}:
+            continue
+        if 0 in numbers:
+            raise _Refused(f"cell {where} selects records in some recordings of {source.run} and none in "
+                           "others; its rows and columns must select the same records in every recording")
+        fields = [cell] if "{" not in cell else [m.group("field") for m in _FIELD_RE.finditer(cell)]
+        values = {f: _value(source, f"{source.collection}[{selection}].{f}", where) for f in fields}
+        return values[cell] if "{" not in cell else _fill(cell, values)
+    return None
+
+
+def _fill(template: str, values: dict[str, str]) -> str:
+    """The template with its fields' values; a bracketed part whose field is none is left out."""
+    def part(m: re.Match[str]) -> str:
+        none = any(values[f.group("field")] == "-" for f in _FIELD_RE.finditer(m.group("part")))
+        return "" if none else m.group("part")
+    return _FIELD_RE.sub(lambda m: values[m.group("field")], _OPTIONAL_RE.sub(part, template))
+
+
+def _sample(source: _Source, query: str, where: str) -> Sample | None:
+    try:
+        return resolve(source.ev, source.run, query)
+    except QueryError as exc:
+        if "matches no record" in str(exc):
+            return None  # a row or column value another source has
+        raise _Refused(f"cell {where}: {exc}") from None
+    except LessonError as exc:
+        raise _Refused(f"cell {where} cannot be read: {exc}") from None
+
+
+def _value(source: _Source, query: str, where: str) -> str:
+    """One value for every recording: the value they share, else the range accept would write."""
+    sample = _sample(source, query, where)
+    if sample is None:  # pragma: no cover - the count selected records
+        return "-"
+    distinct = list(dict.fromkeys(f.text for f in sample.values))
+    if len(distinct) == 1 and not (sample.timing and number(distinct[0]) is not None):
+        return distinct[0]
+    fix = accepted_value(ClaimValue(distinct[0], "exact"), sample)
+    if fix is None:
+        shown = ", ".join(repr(t) for t in distinct[:4])
+        raise _Refused(f"cell {where} varies across {sample.where()}: {shown}; no one value holds for all")
+    return fix
+
+
+def _numeric(text: str) -> bool:
+    inner = re.sub(r"<[^>]*>", "", text)
+    return bool(re.fullmatch(r"[~\d.,e+\-\u2013 /]+", inner)) and any(c.isdigit() for c in inner)
+
+
+def _escape(text: str) -> str:
+    return text.replace("|", "\\|")

@@ -1,0 +1,98 @@
+"""Units of a field, declared once (`[units]` in runs.toml: fraction, percent, per 100000, s), and
+what a claim may do with them.
+
+- A claim may ask for a scaled value instead of the author doing the arithmetic:
+  `{{ 4.1 @ RUN:rows[…].rate as percent }}` or `{{ 4.1 % @ RUN:rows[…].rate }}` on a fraction,
+  `as per 100000` on a fraction; and operations with whole numbers (`+ K`, `- K`, `* K`, `/ K`, in turn)
+  for a figure derived from a recorded one: `{{ 32 @ RUN:tiling[…].full_tiles - 2 }}` (the tile
+  before last), `{{ 32 @ RUN:line_bytes / 4 }}` (words a line).
+- A unit typed right after a claim must be the unit of what the claim shows: `%` after a
+  fraction would show a rate a hundred times too small, so it is refused.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from decimal import Decimal
+
+from lessonkit.pages.claims import Found, Sample, number, show_number
+
+_SCALES = {"percent": (Decimal(100), "percent"), "per 100000": (Decimal(100000), "per 100000")}
+_SUFFIX_RE = re.compile(r"""^(?P<query>.*?)(?:\s+as\s+(?P<scale>percent|per\s+100,?000)"""
+                        r"""|(?P<ops>(?:\s+[-+*/]\s*\d+)+))\s*$""")
+_OP_RE = re.compile(r"""(?P<op>[-+*/])\s*(?P<k>\d+)""")
+# What a reader takes for a unit right after a figure.
+_UNIT_AFTER_RE = re.compile(r"""^\s?(?P<unit>%|\u2030|percent\b|per\s+100,?000\b|per\s+cent\b|ms\b|\u00b5s\b|us\b|ns\b"""
+                            r"""|s\b|seconds?\b)""", re.IGNORECASE)
+_ALLOWED = {
+    "fraction": set(),
+    "percent": {"%", "percent", "per cent"},
+    "per 100000": {"per 100000", "per 100,000"},
+    "s": {"s", "second", "seconds"},
+}
+
+
+@dataclass(frozen=True)
+class Transform:
+    """What a claim does to the values its query finds: scale them, or add an offset."""
+
+    scale: str | None = None  # "percent" or "per 100000"
+    ops: tuple[tuple[str, int], ...] = ()  # ("+"|"-"|"*"|"/", K) in turn: a figure derived from a recorded one
+
+    def apply(self, sample: Sample) -> Sample | str:
+        """The sample transformed, or a message saying why it cannot be."""
+        if self.scale is None and not self.ops:
+            return sample
+        values = []
+        for found in sample.values:
+            n = number(found.text)
+            if n is None:
+                return f"{found.text!r} is not a number, so it cannot be {'scaled' if self.scale else 'derived'}"
+            if self.scale:
+                n = n * _SCALES[self.scale][0]
+            for op, k in self.ops:
+                if op == "/" and k == 0:
+                    return "a figure cannot be divided by 0"
+                n = {"+": n + k, "-": n - k, "*": n * k, "/": n / k if k else n}[op]
+            values.append(Found(show_number(n), found.path, found.line))
+        return replace(sample, values=tuple(values))
+
+
+def split_transform(ref_query: str, value: str) -> tuple[str, str, Transform]:
+    """(ref_query, value, transform): `… as percent`, `… - 2` and a value `4.1 %` read off."""
+    transform = Transform()
+    m = _SUFFIX_RE.match(ref_query)
+    if m:
+        ref_query = m.group("query").strip()
+        if m.group("scale"):
+            transform = Transform(scale="percent" if m.group("scale") == "percent" else "per 100000")
+        else:
+            transform = Transform(ops=tuple((o.group("op"), int(o.group("k"))) for o in _OP_RE.finditer(m.group("ops"))))
+    if value.endswith("%") and transform.scale is None:
+        value = value[:-1].rstrip()
+        transform = replace(transform, scale="percent")
+    return ref_query, value, transform
+
+
+def shown_unit(declared: str | None, transform: Transform) -> str | None:
+    """The unit of what a claim shows: the field's declared unit, scaled as the claim asks."""
+    if transform.scale is not None:
+        return transform.scale
+    return declared
+
+
+def unit_problem(unit: str | None, after: str) -> str | None:
+    """What is wrong with the unit typed right after a claim that shows `unit`, or None."""
+    if unit is None:
+        return None
+    m = _UNIT_AFTER_RE.match(after)
+    if not m:
+        return None
+    typed = " ".join(m.group("unit").lower().split())
+    if typed in _ALLOWED.get(unit, set()):
+        return None
+    if unit == "fraction":
+        return (f"the claim shows a fraction, and {typed!r} after it would make a reader read it as one; ask for "
+                "the scaled value instead: {{ V @ RUN:QUERY as percent }} (or as per 100000)")
+    return f"the claim shows a value in {unit}, and {typed!r} after it is another unit"
