@@ -106,3 +106,15 @@ def test_produced_values_are_marked_except_where_markdown_shows_text_as_typed(de
     assert '<h2><span class="lk-v">2</span> reports</h2>' in html
     assert '<td><span class="lk-v">2</span></td>' in html
     assert '<a href="#x"><span class="lk-v">2</span> reports</a>' in html
+
+
+def test_a_pages_result_depends_on_its_lessons_display_declarations(demo_repo: Path):
+    from lessonkit.site.check import CheckedSite
+
+    site = CheckedSite(demo_repo)
+    page = "{{ evidence demo }}\n\n{{ table race:rows rows=kernel cols=threads cell=mismatches }}\n"
+    site.refresh()
+    assert "the demo kernel" not in site.page(page, "docs/p.md").markdown
+    _with_display(demo_repo)
+    site.refresh()
+    assert "the demo kernel" in site.page(page, "docs/p.md").markdown

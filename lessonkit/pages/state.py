@@ -94,6 +94,7 @@ class PageState:
     citations: list[tuple[int, str, str]] = field(default_factory=list)  # (source line, set, run)
     unknowable: list[int] = field(default_factory=list)  # source lines citing an unreadable set
     transcripts: bool = True  # render transcript blocks (not needed for the errors alone)
+    displays: dict[str, Display] = field(default_factory=dict)  # each lesson's, read once a page
 
     def error(self, index: int, message: str) -> LessonError:
         """Record an error at 0-based source line `index`."""
@@ -141,10 +142,14 @@ class PageState:
     def display(self, ev: EvidenceSet) -> Display:
         """How the set's lesson names its evidence (code/<lesson>/runs.toml; empty if unreadable,
         which the site's own check reports)."""
-        try:
-            return load_spec(self.repo / "code", ev.lesson).display
-        except LessonError:
-            return Display()
+        known = self.displays.get(ev.lesson)
+        if known is None:
+            try:
+                known = load_spec(self.repo / "code", ev.lesson).display
+            except LessonError:
+                known = Display()
+            self.displays[ev.lesson] = known
+        return known
 
     def cite(self, index: int, set_name: str, group: str) -> None:
         """Note that source line `index` cites run `group` of `set_name`."""
