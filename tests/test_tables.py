@@ -118,3 +118,14 @@ def test_a_pages_result_depends_on_its_lessons_display_declarations(demo_repo: P
     _with_display(demo_repo)
     site.refresh()
     assert "the demo kernel" in site.page(page, "docs/p.md").markdown
+
+
+@pytest.mark.parametrize("table, message", [
+    ('[labels.n]\n4194304 = "2^22 elements"\n', "types the figure '2'"),
+    ('[labels.run]\nrace = "racecheck at 64 threads"\n', "types the figure '64'"),
+    ('[labels.run]\nnope = "a run"\n', "'nope' is not a run of this lesson"),
+])
+def test_a_label_may_not_type_a_figure_of_its_own(table: str, message: str):
+    with pytest.raises(LessonError, match=message):
+        parse_spec(RUNS + "\n" + table, "code/demo/runs.toml")
+    assert parse_spec(RUNS + '\n[labels.run]\nrace = "racecheck"\n', "x").display.label("run", "race") == "racecheck"

@@ -17,6 +17,7 @@ A label stands for exactly one value of its key, so two values may not share one
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from lessonkit.errors import LessonError
@@ -58,8 +59,15 @@ class Display:
         return self.units.get(key)
 
 
-def parse_display(data: dict, source: str) -> Display:
-    """The display tables of a parsed runs.toml; LessonError for a malformed one."""
+_NUMBER_RE = re.compile(r"""\d+(?:[.,]\d+)*""")
+
+
+def parse_display(data: dict, source: str, commands: dict[str, str] | None = None) -> Display:
+    """The display tables of a parsed runs.toml; LessonError for a malformed one.
+
+    A label may not type a figure of its own: a number in a value's label is in the value
+    (`4194304 = "2^22 elements"` is refused; write a format, `n = "{} elements"`), and a number
+    in a run's label is in the run's command (`commands`: run name -> command)."""
     def strings(table: object, where: str) -> dict[str, str]:
         if not isinstance(table, dict) or not all(isinstance(v, str) for v in table.values()):
             raise LessonError(source, None, f"[{where}]: expected a table of strings")
@@ -74,6 +82,14 @@ def parse_display(data: dict, source: str) -> Display:
         values = strings(table, f"labels.{key}")
         seen: dict[str, str] = {}
         for value, label in values.items():
+            source_text = (commands or {}).get(value, "") if key == "run" else value
+            if key == "run" and commands is not None and value not in commands:
+                raise LessonError(source, None, f"[labels.run]: {value!r} is not a run of this lesson")
+            typed = [n for n in _NUMBER_RE.findall(label) if n not in _NUMBER_RE.findall(source_text)]
+            if typed:
+                whose = "the run's command" if key == "run" else f"the value {value!r}"
+                raise LessonError(source, None, f"[labels.{key}]: {value} = {label!r} types the figure {typed[0]!r}, "
+                                  f"which is not in {whose}; a label's figures come from what it labels")
             if label in seen:
                 raise LessonError(source, None, f"[labels.{key}]: {seen[label]!r} and {value!r} are both "
                                   f"labelled {label!r}; a label must stand for one value")

@@ -136,7 +136,8 @@ def parse_spec(text: str, source: str) -> LessonSpec:
             exclusive=need(raw, "exclusive", bool, where, False),
         ))
     compare = _compare(data.get("compare", []), text, source, need)
-    return LessonSpec(lesson, source, inputs, dict(build), tuple(runs), compare, parse_display(data, source))
+    return LessonSpec(lesson, source, inputs, dict(build), tuple(runs), compare,
+                      parse_display(data, source, {r.name: r.command for r in runs}))
 
 
 _RELEASE_RE = re.compile(r"""\A\d+\.\d+\Z""")

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 RUN = "run"
 _FIELD_RE = re.compile(r"""\{(?P<field>[A-Za-z_]\w*)\}""")
 _OPTIONAL_RE = re.compile(r"""\[(?P<part>[^\[\]]*)\]""")
+# A rounded figure of seven digits or more ("~30000000000") reads better as 3e10.
+_ROUND_BIG_RE = re.compile(r"""(?<![\d.])(?P<lead>[1-9]\d{0,2})(?P<zeros>0{6,})(?![\d.])""")
 _SOURCE_RE = re.compile(r"""^(?P<ref>[^:\s]+):(?P<collection>[A-Za-z_]\w*)(?:\[(?P<filters>[^\]]*)\])?$""")
 
 
@@ -212,7 +214,15 @@ def _value(source: _Source, query: str, where: str) -> str:
     if fix is None:
         shown = ", ".join(repr(t) for t in distinct[:4])
         raise _Refused(f"cell {where} varies across {sample.where()}: {shown}; no one value holds for all")
-    return fix
+    return _ROUND_BIG_RE.sub(_short, fix)
+
+
+
+def _short(m: re.Match[str]) -> str:
+    """'30000000000' as '3e10', '2500000' as '2.5e6'."""
+    lead = m.group("lead").rstrip("0")
+    exponent = len(m.group("lead")) + len(m.group("zeros")) - 1
+    return f"{lead[0]}{'.' + lead[1:] if lead[1:] else ''}e{exponent}"
 
 
 def _numeric(text: str) -> bool:
