@@ -129,3 +129,12 @@ def test_a_label_may_not_type_a_figure_of_its_own(table: str, message: str):
     with pytest.raises(LessonError, match=message):
         parse_spec(RUNS + "\n" + table, "code/demo/runs.toml")
     assert parse_spec(RUNS + '\n[labels.run]\nrace = "racecheck"\n', "x").display.label("run", "race") == "racecheck"
+
+
+def test_a_declared_label_with_a_comma_binds_whole(demo_repo: Path):
+    runs = demo_repo / "code/demo/runs.toml"
+    runs.write_text(runs.read_text() + '\n[labels.kernel]\nk = "k, the demo"\n')
+    table = ("| kernel | mismatches |\n| --- | ---: |\n"
+             "| k, the demo | {{ 7 @ demo/race:rows[threads=256,kernel=k].mismatches }} |\n")
+    assert errs(demo_repo, table) == []
+    assert len(errs(demo_repo, table.replace("k, the demo |", "k, a demo |"))) == 1

@@ -137,7 +137,8 @@ def parse_spec(text: str, source: str) -> LessonSpec:
         ))
     compare = _compare(data.get("compare", []), text, source, need)
     return LessonSpec(lesson, source, inputs, dict(build), tuple(runs), compare,
-                      parse_display(data, source, {r.name: r.command for r in runs}))
+                      parse_display(data, source, {name: r.command for r in runs
+                                                    for name in (r.name, *(a.name for a in r.artifacts))}))
 
 
 _RELEASE_RE = re.compile(r"""\A\d+\.\d+\Z""")

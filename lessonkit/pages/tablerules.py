@@ -113,6 +113,9 @@ def _texts(key: str, value: str, display: Display) -> set[str]:
 
 def _binding(text: str, pairs: dict[str, str], display: Display) -> set[str] | None:
     """The keys a label binds to (every comma-separated part bound), or None."""
+    whole = {k for k, v in pairs.items() if text in _texts(k, v, display)}
+    if whole:
+        return whole  # a declared label may hold a comma: "GPU, writer only"
     keys: set[str] = set()
     for part in (p.strip() for p in text.split(",")):
         found = {k for k, v in pairs.items() if part in _texts(k, v, display)}
