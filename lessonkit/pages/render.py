@@ -242,16 +242,16 @@ def _spread_table(entries: Sequence[TranscriptEntry], figures: Sequence[dict[str
 
 
 def render_provenance(ev: EvidenceSet) -> str:
-    """A table of the set's provenance."""
+    """A table of the set's provenance, each value marked as produced."""
     rows = ["| recorded with | value |", "| --- | --- |"]
     for key, label in _PROVENANCE_ORDER:
         if key in ev.provenance:
-            rows.append(f"| {label} | {html.escape(str(ev.provenance[key]))} |")
+            rows.append(f"| {label} | {produced(str(ev.provenance[key])).replace('|', '&#124;')} |")
     rows.append(f"| build line | {_inline_code(ev.build)} |")
     dates = sorted(e.date for e in ev.entries.values())
     if dates:
         span = dates[0] if dates[0][:10] == dates[-1][:10] else f"{dates[0]} to {dates[-1]}"
-        rows.append(f"| recorded (UTC) | {html.escape(span)} |")
+        rows.append(f"| recorded (UTC) | {produced(span)} |")
     return "\n".join(rows)
 
 
