@@ -138,3 +138,13 @@ def test_a_declared_label_with_a_comma_binds_whole(demo_repo: Path):
              "| k, the demo | {{ 7 @ demo/race:rows[threads=256,kernel=k].mismatches }} |\n")
     assert errs(demo_repo, table) == []
     assert len(errs(demo_repo, table.replace("k, the demo |", "k, a demo |"))) == 1
+
+
+def test_large_figures_in_cells_read_as_a_reader_expects(demo_repo: Path):
+    import json
+
+    rows = [{"config": "a", "instances": 24092082176, "count": 108192, "rate_per_s": 3.1e10}]
+    record_set(demo_repo, "demo", {"race": RACE, "bare": RACE, "res-json": json.dumps({"rows": rows})})
+    page = "{{ evidence demo }}\n\n{{ table res-json:rows rows=config cell=count cell=rate_per_s }}\n"
+    md = run_page(demo_repo, page).markdown
+    assert '<span class="lk-v">108,192</span>' in md and '<span class="lk-v">~3e10</span>' in md

@@ -6,7 +6,8 @@ Rows are the values of `rows=KEY`, columns the values of `cols=KEY` (or, without
 column for each `cell=`), each in order of first appearance, or as listed: `rows=kernel:A|B`.
 A cell is a FIELD of the one record its row and column select (every record, with a `KEY=*`
 filter), over every recording of the run: one value when all agree, otherwise the range that
-`lessonkit accept` would write for it; a text that differs between recordings is an error
+`lessonkit accept` would write for it (whole numbers of five digits and more with thousands
+separators, rounded ones of seven and more as 3e10); a text that differs between recordings is an error
 naming the cell. `cell="{wrong_launches} / {launches}"` composes fields; a part in brackets
 is left out when a field in it is none: `"{mismatches}[, from {first_bad}]"`. A cell that
 selects nothing shows `empty="…"` (default "–"). Headers and labels come from the lesson's
@@ -33,6 +34,8 @@ _FIELD_RE = re.compile(r"""\{(?P<field>[A-Za-z_]\w*)\}""")
 _OPTIONAL_RE = re.compile(r"""\[(?P<part>[^\[\]]*)\]""")
 # A rounded figure of seven digits or more ("~30000000000") reads better as 3e10.
 _ROUND_BIG_RE = re.compile(r"""(?<![\d.])(?P<lead>[1-9]\d{0,2})(?P<zeros>0{6,})(?![\d.])""")
+# A whole number of five digits or more, written with thousands separators: 108,192.
+_GROUPED_RE = re.compile(r"""(?<![\w.,:\-+])\d{5,}(?![\w.,])""")
 _SOURCE_RE = re.compile(r"""^(?P<ref>[^:\s]+):(?P<collection>[A-Za-z_]\w*)(?:\[(?P<filters>[^\]]*)\])?$""")
 
 
@@ -179,7 +182,8 @@ def _cell(page: PageState, sources: list[_Source], chosen: dict[str, str], cell:
                            "others; its rows and columns must select the same records in every recording")
         fields = [cell] if "{" not in cell else [m.group("field") for m in _FIELD_RE.finditer(cell)]
         values = {f: _value(source, f"{source.collection}[{selection}].{f}", where) for f in fields}
-        return values[cell] if "{" not in cell else _fill(cell, values)
+        text = values[cell] if "{" not in cell else _fill(cell, values)
+        return _GROUPED_RE.sub(lambda m: f"{int(m.group()):,}", text)
     return None
 
 
