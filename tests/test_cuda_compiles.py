@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from lessonkit.regions import parse_regions
-from lessonkit.spec import load_spec
+from lessonkit.evidence.spec import load_spec
+from lessonkit.pages.regions import parse_regions
 
 SOURCE = REPO / "code/day62-racecheck/racecheck.cu"
 USAGE = "usage: ./racecheck [buggy|fixed|all]\n       ./racecheck stayalive 32|256\n"

@@ -6,8 +6,8 @@ import pytest
 from conftest import RACE
 
 from lessonkit.errors import LessonError
-from lessonkit.jsontranscript import parse_json_transcript
-from lessonkit.transcript import iter_summary_mentions, parse_summary, parse_transcript
+from lessonkit.evidence.jsontranscript import parse_json_transcript
+from lessonkit.evidence.transcript import iter_summary_mentions, parse_summary, parse_transcript
 
 ANALYSIS_REVERSED = """\
 ========= COMPUTE-SANITIZER
