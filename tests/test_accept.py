@@ -8,7 +8,14 @@ from pathlib import Path
 import pytest
 from conftest import BARE, PAGE, RACE, record_set
 
-from lessonkit.cli.accept import EXIT_DONE, EXIT_REFUSED, EXIT_UNCONFIRMED, main
+from lessonkit.cli.accept import (
+    EXIT_DONE,
+    EXIT_REFUSED,
+    EXIT_UNCONFIRMED,
+    apply_edits,
+    main,
+    plan_accept,
+)
 from lessonkit.site.check import check_site
 
 STALE = "{{ 120 @ race:reports[severity=Error].hazards }}"
@@ -152,3 +159,21 @@ def test_the_command_line_runs_accept(rerecorded: Path, capsys):
     assert capsys.readouterr().out.startswith("docs/index.md:7: 120 -> 110\u2013140\n")
     assert cli(["accept", "--repo", str(rerecorded)]) == EXIT_DONE
     assert capsys.readouterr().out == "every claim holds; nothing to accept\n"
+
+
+def test_a_refresh_that_moves_the_sources_lines_leaves_no_stale_line_reference(demo_repo: Path):
+    """One comment line added at the top of the source: every line reference follows it after accept."""
+    page = ("{{ evidence demo }}\n\n"
+            "{{ region demo/demo.cu body highlight=4@race:reports[severity=Error].line,@body+2 }}\n\n"
+            "The race is at {{ demo.cu:4 @ race:reports[severity=Error].location }}.\n")
+    (demo_repo / "docs/index.md").write_text(page)
+    assert plan_accept(demo_repo).edits == []
+    source = demo_repo / "code/demo/demo.cu"
+    source.write_text("// one more line\n" + source.read_text())
+    record_set(demo_repo, "demo", {"race": RACE.replace("demo.cu:4", "demo.cu:5"), "bare": BARE})
+    plan = plan_accept(demo_repo)
+    assert sorted((e.old, e.new) for e in plan.edits) == [("4", "5"), ("demo.cu:4", "demo.cu:5")]
+    apply_edits(demo_repo, plan.edits)
+    assert plan_accept(demo_repo).edits == [] and plan_accept(demo_repo).refused == []
+    text = (demo_repo / "docs/index.md").read_text()
+    assert "highlight=5@race:reports[severity=Error].line,@body+2" in text and "{{ demo.cu:5 @" in text

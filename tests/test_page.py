@@ -102,8 +102,8 @@ def test_escaped_braces_are_left_alone(demo_repo: Path):
 
 
 def test_highlight_outside_region(demo_repo: Path):
-    assert errs(demo_repo, "{{ region demo/demo.cu body highlight=9@demo/race:reports[severity=Error].line }}") == [
-        "docs/p.md:1: highlighted line 9 is outside region 'body' of code/demo/demo.cu (lines 4-5)"]
+    assert errs(demo_repo, "{{ region demo/demo.cu body highlight=7@demo/race:rows[threads=256].mismatches }}") == [
+        "docs/p.md:1: highlighted line 7 is outside region 'body' of code/demo/demo.cu (lines 4-5)"]
     assert errs(demo_repo, "{{ region demo/demo.cu body highlight=@body+3 }}") == [
         ("docs/p.md:1: highlight '@body+3' is line 6, past the end of region 'body' (lines 4-5); count from its "
          "marker: +1 is its first line")]

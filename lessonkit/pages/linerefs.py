@@ -73,11 +73,7 @@ def highlighted(page: PageState, token: Token, relpath: str, region: Region, ite
                        "line after a snippet marker)")
             return None
         line = int(m.group("line"))
-    if not region.contains(line):
-        page.error(index, f"highlighted line {line} is outside region {region.name!r} of code/{relpath} "
-                   f"(lines {region.first}-{region.last})")
-        return None
-    if not marker:
+    if not marker:  # the claim first: when the file's lines moved, accept can rewrite it
         at = re.search(r"(?<=[=,])" + re.escape(item), source)
         start = token.start + (at.start() if at else 0)
         errors_before = len(page.result.errors)
@@ -85,4 +81,8 @@ def highlighted(page: PageState, token: Token, relpath: str, region: Region, ite
                          whole_number=True)
         if len(page.result.errors) > errors_before:
             return None
+    if not region.contains(line):
+        page.error(index, f"highlighted line {line} is outside region {region.name!r} of code/{relpath} "
+                   f"(lines {region.first}-{region.last})")
+        return None
     return line
