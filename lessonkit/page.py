@@ -27,12 +27,13 @@ from lessonkit.claims import ClaimValue, ClaimValueError, judge, parse_claim_val
 from lessonkit.errors import LessonError, LessonErrors
 from lessonkit.evidence import EvidenceSet
 from lessonkit.pagescan import LineIndex, OutLine, Span, Token, scan, stands_alone, structure
-from lessonkit.pagetext import SUMMARY_MENTION_RE, visible
+from lessonkit.pagetext import SUMMARY_MENTION_RE, code_spans, visible
 from lessonkit.query import Query, QueryError, parse_query, resolve
 from lessonkit.regions import load_region
 from lessonkit.render import (
     Published,
     large_recordings,
+    produced,
     render_commands,
     render_provenance,
     render_region,
@@ -81,6 +82,9 @@ class PageResult:
     published: list[Published] = field(default_factory=list)
     sources: set[str] = field(default_factory=set)  # paths under code/ its region directives read
     looked_up: set[str] = field(default_factory=set)  # names it looked up among the evidence sets
+    # Claims shown where a produced() span cannot go (a code span or block, an image's alt text, a
+    # tag's attribute): (the text around the value as the rendered page shows it, value's start, end).
+    unmarked: list[tuple[str, int, int]] = field(default_factory=list)
 
     def slot(self, html: str) -> str:
         """A placeholder for finished HTML, filled in by `fill` once Markdown has run."""
@@ -98,6 +102,8 @@ class ShownClaim:
 
     value: ClaimValue | None
     query: Query | None
+    run: tuple[str, str] | None = None  # (set, run) it cites, when its reference names a run
+    unknowable: bool = False  # its set cannot be read: what it cites is not known
 
 
 @dataclass
@@ -193,23 +199,24 @@ class _Page:
         if found is None:
             new = self.result.errors[errors_before:]
             outcome(new[0] if new else None, skipped=not new)
-            return ShownClaim(claim, parsed_query)
+            return ShownClaim(claim, parsed_query, unknowable=not new)
         ev, group = found
         set_name.append(ev.name)
+        run = (ev.name, group) if group is not None else None
         try:
             sample = resolve(ev, group, query)
         except QueryError as exc:
             outcome(self.error(index, f"claim {value!r} ({shown}): {exc}"))
-            return ShownClaim(claim, parsed_query)
+            return ShownClaim(claim, parsed_query, run)
         except LessonError as exc:  # a recording is missing or malformed
             outcome(self.error(index, f"claim {value!r} ({shown}) cannot be checked: {exc}"))
-            return ShownClaim(claim, parsed_query)
+            return ShownClaim(claim, parsed_query, run, unknowable=True)
         verdict = judge(claim, sample)
         if verdict.holds:
             outcome()
         else:
             outcome(self.error(index, f"claim {value!r} ({shown}) {verdict.problem}"), verdict.fix)
-        return ShownClaim(claim, parsed_query)
+        return ShownClaim(claim, parsed_query, run)
 
 
 def _try_query(text: str) -> Query | None:
@@ -231,7 +238,7 @@ def process_page(markdown: str, path: str, repo: Path, sets: dict[str, EvidenceS
         check_row_labels,
         check_summaries,
     )
-    from lessonkit.pagetext import check_hidden_text, check_typed_output
+    from lessonkit.pagetext import check_hidden_text, check_reserved_marks, check_typed_output
 
     sets = _Reads(sets)
     page = _Page(path, line_offset, repo, sets, set(broken_sets), transcripts=transcripts)
@@ -247,14 +254,55 @@ def process_page(markdown: str, path: str, repo: Path, sets: dict[str, EvidenceS
             if page.default_set not in sets and page.default_set not in page.broken_sets:
                 page.lookup(token.line, page.default_set)
     out = _expand(page, markdown, lines, tokens)
-    in_fence, sections = structure(out)
+    in_fence, _ = structure(out)
     check_hidden_text(page, out, in_fence)
     check_typed_output(page, out, in_fence)
+    check_reserved_marks(page, out, in_fence)
     check_row_labels(page, out, in_fence)
-    check_summaries(page, out, in_fence, sections)
+    check_summaries(page, out, in_fence)
     page.result.errors.sort(key=lambda e: e.line or 0)
-    page.result.markdown = "\n".join(line.text for line in out)
+    page.result.markdown = _marked_markdown(out, in_fence, page.result.unmarked)
     return page.result
+
+
+# What passes from the Markdown to a code block's or an attribute's text unchanged: the context
+# kept for a claim that cannot carry a produced() span stops at anything Markdown may transform.
+_CONTEXT_STOP = frozenset("`<>&\\*_[]\"'|\n")
+_CONTEXT_MAX = 40
+_TAG_RE = re.compile(r"""<[^<>]*>""")
+_ALT_RE = re.compile(r"""!\[[^\]]*\]""")
+
+
+def _marked_markdown(out: list[OutLine], in_fence: list[bool], unmarked: list[tuple[str, int, int]]) -> str:
+    """The expanded page with every claim's value marked as produced (lessonkit.render.produced), or,
+    where HTML cannot hold a span (code, alt text, a tag), its context noted in `unmarked`."""
+    lines = []
+    for i, line in enumerate(out):
+        if not line.spans:
+            lines.append(line.text)
+            continue
+        text = line.text
+        closed = [] if in_fence[i] else code_spans(text) + [
+            (m.start(), m.end()) for r in (_TAG_RE, _ALT_RE) for m in r.finditer(text)]
+        pieces, pos = [], 0
+        for span in sorted(line.spans, key=lambda s: s.start):
+            value = text[span.start:span.end]
+            pieces.append(text[pos:span.start])
+            pos = span.end
+            if not in_fence[i] and not any(a <= span.start < b for a, b in closed):
+                pieces.append(produced(value))
+                continue
+            left = span.start
+            while left > 0 and span.start - left < _CONTEXT_MAX and text[left - 1] not in _CONTEXT_STOP:
+                left -= 1
+            right = span.end
+            while right < len(text) and right - span.end < _CONTEXT_MAX and text[right] not in _CONTEXT_STOP:
+                right += 1
+            unmarked.append((text[left:right], span.start - left, span.end - left))
+            pieces.append(value)
+        pieces.append(text[pos:])
+        lines.append("".join(pieces))
+    return "\n".join(lines)
 
 
 class _Reads(dict):

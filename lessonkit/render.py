@@ -27,6 +27,28 @@ _PROVENANCE_ORDER = (
 )
 
 
+PRODUCED_CLASS = "lk-v"  # the class of text a claim or directive produced from the evidence
+REGION_CLASS = "lk-region"  # a code block a region directive cut from a recorded input
+COMMANDS_CLASS = "lk-commands"  # the build line and recorded commands (commands directive)
+TRANSCRIPT_CLASS = "lk-transcript"  # a transcript directive's block: what the runs printed
+
+
+def produced(text: str) -> str:
+    """`text`, which a claim or directive produced from the evidence, marked so for the rendered-page audit.
+
+    Inline Markdown (raw HTML): `<span class="lk-v">TEXT</span>`. The audit (lessonkit.audit)
+    counts a figure inside it as checked; a page's own text may not use the class
+    (lessonkit.pagetext refuses it), so only the core makes one.
+    """
+    return f'<span class="{PRODUCED_CLASS}">{text}</span>'
+
+
+def language_of(path: str) -> str:
+    """The highlighting language a code block of file `path` is shown in ("cuda" for a .cu file)."""
+    suffix = "." + path.rsplit(".", 1)[-1] if "." in path.rsplit("/", 1)[-1] else ""
+    return _LANGUAGES.get(suffix, "text")
+
+
 def _fence(text: str, char: str = "`", shortest: int = 3) -> str:
     """A run of `char` longer than any run of it inside `text`, and at least `shortest` long."""
     longest = max((len(m) for m in re.findall(re.escape(char) + "+", text)), default=0)
@@ -44,14 +66,13 @@ def render_region(region: Region, highlight: list[int]) -> str:
     (a teaching comment stays readable on a phone) and keeps each file line number beside
     the first row of its line.
     """
-    suffix = "." + region.source.rsplit(".", 1)[-1] if "." in region.source else ""
-    lang = _LANGUAGES.get(suffix, "text")
+    lang = language_of(region.source)
     # The region's indent is the enclosing function's, not part of the lesson.
     text = textwrap.dedent(region.text)
     fence = _fence(text)
     name = region.source.rsplit("/", 1)[-1]
     title = f"{name}, lines {region.first}\u2013{region.last} ({region.name})"
-    attrs = [f".{lang}", ".lk-region", f'linenums="{region.first}"', f'title="{_attr(title)}"']
+    attrs = [f".{lang}", f".{REGION_CLASS}", f'linenums="{region.first}"', f'title="{_attr(title)}"']
     if highlight:
         attrs.append('hl_lines="' + " ".join(str(n - region.first + 1) for n in highlight) + '"')
     return f"{fence} {{{' '.join(attrs)}}}\n{text}\n{fence}"
@@ -121,7 +142,7 @@ def render_transcript(ev: EvidenceSet, group: str, texts: Sequence[str], *, titl
     entries = [ev.entries[n] for n in names]
     heading = title or f"Transcript {ev.name}/{group}"
     parts = [(
-        f'<details class="abstract lk-transcript" data-search-exclude{" open" if opened else ""}>\n'
+        f'<details class="abstract {TRANSCRIPT_CLASS}" data-search-exclude{" open" if opened else ""}>\n'
         f"<summary>{html.escape(heading)} ({html.escape(_status(entries))})</summary>\n"
         f"<p><strong>Command</strong> <code>{html.escape(entries[0].command)}</code>, run in the folder where "
         f"the program was built with <code>{html.escape(ev.build)}</code>. {_run_provenance(ev, entries)}</p>\n"
@@ -219,12 +240,12 @@ def render_provenance(ev: EvidenceSet) -> str:
     rows = ["| recorded with | value |", "| --- | --- |"]
     for key, label in _PROVENANCE_ORDER:
         if key in ev.provenance:
-            rows.append(f"| {label} | {html.escape(str(ev.provenance[key]))} |")
-    rows.append(f"| build line | {_inline_code(ev.build)} |")
+            rows.append(f"| {label} | {produced(html.escape(str(ev.provenance[key])))} |")
+    rows.append(f"| build line | {produced(_inline_code(ev.build))} |")
     dates = sorted(e.date for e in ev.entries.values())
     if dates:
         span = dates[0] if dates[0][:10] == dates[-1][:10] else f"{dates[0]} to {dates[-1]}"
-        rows.append(f"| recorded (UTC) | {html.escape(span)} |")
+        rows.append(f"| recorded (UTC) | {produced(html.escape(span))} |")
     return "\n".join(rows)
 
 
@@ -233,4 +254,4 @@ def render_commands(ev: EvidenceSet, names: list[str]) -> str:
     lines = [f"$ {ev.build}"] + [f"$ {ev.entries[n].command}" for n in names]
     text = "\n".join(lines)
     fence = _fence(text)
-    return f"{fence} console\n{text}\n{fence}"
+    return f"{fence} {{.console .{COMMANDS_CLASS}}}\n{text}\n{fence}"
