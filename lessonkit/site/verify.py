@@ -6,7 +6,7 @@ Markdown extension add it). A built page without it that still shows a claim
 that never ran lessonkit: the hooks were ignored, or the extension was not configured. A page
 with an unfilled transcript slot ran the expansion but not its second half. And with the
 repository it was built from (`--repo`, default the working directory), every built page is
-audited as a reader sees it (lessonkit.audit), so an engine that ran the expansion but skipped
+audited as a reader sees it (lessonkit.pages.audit), so an engine that ran the expansion but skipped
 the audit, or changed the page after it, is caught too.
 """
 
@@ -27,7 +27,7 @@ _TOKEN_RE = re.compile(r"""\{\{(?P<body>[^{}\n]{1,400}?)\}\}""", re.VERBOSE)
 _DIRECTIVE_RE = re.compile(rf"""^\s*(?P<word>{'|'.join(_DIRECTIVES)})\b""", re.VERBOSE)
 _SLOT_RE = re.compile(r"""<div\ data-lk-slot="\d+"></div>""", re.VERBOSE)
 _FIX = ("the engine published it without lessonkit; MkDocs and ProperDocs need "
-        "'hooks: [hooks/lessonkit_hooks.py]', other engines 'markdown_extensions: [lessonkit.mdext]'")
+        "'hooks: [hooks/lessonkit_hooks.py]', other engines 'markdown_extensions: [lessonkit.site.mdext]'")
 
 
 def unexpanded(text: str, shown: str) -> list[LessonError]:
@@ -80,8 +80,8 @@ def built_page(site_dir: Path, docs_path: str) -> Path | None:
 
 
 def audit_site(site_dir: Path, repo: Path) -> list[LessonError]:
-    """The rendered-page audit (lessonkit.audit) of every page of `repo`'s docs/ as built under `site_dir`."""
-    from lessonkit.site import CheckedSite, docs_pages  # the whole core: only the audit needs it
+    """The rendered-page audit (lessonkit.pages.audit) of every page of `repo`'s docs/ as built under `site_dir`."""
+    from lessonkit.site.check import CheckedSite, docs_pages  # the whole core: only the audit needs it
 
     session = CheckedSite(repo)
     session.refresh()

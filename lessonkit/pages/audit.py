@@ -1,8 +1,8 @@
 """The rendered-page audit: what a reader finally sees, against the evidence the page cites.
 
 The checks on the Markdown hold every claim to the evidence; the words around a claim are the
-author's. The audit reads the page as rendered (lessonkit.readertext: element text, alt, title
-and aria-label text, SVG text, Unicode folded by lessonkit.fold) and refuses, in a page that
+author's. The audit reads the page as rendered (lessonkit.pages.readertext: element text, alt, title
+and aria-label text, SVG text, Unicode folded by lessonkit.pages.fold) and refuses, in a page that
 cites evidence:
 
 - a figure a reader sees that equals a value of the evidence the page cites (any number of any
@@ -34,12 +34,12 @@ from typing import Any
 import yaml
 
 from lessonkit.errors import LessonError
-from lessonkit.evidence import EvidenceSet
-from lessonkit.fold import shown, skeleton
-from lessonkit.page import PAGE_RANK, PageResult
-from lessonkit.pagetext import visible
-from lessonkit.readertext import Line, ReaderText, read_html
-from lessonkit.render import language_of
+from lessonkit.evidence.sets import EvidenceSet
+from lessonkit.pages.fold import shown, skeleton
+from lessonkit.pages.readertext import Line, ReaderText, read_html
+from lessonkit.pages.render import language_of
+from lessonkit.pages.state import PAGE_RANK, PageResult
+from lessonkit.pages.text import visible
 from lessonkit.textio import FRONT_MATTER_RE
 
 NARRATIVE = "narrative"

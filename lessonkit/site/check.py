@@ -5,7 +5,7 @@ files change (`mkdocs serve`): it reloads the evidence when a file under evidenc
 changed and re-checks exactly the pages whose inputs changed (the page, the evidence sets
 it cites or names, the code files its regions come from), reusing every other page's
 result, so its errors are always those a full check of the same files would report. With the
-cache on disk (lessonkit.cache, lessonkit.sitecache) a new process, `check` or a build, starts
+cache on disk (lessonkit.cache, lessonkit.site.sitecache) a new process, `check` or a build, starts
 from the results an earlier one stored for the same contents.
 """
 
@@ -20,14 +20,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from lessonkit import cache, sitecache
-from lessonkit.audit import audit_page
+from lessonkit import cache
+from lessonkit.site import sitecache
 from lessonkit.cache import HashStore, Store
 from lessonkit.errors import LessonError
-from lessonkit.evidence import Evidence, load_all_evidence, set_folders
-from lessonkit.manifest import use_hash_store
-from lessonkit.page import PageResult, process_page
-from lessonkit.spec import load_spec
+from lessonkit.evidence.sets import Evidence, load_all_evidence, set_folders
+from lessonkit.evidence.manifest import use_hash_store
+from lessonkit.pages.page import process_page
+from lessonkit.pages.state import PageResult
+from lessonkit.pages.audit import audit_page
+from lessonkit.evidence.spec import load_spec
 from lessonkit.textio import FRONT_MATTER_RE
 
 _REGION_LINE_RE = re.compile(r"""^[ \t]*\{\{[ \t]*region\b(?P<args>.*?)\}\}[ \t]*$""", re.VERBOSE | re.MULTILINE)
@@ -410,7 +412,7 @@ class CheckedSite:
         return result
 
     def audit(self, path: str, html: str, source: str) -> list[LessonError]:
-        """The rendered-page audit's errors (lessonkit.audit) for page `path`, checked first with `page`:
+        """The rendered-page audit's errors (lessonkit.pages.audit) for page `path`, checked first with `page`:
         `html` as rendered, `source` the page's file (front matter included). An earlier audit of the
         same HTML and file over the same inputs is reused, from memory or from the cache on disk."""
         inputs, result = self._pages[path]

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lessonkit.evidence import EvidenceSet, TranscriptEntry
-from lessonkit.regions import Region
+from lessonkit.evidence.sets import EvidenceSet, TranscriptEntry
+from lessonkit.pages.regions import Region
 
 _LANGUAGES = {".cu": "cuda", ".cuh": "cuda", ".py": "python", ".cpp": "cpp", ".h": "cpp",
               ".sh": "bash", ".toml": "toml"}
@@ -36,9 +36,9 @@ TRANSCRIPT_CLASS = "lk-transcript"  # a transcript directive's block: what the r
 def produced(text: str) -> str:
     """`text`, which a claim or directive produced from the evidence, marked so for the rendered-page audit.
 
-    Inline Markdown (raw HTML): `<span class="lk-v">TEXT</span>`. The audit (lessonkit.audit)
+    Inline Markdown (raw HTML): `<span class="lk-v">TEXT</span>`. The audit (lessonkit.pages.audit)
     counts a figure inside it as checked; a page's own text may not use the class
-    (lessonkit.pagetext refuses it), so only the core makes one.
+    (lessonkit.pages.text refuses it), so only the core makes one.
     """
     return f'<span class="{PRODUCED_CLASS}">{text}</span>'
 

@@ -1,6 +1,6 @@
 """The text a reader sees on a rendered page, read from its HTML (the standard library's parser).
 
-`read_html` gives the page's visible text as lines, folded (lessonkit.fold.shown): element text,
+`read_html` gives the page's visible text as lines, folded (lessonkit.pages.fold.shown): element text,
 SVG text, and the alt, title and aria-label text of any element; nothing inside `<script>`,
 `<style>` or `<template>`, nor comments. A line ends where a block ends (a paragraph, a list
 item, a table cell, a heading, a `<br>`, a line of a code block), so a tool's report line stays
@@ -8,7 +8,7 @@ one line whatever markup carried it.
 
 Each line says which of its characters the core produced from the evidence: those inside a
 `produced()` span, a region's code block, the commands block, a transcript block or a filled
-slot (lessonkit.render); a page's own markup may not use those classes (lessonkit.pagetext).
+slot (lessonkit.pages.render); a page's own markup may not use those classes (lessonkit.pages.text).
 Code blocks are listed too, with their language, their title and whether a region made them.
 """
 
@@ -17,8 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
-from lessonkit.fold import shown
-from lessonkit.render import COMMANDS_CLASS, PRODUCED_CLASS, REGION_CLASS, TRANSCRIPT_CLASS
+from lessonkit.pages.fold import shown
+from lessonkit.pages.render import COMMANDS_CLASS, PRODUCED_CLASS, REGION_CLASS, TRANSCRIPT_CLASS
 
 _SKIPPED = frozenset({"script", "style", "template", "noscript"})
 _VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param",
