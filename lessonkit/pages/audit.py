@@ -48,12 +48,15 @@ SKETCH_MARK = "not the lesson's program"  # a code block titled so is not shown 
 # A figure as a reader reads it: digits not glued to a letter, digit or underscore before them
 # (H200, sm_90 and fp32 are names), thousands grouped by commas, and a fraction; two points or
 # more make a version (12.4.131), compared as written.
-_NUMBER_RE = re.compile(r"""(?<![^\W\d_])(?<![\d_])(?<!\d[.,])
-                            (?P<whole>\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?P<tail>(?:\.\d+)*)""", re.VERBOSE)
-_SUMMARY_RE = re.compile(r"""(?:racecheck|error)[\s_-]*summary""")  # on a skeleton
-_REPORT_RE = re.compile(r"""(?:^|\s)={6,}\s*[^\s=]|race\s+reported\s+between|hazard\s+detected\s+at
-                            |barrier\s+error\s+detected""", re.VERBOSE)  # on a skeleton
+_NUMBER_RE = re.compile(r"""(?<![^\W\d_])(?<![\d_])(?<![0-9][.,])
+                            (?P<whole>[0-9]{1,3}(?:,[0-9]{3})+(?![0-9])|[0-9]+)(?P<tail>(?:\.[0-9]+)*)""", re.VERBOSE)
+# The tool's phrases, matched on a skeleton (lessonkit.pages.fold), so written as skeletons too.
+_SUMMARY_RE = re.compile(f"(?:{skeleton('RACECHECK')}|{skeleton('ERROR')})" + r"[\s_-]*" + skeleton("SUMMARY"))
+_REPORT_RE = re.compile(r"""(?:^|\s)={6,}\s*[^\s=]|""" + "|".join(
+    skeleton(phrase).replace(" ", r"\s+") for phrase in
+    ("Race reported between", "hazard detected at", "Barrier error detected")))
 _CLAIM_RE = re.compile(r"""\{\{.*?\}\}""")
+_FENCE_OPEN_RE = re.compile(r"""^[ \t]*(?P<fence>`{3,}|~{3,})(?P<info>\s*\{?\s*\.?(?P<lang>[\w+-]*).*)$""")
 _APOSTROPHES = str.maketrans("\u2019\u2018\u02bc", "'''")
 
 
@@ -131,11 +134,11 @@ def _cited(result: PageResult, sets: Mapping[str, EvidenceSet]) -> _Cited | None
             cited.figures.setdefault(figure, where)
         for entry in ev.entries.values():
             cited.languages.update(language_of(p) for p in entry.inputs if p.startswith("code/"))
-    for set_name, group in sorted(result.cited):
-        ev = sets[set_name]
-        for name in ev.recordings(group):
+    for name in names:  # which run a quote belongs to is the Markdown's summary rule's to say
+        ev = sets[name]
+        for recording in ev.entries:
             try:
-                cited.summaries.update(s.text for s in ev.transcript(name).summaries)
+                cited.summaries.update(s.text for s in ev.transcript(recording).summaries)
             except LessonError:
                 continue
     cited.languages.discard("text")
@@ -228,9 +231,9 @@ def audit_page(html: str, source: str, path: str, result: PageResult,
             reported.add((where, message))
             errors.append(LessonError(path, where, message, rank=PAGE_RANK))
 
+    _code_blocks(text, cited, finder, report)
     _tool_lines(text, cited, finder, report)
     _figures(text, cited, narrative, finder, report)
-    _code_blocks(text, cited, finder, report)
     for n in narrative:
         if not n.used:
             report(n.line, f"narrative figure {n.key!r} is declared, but the page shows it nowhere outside "
@@ -252,6 +255,7 @@ def _tool_lines(text: ReaderText, cited: _Cited, finder: _SourceFinder, report: 
                 line.produced.append((m.start(), m.start() + len(quote)))  # checked: its figures too
                 continue
             shown_text = line.text[m.start():m.start() + 80].strip()
+            line.produced.append((m.start(), m.start() + len(shown_text)))  # one error for the line, not each figure
             report(finder.phrase(skel[m.start():m.end()], m.group()),
                    f"a reader sees the summary line {shown_text!r}, which no claim or transcript produced and "
                    "which is not, verbatim in plain characters, the summary of a run the page cites; the "
@@ -259,8 +263,11 @@ def _tool_lines(text: ReaderText, cited: _Cited, finder: _SourceFinder, report: 
                    + "; write it as a claim: {{ QUOTE @ RUN:summary }}")
         for m in _REPORT_RE.finditer(skel):
             start = m.start() + (len(m.group()) - len(m.group().lstrip()))
-            if line.is_produced(start, m.end()) or (line.code is not None and line.code in blocks_reported):
+            if line.is_produced(start, m.end()):
                 continue
+            line.produced.append((0, len(line.text)))  # one error for the line (or block), not each figure
+            if line.code is not None and line.code in blocks_reported:
+                break
             if line.code is not None:
                 blocks_reported.add(line.code)
             report(finder.phrase(skel[start:m.end()].strip(), line.text[start:m.end()].strip()),
@@ -306,11 +313,28 @@ def _code_blocks(text: ReaderText, cited: _Cited, finder: _SourceFinder, report:
             continue
         if SKETCH_MARK in block.title.translate(_APOSTROPHES).lower():
             continue
-        first = next((line.text for line in text.lines if line.code == k and line.text.strip()), "")
-        report(finder.code(first, block.language),
-               f"a {block.language} code block that no region directive produced looks like the lesson's "
-               f"program; show the program's code with {{{{ region FILE NAME }}}}, or title the block so "
-               f"the reader sees it is not: ```{block.language} title=\"sketch, {SKETCH_MARK}\"")
+        lines = [line for line in text.lines if line.code == k]
+        for line in lines:
+            line.produced.append((0, len(line.text)))  # one error for the block, not for its figures
+        first = next((line.text for line in lines if line.text.strip() and not line.text.strip().isdigit()), "")
+        report(finder.code(first, block.language), _code_message(block.language))
+    # A fence names its language in the Markdown whether or not the HTML keeps it (pymdownx.highlight
+    # writes `language-X` only with pygments_lang_class): read the author's fences too.
+    for k, language in finder.fences():
+        if language in cited.languages and SKETCH_MARK not in finder.lines[k].translate(_APOSTROPHES).lower():
+            report(k + 1, _code_message(language))
+            first = finder.lines[k + 1].strip() if k + 1 < len(finder.lines) else ""
+            for line in text.lines:  # the block as rendered: one error for it, not for its figures
+                if line.code is not None and first and line.text.strip() == first:
+                    for other in text.lines:
+                        if other.code == line.code:
+                            other.produced.append((0, len(other.text)))
+
+
+def _code_message(language: str) -> str:
+    return (f"a {language} code block that no region directive produced looks like the lesson's program; "
+            f"show the program's code with {{{{ region FILE NAME }}}}, or title the block so the reader sees "
+            f"it is not: ```{language} title=\"sketch, {SKETCH_MARK}\"")
 
 
 # -- back to the Markdown ----------------------------------------------------------------------
@@ -357,11 +381,26 @@ class _SourceFinder:
                 return k + 1
         return None
 
+    def fences(self) -> list[tuple[int, str]]:
+        """(0-based line, language) of every fence the page's Markdown opens."""
+        found, fence = [], ""
+        for k in range(self.skip, len(self.lines)):
+            m = _FENCE_OPEN_RE.match(self.lines[k])
+            if fence:
+                if m and m.group("fence")[0] == fence[0] and len(m.group("fence")) >= len(fence) \
+                        and not m.group("info").strip():
+                    fence = ""
+                continue
+            if m:
+                fence = m.group("fence")
+                found.append((k, m.group("lang") or ""))
+        return found
+
     def code(self, first_line: str, language: str) -> int | None:
         """The line of a code block's first line of code, else of a fence opening in `language`."""
         wanted = first_line.strip()
         for k in range(self.skip, len(self.lines)):
-            if wanted and self.lines[k].strip() == wanted:
+            if wanted and wanted in self.lines[k]:
                 return k + 1
         for k in range(self.skip, len(self.lines)):
             if re.match(rf"""^\s*(?:`{{3,}}|~{{3,}})\s*\{{?\s*\.?{re.escape(language)}\b""", self.lines[k]):

@@ -113,7 +113,10 @@ class _Reader(HTMLParser):
             self._break()
         block = None
         language = next((c[len("language-"):] for c in sorted(classes) if c.startswith("language-")), None)
-        if not skipped and (language is not None or (tag == "pre" and self._code_block() is None)):
+        inside = self._code_block()
+        if language and inside is not None and not self.out.blocks[inside].language:
+            self.out.blocks[inside].language = language  # <pre><code class="language-X">
+        if not skipped and inside is None and (language is not None or tag == "pre" or "highlight" in classes):
             block = len(self.out.blocks)
             self.out.blocks.append(CodeBlock(language or "", produced=produced,
                                              first_line=len(self.out.lines)))
