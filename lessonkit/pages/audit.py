@@ -234,6 +234,12 @@ def audit_page(html: str, source: str, path: str, result: PageResult,
     _code_blocks(text, cited, finder, report)
     _tool_lines(text, cited, finder, report)
     _figures(text, cited, narrative, finder, report)
+    for n in narrative:  # declared for a figure the evidence does not hold: used if the page shows it
+        if not n.used:
+            for line in text.lines:
+                for m in _NUMBER_RE.finditer(line.text):
+                    if not n.used and not line.is_produced(m.start(), m.end()):
+                        _exempt(line, m.start(), m.end(), [n], skeleton(line.text))
     for n in narrative:
         if not n.used:
             report(n.line, f"narrative figure {n.key!r} is declared, but the page shows it nowhere outside "
