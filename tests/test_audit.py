@@ -196,3 +196,11 @@ def test_the_build_fails_on_what_only_the_audit_sees(demo_repo: Path):
     assert done.returncode != 0
     assert ("docs/index.md:12: a reader sees compute-sanitizer output '========= Error: Race reported "
             "between Read access' that no transcript produced") in done.stderr, done.stderr
+
+
+def test_a_row_label_bound_to_its_claims_is_checked(demo_repo: Path):
+    table = ("| threads | mismatches |\n| ---: | ---: |\n"
+             "| 256 | {{ 7 @ race:rows[threads=256,kernel=k].mismatches }} |\n")
+    assert audit(demo_repo, HEAD + table) == []
+    unbound = table.replace("{{ 7 @ race:rows[threads=256,kernel=k].mismatches }}", "some")
+    assert [e.split(": ", 1)[1][:14] for e in audit(demo_repo, HEAD + unbound)] == ["figure '256' i"]

@@ -235,6 +235,7 @@ def check_row_labels(page: PageState, out: list[OutLine], in_fence: list[bool]) 
         for r in rows:
             if not filters[r]:
                 continue  # a row that claims nothing from records has nothing to bind its labels to
+            bound = []
             for cell in split_cells(out[r]):
                 inside = [s.start for s in out[r].spans if cell.start <= s.start < cell.end]
                 text = cell.text if not inside else out[r].text[cell.start:min(inside)]
@@ -243,6 +244,14 @@ def check_row_labels(page: PageState, out: list[OutLine], in_fence: list[bool]) 
                 problem = _label_problem(text.strip(), filters[r], used, visible(text)[0].strip())
                 if problem:
                     page.error(out[r].src, problem)
+                elif (lead := _LEADING_NUMBER_RE.match(text.strip())) is not None:
+                    at = cell.start + len(text) - len(text.lstrip())
+                    bound.append(Span(at, at + len(lead.group("number")), BOUND_LABEL))
+            # A number label bound to its row's filters is checked: the page marks it as produced.
+            out[r].spans.extend(bound)
+
+
+BOUND_LABEL = ShownClaim(None, None)  # the claim a bound row label stands for: none of its own
 
 
 def _row_filters(line: OutLine) -> list[tuple[str, str]]:
