@@ -35,7 +35,8 @@ log = logging.getLogger("mkdocs.plugins.lessonkit")
 
 _DIRTY_WARNING = "A 'dirty' build is being performed"
 
-_state: dict = {"session": None, "spent": 0.0, "dirty": False, "serving": False, "builds": 0}
+# "audits": each page's audit errors, kept across rebuilds: a dirty rebuild renders only some pages.
+_state: dict = {"session": None, "spent": 0.0, "dirty": False, "serving": False, "builds": 0, "audits": {}}
 
 
 def _core_folder() -> Path:
@@ -137,6 +138,7 @@ def on_config(config, **kwargs):
     session = _state["session"]
     if session is None or session.repo != repo:
         session = _state["session"] = lessonkit.site.check.CheckedSite(repo)
+        _state["audits"] = {}
     session.refresh()
     _state["results"] = {}
     return config
@@ -171,16 +173,20 @@ def on_page_markdown(markdown, *, page, config, files):
     result = _state["session"].page(markdown, shown, offset, Path(page.file.abs_src_path),
                                     _state.get("sources", {}).get(shown))
     _state["results"][page.file.src_uri] = result
-    # The mark goes in as raw HTML here: appended to the finished page it would copy the page.
-    return result.markdown + "\n\n" + lessonkit.site.verify.CHECKED_MARK.strip() + "\n"
+    # The marks go in as raw HTML here: appended to the finished page they would copy the page.
+    return (lessonkit.site.verify.START_MARK.strip() + "\n\n" + result.markdown + "\n\n"
+            + lessonkit.site.verify.CHECKED_MARK.strip() + "\n")
 
 
 @_timed
 def on_page_content(html, *, page, config, files):
-    """Put the finished transcript blocks into the slots the page left for them."""
+    """Audit what a reader will see of the page (lessonkit.pages.audit), then put the finished transcript
+    blocks into the slots the page left for them (they are the runs' own output: nothing to audit)."""
     result = _state["results"].pop(page.file.src_uri, None)
     if result is None:
         return html
+    shown = _shown(page.file, config)
+    _state["audits"][shown] = _state["session"].audit(shown, html, page.file.content_string)
     # Transcripts too large for the page show head and tail and link the whole file beside it.
     _state.setdefault("publish", {}).update(lessonkit.pages.render.files_to_publish(result.published, page.file.dest_uri))
     return result.fill(html)
@@ -257,7 +263,12 @@ def _share_compiled_templates() -> None:
 @_timed
 def on_env(env, *, config, files):
     """After every page was read: fail the build, strict or not, listing every error of the site."""
-    errors = _state["session"].errors(_state.get("pages", []))
+    pages = _state.get("pages", [])
+    errors = _state["session"].errors(pages)
+    listed = {shown for shown, _ in pages}
+    for shown in [s for s in _state["audits"] if s not in listed]:
+        del _state["audits"][shown]  # a page no longer built
+    errors += [e for shown in sorted(_state["audits"]) for e in _state["audits"][shown]]
     if errors:
         # Under serve, MkDocs logs a message only once per process (its DuplicateFilter): a
         # rebuild that breaks the same way again would show no errors unless its header differs.

@@ -7,9 +7,13 @@ naming the line and column of the first bad byte, never text silently repaired.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from lessonkit.errors import LessonError
+
+# A page's YAML front matter, as MkDocs reads it: `---` lines around it at the top of the file.
+FRONT_MATTER_RE = re.compile(r"""\A---[ \t]*\n(?P<yaml>.*?\n)?(?:---|\.\.\.)[ \t]*\n""", re.DOTALL)
 
 
 def read_text(path: Path, shown: str) -> str:

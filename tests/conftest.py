@@ -93,8 +93,8 @@ PAGE = """\
 
 {{ region demo/demo.cu body highlight=4@race:reports[severity=Error].line }}
 
-racecheck found {{ 2 @ race:#reports }} reports; the error has {{ 120 @ race:reports[severity=Error].hazards }} hazards.
-It ends with RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning).
+racecheck found {{ 2 @ race:#reports }} reports; the error has {{ 120 @ race:reports[severity=Error].hazards }} hazards,
+and it ends with RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning).
 
 {{ transcript race }}
 """

@@ -12,8 +12,7 @@ def test_good_site_builds(demo_repo: Path):
     done = mkdocs_build(demo_repo)
     assert done.returncode == 0, done.stderr
     html = (demo_repo / "site/index.html").read_text()
-    assert ('racecheck found <span class="lk-v">2</span> reports; the error has '
-            '<span class="lk-v">120</span> hazards.') in html
+    assert 'racecheck found <span class="lk-v">2</span> reports; the error has <span class="lk-v">120</span> hazards,' in html
     assert '<span class="normal">4</span>' in html  # numbered with the file's own lines
     assert "demo.cu, lines 4\u20135 (body)" in html
     assert '<details class="abstract lk-transcript" data-search-exclude>' in html  # collapsible, not indexed
@@ -87,7 +86,7 @@ def test_changed_claim_fails_strict_or_not(demo_repo: Path):
 def test_changed_summary_quote(demo_repo: Path):
     edit(demo_repo / "docs/index.md", "(1 error, 1 warning).", "(1 error, 2 warnings).")
     fails_with(demo_repo, "docs/index.md:8: quote 'RACECHECK SUMMARY: 2 hazards displayed (1 error, 2 warnings)' "
-               "is not, verbatim, a summary line of every recording of a run cited in the section 'Demo'; "
+               "is not, verbatim, a summary line of every recording of a run cited in its sentence; "
                "they say: 'RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)' in "
                "evidence/demo/race.txt (line 13)\n")
 

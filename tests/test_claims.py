@@ -333,6 +333,7 @@ def test_an_unreadable_manifest_is_the_only_error(demo_repo: Path):
 # -- sanitizer summaries, whatever their shape, checked against their section ------------------------------
 
 SECTION = "# Demo\n\n{{ evidence demo }}\n\n## racecheck\n\n{{ transcript race }}\n\n"
+CITE = "With {{ 2 @ race:#reports }} reports, "  # a quote belongs to the run its own sentence cites
 
 
 @pytest.mark.parametrize("quote, shown", [
@@ -349,9 +350,9 @@ SECTION = "# Demo\n\n{{ evidence demo }}\n\n## racecheck\n\n{{ transcript race }
      "RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning) and more"),
 ])
 def test_racecheck_summary_shapes(demo_repo: Path, quote: str, shown: str):
-    assert errs(demo_repo, SECTION + quote) == [
-        (f"docs/p.md:9: quote {shown!r} is not, verbatim, a summary line of every recording of a run cited in the "
-        "section 'racecheck'; they say: 'RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)' in "
+    assert errs(demo_repo, SECTION + CITE + quote) == [
+        (f"docs/p.md:9: quote {shown!r} is not, verbatim, a summary line of every recording of a run cited in its "
+        "sentence; they say: 'RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)' in "
         "evidence/demo/race.txt (line 13)")]
 
 
@@ -361,9 +362,9 @@ def test_racecheck_summary_shapes(demo_repo: Path, quote: str, shown: str):
     ("error summary: 0 errors", "error summary: 0 errors"),
 ])
 def test_error_summary_shapes(demo_repo: Path, quote: str, shown: str):
-    assert errs(demo_repo, SECTION + quote) == [
-        (f"docs/p.md:9: quote {shown!r} is not, verbatim, a summary line of every recording of a run cited in the "
-        "section 'racecheck'; they say: no summary of that kind")]
+    assert errs(demo_repo, SECTION + CITE + quote) == [
+        (f"docs/p.md:9: quote {shown!r} is not, verbatim, a summary line of every recording of a run cited in its "
+        "sentence; they say: no summary of that kind")]
 
 
 @pytest.mark.parametrize("quote, shown", [
@@ -375,9 +376,9 @@ def test_error_summary_shapes(demo_repo: Path, quote: str, shown: str):
      "RACECHECK&nbsp;SUMMARY: 3 hazards displayed (1 error, 2 warnings)"),
 ])
 def test_a_summary_wrapped_or_spaced_is_still_a_quote(demo_repo: Path, quote: str, shown: str):
-    assert errs(demo_repo, SECTION + quote) == [
-        (f"docs/p.md:9: quote {shown!r} is not, verbatim, a summary line of every recording of a run cited in the "
-        "section 'racecheck'; they say: 'RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)' in "
+    assert errs(demo_repo, SECTION + CITE + quote) == [
+        (f"docs/p.md:9: quote {shown!r} is not, verbatim, a summary line of every recording of a run cited in its "
+        "sentence; they say: 'RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)' in "
         "evidence/demo/race.txt (line 13)")]
 
 
@@ -393,34 +394,35 @@ def test_a_summary_wrapped_or_spaced_is_still_a_quote(demo_repo: Path, quote: st
     "the RACECHECK SUMMARY: line comes last",
 ])
 def test_summaries_that_are_the_runs_own(demo_repo: Path, quote: str):
-    assert errs(demo_repo, SECTION + quote) == []
+    assert errs(demo_repo, SECTION + CITE + quote) == []
 
 
 def test_a_right_summary_attached_to_the_wrong_run(demo_repo: Path):
     fixed = "========= COMPUTE-SANITIZER\n" + BARE + "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)\n"
     record_set(demo_repo, "demo", {"race": RACE, "bare": BARE, "race-fixed": fixed})
     text = ("{{ evidence demo }}\n\n## Fixed kernels\n\n{{ commands demo race-fixed }}\n\n"
-            "On the fixed kernels racecheck ended with RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)\n\n"
-            "## Buggy kernels\n\n{{ transcript race }}\n")
+            "On the fixed kernels ({{ 0 @ race-fixed:hazards_displayed }} hazards) racecheck ended with "
+            "RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning). The buggy kernels had "
+            "{{ 2 @ race:#reports }} reports.\n\n## Buggy kernels\n\n{{ transcript race }}\n")
     assert errs(demo_repo, text) == [
         ("docs/p.md:7: quote 'RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)' is not, verbatim, a "
-        "summary line of every recording of a run cited in the section 'Fixed kernels'; they say: "
+        "summary line of every recording of a run cited in its sentence; they say: "
         "'RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)' in evidence/demo/race-fixed.txt (line 6)")]
 
 
 def test_a_section_that_cites_nothing(demo_repo: Path):
     assert errs(demo_repo, SECTION + "## Elsewhere\n\nERROR SUMMARY: 0 errors\n") == [
-        ("docs/p.md:11: quote 'ERROR SUMMARY: 0 errors' is checked against the runs cited in its section, and none "
-        "is cited in the section 'Elsewhere'; cite the run there (a claim, or a transcript or commands directive) "
-        "or write the quote as a claim: {{ QUOTE @ RUN:summary }}")]
+        ("docs/p.md:11: quote 'ERROR SUMMARY: 0 errors' belongs to the run cited in its sentence, and its "
+        "sentence cites none; cite the run there with a claim, or write the quote as a claim: "
+        "{{ QUOTE @ RUN:summary }}")]
 
 
 def test_a_summary_that_differs_between_recordings(demo_repo: Path):
     other = RACE.replace(": 2 hazards", ": 3 hazards")
     record_set(demo_repo, "demo", {"race": [RACE, RACE, other], "bare": BARE})
-    assert errs(demo_repo, SECTION + "RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)") == [
+    assert errs(demo_repo, SECTION + CITE + "RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)") == [
         ("docs/p.md:9: quote 'RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)' is not, verbatim, a "
-        "summary line of every recording of a run cited in the section 'racecheck'; they say: "
+        "summary line of every recording of a run cited in its sentence; they say: "
         "'RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)' in 2 of 3 recordings of race "
         "(evidence/demo/race.r1.txt, line 13); 'RACECHECK SUMMARY: 3 hazards displayed (1 error, 1 warning)' in "
         "1 of 3 recordings of race (evidence/demo/race.r3.txt, line 13)")]
@@ -430,7 +432,7 @@ def test_a_summary_that_differs_between_recordings(demo_repo: Path):
     assert errs(demo_repo, SECTION + varying) == []
     assert errs(demo_repo, SECTION + varying.replace("1 warning", "2 warnings")) == [
         ("docs/p.md:9: quote 'RACECHECK SUMMARY: 2\u20133 hazards displayed (1 error, 2 warnings)' is not, verbatim, "
-        "a summary line of every recording of a run cited in the section 'racecheck'; they say: "
+        "a summary line of every recording of a run cited in its sentence; they say: "
         "'RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)' in 2 of 3 recordings of race "
         "(evidence/demo/race.r1.txt, line 13); 'RACECHECK SUMMARY: 3 hazards displayed (1 error, 1 warning)' in "
         "1 of 3 recordings of race (evidence/demo/race.r3.txt, line 13)")]

@@ -46,7 +46,7 @@ def test_engine_builds_a_checked_site(demo_repo: Path, engine: str, capsys):
     done = engine_build(demo_repo, engine)
     assert done.returncode == 0, done.stderr
     html = (demo_repo / "site/index.html").read_text()
-    assert 'the error has <span class="lk-v">120</span> hazards.' in html and CHECKED_MARK.strip() in html
+    assert 'the error has <span class="lk-v">120</span> hazards,' in html and CHECKED_MARK.strip() in html
     assert verify_main([str(demo_repo / "site")]) == 0
     assert capsys.readouterr().out.startswith("ok: no unexpanded claim or directive in the ")
 
@@ -79,10 +79,11 @@ def test_verify_site_names_page_and_text_when_hooks_are_off(demo_repo: Path, cap
 
 
 def test_verify_site_accepts_escaped_braces_on_a_checked_page(demo_repo: Path):
-    edit(demo_repo / "docs/index.md", "# Demo\n", "# Demo\n\nWrite `\\{{ 2 @ race:#reports }}` to quote a count.\n")
+    # (3: a figure the evidence does not hold; a 2 shown unchecked would fail the audit)
+    edit(demo_repo / "docs/index.md", "# Demo\n", "# Demo\n\nWrite `\\{{ 3 @ race:#reports }}` to quote a count.\n")
     done = engine_build(demo_repo, "mkdocs")
     assert done.returncode == 0, done.stderr
-    assert "{{ 2 @ race:#reports }}" in (demo_repo / "site/index.html").read_text()
+    assert "{{ 3 @ race:#reports }}" in (demo_repo / "site/index.html").read_text()
     assert verify_main([str(demo_repo / "site")]) == 0
 
 
@@ -116,8 +117,7 @@ def convert(repo: Path, text: str, **config) -> str:
 
 def test_extension_expands_checks_and_fills(demo_repo: Path):
     html = convert(demo_repo, PAGE)
-    assert ('racecheck found <span class="lk-v">2</span> reports; the error has '
-            '<span class="lk-v">120</span> hazards.') in html
+    assert 'racecheck found <span class="lk-v">2</span> reports; the error has <span class="lk-v">120</span> hazards,' in html
     assert '<details class="abstract lk-transcript" data-search-exclude>' in html
     assert "data-lk-slot" not in html and html.endswith(CHECKED_MARK.strip())
     assert unexpanded(html, "x.html") == []

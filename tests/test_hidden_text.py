@@ -78,7 +78,8 @@ def test_a_code_block_that_types_sanitizer_output(demo_repo: Path, typed: str):
 
 def test_sanitizer_words_in_prose_a_quoted_summary_and_a_recorded_transcript_pass(demo_repo: Path):
     text = ("racecheck says Race reported between two accesses.\n\n{{ transcript demo/race }}\n\n"
-            "```text\n========= RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)\n```\n")
+            "```text\n{{ ========= RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning) @ demo/race:summary }}"
+            "\n```\n").replace("{{ =========", "========= {{")
     assert errs(demo_repo, text) == []
 
 
@@ -98,15 +99,15 @@ def test_a_fence_inside_an_admonition_is_a_code_block(demo_repo: Path):
          "between'); show what a run printed with {{ transcript RUN }}, or quote its summary line in the text")]
 
 
-def test_a_setext_heading_starts_a_section(demo_repo: Path):
-    """The quote sits under 'Elsewhere' for a reader; the run cited above that heading does not cover it."""
+def test_a_quote_under_a_setext_heading_needs_its_own_citation(demo_repo: Path):
+    """A run cited in another sentence, above the heading or not, does not cover a quote."""
     text = (f"{CLAIM} hazards.\n\nElsewhere\n---------\n\n"
             "It ends with `RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)`.\n")
     assert errs(demo_repo, text) == [
-        ("docs/p.md:6: quote 'RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)' is checked against the "
-         "runs cited in its section, and none is cited in the section 'Elsewhere'; cite the run there (a claim, "
-         "or a transcript or commands directive) or write the quote as a claim: {{ QUOTE @ RUN:summary }}")]
-    assert errs(demo_repo, text.replace("---------", "")) == []
+        ("docs/p.md:6: quote 'RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)' belongs to the run "
+         "cited in its sentence, and its sentence cites none; cite the run there with a claim, or write the quote "
+         "as a claim: {{ QUOTE @ RUN:summary }}")]
+    assert errs(demo_repo, text.replace("It ends", f"With {CLAIM} hazards, it ends")) == []
 
 
 @pytest.mark.parametrize("ref, code", [("&shy;", "00AD"), ("&ZeroWidthSpace;", "200B"), ("&#x200B;", "200B"),

@@ -15,8 +15,7 @@ def test_good_page_expands(demo_repo: Path):
     assert result.errors == []
     md = result.markdown
     assert 'linenums="4" title="demo.cu, lines 4\u20135 (body)" hl_lines="1"' in md
-    assert ('racecheck found <span class="lk-v">2</span> reports; the error has '
-            '<span class="lk-v">120</span> hazards.') in md
+    assert 'racecheck found <span class="lk-v">2</span> reports; the error has <span class="lk-v">120</span> hazards,' in md
     assert '\n<div data-lk-slot="0"></div>\n' in md and len(result.blocks) == 1
     html = result.fill(md)
     assert ('<details class="abstract lk-transcript" data-search-exclude>\n'
@@ -48,10 +47,11 @@ def test_count_and_provenance_claims(demo_repo: Path):
 
 
 def test_summary_quote_in_prose_is_checked(demo_repo: Path):
-    text = "{{ evidence demo }}\n{{ transcript race }}\nIt ends with RACECHECK SUMMARY: 3 hazards displayed (1 error, 2 warnings)."
+    text = ("{{ evidence demo }}\n{{ transcript race }}\n{{ 2 @ race:#reports }} reports, and it ends with "
+            "RACECHECK SUMMARY: 3 hazards displayed (1 error, 2 warnings).")
     assert errs(demo_repo, text) == [
         ("docs/p.md:3: quote 'RACECHECK SUMMARY: 3 hazards displayed (1 error, 2 warnings)' is not, verbatim, a "
-        "summary line of every recording of a run cited in the page's opening section (above the first heading); "
+        "summary line of every recording of a run cited in its sentence; "
         "they say: 'RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)' in evidence/demo/race.txt (line 13)")]
 
 
@@ -62,9 +62,8 @@ def test_summary_quote_in_code_block_is_checked(demo_repo: Path):
 
 def test_summary_quote_on_a_page_that_cites_nothing(demo_repo: Path):
     assert errs(demo_repo, "ERROR SUMMARY: 0 errors") == [
-        ("docs/p.md:1: quote 'ERROR SUMMARY: 0 errors' is checked against the runs cited in its section, and none "
-        "is cited in the page's opening section (above the first heading); cite the run there (a claim, or a "
-        "transcript or commands directive) or write the quote as a claim: {{ QUOTE @ RUN:summary }}")]
+        ("docs/p.md:1: quote 'ERROR SUMMARY: 0 errors' belongs to the run cited in its sentence, and its sentence "
+        "cites none; cite the run there with a claim, or write the quote as a claim: {{ QUOTE @ RUN:summary }}")]
 
 
 def test_summary_mention_without_figures_is_not_a_quote(demo_repo: Path):

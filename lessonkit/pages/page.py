@@ -29,7 +29,7 @@ from lessonkit.pages.linerefs import check_typed_line_refs, highlighted
 from lessonkit.pages.regions import load_region
 from lessonkit.pages.render import (
     large_recordings,
-    marked,
+    produced,
     render_commands,
     render_provenance,
     render_region,
@@ -40,7 +40,14 @@ from lessonkit.pages.scan import LineIndex, OutLine, Span, Token, scan, stands_a
 from lessonkit.pages.state import PageResult, PageState
 from lessonkit.pages.tablerules import check_table_labels
 from lessonkit.pages.tables import render_table
-from lessonkit.pages.text import SUMMARY_MENTION_RE, check_hidden_text, check_typed_output, visible
+from lessonkit.pages.text import (
+    SUMMARY_MENTION_RE,
+    check_hidden_text,
+    check_reserved_marks,
+    check_typed_output,
+    code_spans,
+    visible,
+)
 from lessonkit.pages.units import unit_problem
 
 _DIRECTIVES = ("region", "transcript", "evidence", "provenance", "commands", "table", "diagram")
@@ -71,16 +78,56 @@ def process_page(markdown: str, path: str, repo: Path, sets: dict[str, EvidenceS
             if page.default_set not in sets and page.default_set not in page.broken_sets:
                 page.lookup(token.line, page.default_set)
     out = _expand(page, markdown, lines, tokens)
-    in_fence, sections = structure(out)
+    in_fence, _ = structure(out)
     check_hidden_text(page, out, in_fence)
     check_typed_output(page, out, in_fence)
+    check_reserved_marks(page, out, in_fence)
     check_table_labels(page, out, in_fence)
     check_typed_line_refs(page, out, in_fence)
-    check_summaries(page, out, in_fence, sections)
+    check_summaries(page, out, in_fence)
     page.result.errors.sort(key=lambda e: e.line or 0)
-    page.result.markdown = "\n".join(marked(line) if line.spans and not in_fence[i] else line.text
-                                     for i, line in enumerate(out))
+    page.result.markdown = _marked_markdown(out, in_fence, page.result.unmarked)
     return page.result
+
+
+# What passes from the Markdown to a code block's or an attribute's text unchanged: the context
+# kept for a claim that cannot carry a produced() span stops at anything Markdown may transform.
+_CONTEXT_STOP = frozenset("`<>&\\*_[]\"'|\n")
+_CONTEXT_MAX = 40
+_TAG_RE = re.compile(r"""<[^<>]*>""")
+_ALT_RE = re.compile(r"""!\[[^\]]*\]""")
+
+
+def _marked_markdown(out: list[OutLine], in_fence: list[bool], unmarked: list[tuple[str, int, int]]) -> str:
+    """The expanded page with every claim's value marked as produced (lessonkit.pages.render.produced), or,
+    where HTML cannot hold a span (code, alt text, a tag), its context noted in `unmarked`."""
+    lines = []
+    for i, line in enumerate(out):
+        if not line.spans:
+            lines.append(line.text)
+            continue
+        text = line.text
+        closed = [] if in_fence[i] else code_spans(text) + [
+            (m.start(), m.end()) for r in (_TAG_RE, _ALT_RE) for m in r.finditer(text)]
+        pieces, pos = [], 0
+        for span in sorted(line.spans, key=lambda s: s.start):
+            value = text[span.start:span.end]
+            pieces.append(text[pos:span.start])
+            pos = span.end
+            if not in_fence[i] and not any(a <= span.start < b for a, b in closed):
+                pieces.append(produced(value))
+                continue
+            left = span.start
+            while left > 0 and span.start - left < _CONTEXT_MAX and text[left - 1] not in _CONTEXT_STOP:
+                left -= 1
+            right = span.end
+            while right < len(text) and right - span.end < _CONTEXT_MAX and text[right] not in _CONTEXT_STOP:
+                right += 1
+            unmarked.append((text[left:right], span.start - left, span.end - left))
+            pieces.append(value)
+        pieces.append(text[pos:])
+        lines.append("".join(pieces))
+    return "\n".join(lines)
 
 
 class _Reads(dict):

@@ -17,7 +17,6 @@ from typing import Any
 
 from lessonkit.evidence.sets import EvidenceSet, TranscriptEntry
 from lessonkit.pages.regions import Region
-from lessonkit.pages.scan import OutLine
 
 _LANGUAGES = {".cu": "cuda", ".cuh": "cuda", ".py": "python", ".cpp": "cpp", ".h": "cpp",
               ".sh": "bash", ".toml": "toml"}
@@ -28,30 +27,26 @@ _PROVENANCE_ORDER = (
 )
 
 
+PRODUCED_CLASS = "lk-v"  # the class of text a claim or directive produced from the evidence
+REGION_CLASS = "lk-region"  # a code block a region directive cut from a recorded input
+COMMANDS_CLASS = "lk-commands"  # the build line and recorded commands (commands directive)
+TRANSCRIPT_CLASS = "lk-transcript"  # a transcript directive's block: what the runs printed
+
+
 def produced(text: str) -> str:
-    """Text that a claim or a directive produced from evidence, marked so that the rendered page
-    tells it from typed text: `<span class="lk-v">TEXT</span>` (inline HTML, escaped). Inside SVG
-    text the same mark is `<tspan class="lk-v">` (lessonkit.pages.diagrams)."""
-    return f'<span class="lk-v">{html.escape(text, quote=False)}</span>'
+    """`text`, which a claim or directive produced from the evidence, marked so for the rendered-page audit.
+
+    Inline Markdown (raw HTML): `<span class="lk-v">TEXT</span>`. The audit (lessonkit.pages.audit)
+    counts a figure inside it as checked; a page's own text may not use the class
+    (lessonkit.pages.text refuses it), so only the core makes one.
+    """
+    return f'<span class="{PRODUCED_CLASS}">{text}</span>'
 
 
-# Where a claim's value is shown as typed, not as HTML: a code span, an image's alt text, a tag.
-_AS_TYPED_RE = re.compile(r"""(?P<ticks>`+)(?!`).*?(?<!`)(?P=ticks)(?!`)|!\[[^\]]*\]|<[^<>]*>""")
-
-
-def marked(line: OutLine) -> str:
-    """The line with every claim's value marked as produced, except where Markdown shows text as
-    typed (a code span, an image's alt text, inside a tag): there a span would show as its markup,
-    so the value stays bare. (Fenced code is left bare by the caller.)"""
-    typed = [(m.start(), m.end()) for m in _AS_TYPED_RE.finditer(line.text)]
-    text, pos, parts = line.text, 0, []
-    for span in sorted(line.spans, key=lambda s: s.start):
-        if any(a <= span.start < b for a, b in typed):
-            continue
-        parts += [text[pos:span.start], produced(text[span.start:span.end])]
-        pos = span.end
-    parts.append(text[pos:])
-    return "".join(parts)
+def language_of(path: str) -> str:
+    """The highlighting language a code block of file `path` is shown in ("cuda" for a .cu file)."""
+    suffix = "." + path.rsplit(".", 1)[-1] if "." in path.rsplit("/", 1)[-1] else ""
+    return _LANGUAGES.get(suffix, "text")
 
 
 def _fence(text: str, char: str = "`", shortest: int = 3) -> str:
@@ -71,14 +66,13 @@ def render_region(region: Region, highlight: list[int]) -> str:
     (a teaching comment stays readable on a phone) and keeps each file line number beside
     the first row of its line.
     """
-    suffix = "." + region.source.rsplit(".", 1)[-1] if "." in region.source else ""
-    lang = _LANGUAGES.get(suffix, "text")
+    lang = language_of(region.source)
     # The region's indent is the enclosing function's, not part of the lesson.
     text = textwrap.dedent(region.text)
     fence = _fence(text)
     name = region.source.rsplit("/", 1)[-1]
     title = f"{name}, lines {region.first}\u2013{region.last} ({region.name})"
-    attrs = [f".{lang}", ".lk-region", f'linenums="{region.first}"', f'title="{_attr(title)}"']
+    attrs = [f".{lang}", f".{REGION_CLASS}", f'linenums="{region.first}"', f'title="{_attr(title)}"']
     if highlight:
         attrs.append('hl_lines="' + " ".join(str(n - region.first + 1) for n in highlight) + '"')
     return f"{fence} {{{' '.join(attrs)}}}\n{text}\n{fence}"
@@ -148,7 +142,7 @@ def render_transcript(ev: EvidenceSet, group: str, texts: Sequence[str], *, titl
     entries = [ev.entries[n] for n in names]
     heading = title or f"Transcript {ev.name}/{group}"
     parts = [(
-        f'<details class="abstract lk-transcript" data-search-exclude{" open" if opened else ""}>\n'
+        f'<details class="abstract {TRANSCRIPT_CLASS}" data-search-exclude{" open" if opened else ""}>\n'
         f"<summary>{html.escape(heading)} ({html.escape(_status(entries))})</summary>\n"
         f"<p><strong>Command</strong> <code>{html.escape(entries[0].command)}</code>, run in the folder where "
         f"the program was built with <code>{html.escape(ev.build)}</code>. {_run_provenance(ev, entries)}</p>\n"
@@ -246,12 +240,12 @@ def render_provenance(ev: EvidenceSet) -> str:
     rows = ["| recorded with | value |", "| --- | --- |"]
     for key, label in _PROVENANCE_ORDER:
         if key in ev.provenance:
-            rows.append(f"| {label} | {produced(str(ev.provenance[key])).replace('|', '&#124;')} |")
-    rows.append(f"| build line | {_inline_code(ev.build)} |")
+            rows.append(f"| {label} | {produced(html.escape(str(ev.provenance[key])))} |")
+    rows.append(f"| build line | {produced(_inline_code(ev.build))} |")
     dates = sorted(e.date for e in ev.entries.values())
     if dates:
         span = dates[0] if dates[0][:10] == dates[-1][:10] else f"{dates[0]} to {dates[-1]}"
-        rows.append(f"| recorded (UTC) | {produced(span)} |")
+        rows.append(f"| recorded (UTC) | {produced(html.escape(span))} |")
     return "\n".join(rows)
 
 
@@ -260,4 +254,4 @@ def render_commands(ev: EvidenceSet, names: list[str]) -> str:
     lines = [f"$ {ev.build}"] + [f"$ {ev.entries[n].command}" for n in names]
     text = "\n".join(lines)
     fence = _fence(text)
-    return f"{fence} console\n{text}\n{fence}"
+    return f"{fence} {{.console .{COMMANDS_CLASS}}}\n{text}\n{fence}"

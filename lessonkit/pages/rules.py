@@ -3,9 +3,9 @@
 
 Summaries. Any line that mentions `RACECHECK SUMMARY` or `ERROR SUMMARY` (any case, any
 spacing) followed by a figure quotes a summary. From the mention on, the expanded line must
-be, verbatim, a summary line of every recording of some run that the same section cites (a
-claim, a `transcript` or a `commands` directive under the same heading), and the quote
-must end there: at the end of the line, a closing backtick, quotation mark or bracket, or
+be, verbatim, a summary line of every recording of some run that a claim in the quote's own
+sentence cites (in its table row, for a quote in a table; on its line, in a code block), and
+the quote must end there: at the end of the line, a closing backtick, quotation mark or bracket, or
 sentence punctuation. A claim inside the quote stands for the figure at its place: its
 value must hold for that figure in every recording.
 """
@@ -17,7 +17,7 @@ import re
 from lessonkit.errors import LessonError
 from lessonkit.evidence.transcript import Summary
 from lessonkit.pages.claims import Found, Sample, judge
-from lessonkit.pages.scan import OutLine, Section, Span, section_of
+from lessonkit.pages.scan import OutLine, Span
 from lessonkit.pages.state import PageState, ShownClaim
 from lessonkit.pages.text import CHAR_REF_RE, SUMMARY_MENTION_RE, is_invisible, refused_ref, visible
 
@@ -35,35 +35,48 @@ _AFTER_QUOTE_RE = re.compile(
 _VISIBLE_END_RE = re.compile(r"""["\u201c\u201d;|]|\.(?=\s|$)""")  # a quote's end in the visible text
 _MARKUP_FREE_RE = re.compile(r"""<[^<>]*>|&[\#\w]+;|[^A-Za-z]""")  # what cannot spell "summary"
 _PLAIN_NUMBER_RE = re.compile(r"""^[+-]?\d[\d,]*(?:\.\d+)?$""")
-_LEADING_NUMBER_RE = re.compile(r"""^(?P<number>[+-]?\d[\d,]*(?:\.\d+)?)(?:[\s\-\u2010\u2011]|$)""")
-_CODE_LABEL_RE = re.compile(r"""^`(?P<text>[^`]+)`$""")
 
 
 # -- summaries -----------------------------------------------------------------------------------
 
-def check_summaries(page: PageState, out: list[OutLine], in_fence: list[bool], sections: list[Section]) -> None:
-    """Every summary a line quotes is a summary line of every recording of a run its section cites."""
-    cites = _Citations(page, sections)
+def check_summaries(page: PageState, out: list[OutLine], in_fence: list[bool]) -> None:
+    """Every summary a line quotes is a summary line of every recording of a run its own sentence cites."""
     for i, first in enumerate(out):
         if first.generated or not _MAYBE_MENTION_RE.search(first.text):
             continue
-        line = first if in_fence[i] else _paragraph_from(out, in_fence, i)
+        line, base, first_end = (first, 0, len(first.text)) if in_fence[i] \
+            else _paragraph_around(out, in_fence, i)
+        row = not in_fence[i] and first.text.lstrip().startswith("|")
         quoted: set[int] = set()  # where the quotes checked below begin
-        for m in SUMMARY_MENTION_RE.finditer(line.text):
-            if m.start() >= len(first.text):
+        for m in SUMMARY_MENTION_RE.finditer(line.text, base):
+            if m.start() >= first_end:
                 break  # a mention on a later line is checked from that line
             end = _QUOTE_END_RE.search(line.text, m.end())
             stretch = line.text[m.start():end.start() if end else len(line.text)]
             if not any(c.isdigit() for c in stretch[m.end() - m.start():]):
                 continue  # a mention with no figure ("the ERROR SUMMARY: line") quotes nothing
             quoted.add(m.start())
-            _check_quote(page, line, m.start(), m.group("tool").upper(), _shown(stretch), sections,
-                         cites)
+            whole = in_fence[i] or row  # a code line and a table row are their own sentence
+            sentence = (0, len(line.text)) if whole else _sentence(line.text, m.start(), m.start() + len(stretch))
+            _check_quote(page, line, m.start(), m.group("tool").upper(), _shown(stretch), sentence,
+                         "its table row" if row else "its line" if in_fence[i] else "its sentence")
         if not in_fence[i]:
-            _check_disguised(page, line, len(first.text), quoted)
+            _check_disguised(page, line, base, first_end, quoted)
 
 
-def _check_disguised(page: PageState, line: OutLine, first_len: int, quoted: set[int]) -> None:
+_SENTENCE_END_RE = re.compile(r"""[.!?]["'\u201d\u2019)\]*_`]*(?=\s|$)""")
+
+
+def _sentence(text: str, start: int, end: int) -> tuple[int, int]:
+    """The sentence of `text` holding text[start:end]: from the end of the one before to its own end."""
+    first = 0
+    for m in _SENTENCE_END_RE.finditer(text, 0, start):
+        first = m.end()
+    last = _SENTENCE_END_RE.search(text, end)
+    return first, last.end() if last else len(text)
+
+
+def _check_disguised(page: PageState, line: OutLine, base: int, first_end: int, quoted: set[int]) -> None:
     """A summary quote that formatting splits for the checks but not for a reader
     ('**RACECHECK** SUMMARY: 0 …', '`RACECHECK SUMMARY:` 0 …', 'SUMMARY: <b>0</b> …') is refused."""
     if "summary" not in _MARKUP_FREE_RE.sub("", line.text).lower():
@@ -71,7 +84,9 @@ def _check_disguised(page: PageState, line: OutLine, first_len: int, quoted: set
     shown, where = visible(line.text)
     for m in SUMMARY_MENTION_RE.finditer(shown):
         at = where[m.start()]
-        if at >= first_len:
+        if at < base:
+            continue  # a mention on an earlier line was checked from that line
+        if at >= first_end:
             break
         end = _VISIBLE_END_RE.search(shown, m.end())
         stretch = shown[m.start():end.start() if end else len(shown)]
@@ -84,6 +99,21 @@ def _check_disguised(page: PageState, line: OutLine, first_len: int, quoted: set
         page.error(line.src, f"formatting splits the summary quote {_shown(stretch)!r} for the checks but not for a "
                    "reader; write the quote as plain text or as one code span, so that it is checked against "
                    "the recordings")
+
+
+def _paragraph_around(out: list[OutLine], in_fence: list[bool], i: int) -> tuple[OutLine, int, int]:
+    """Line i's whole paragraph, joined as Markdown shows it, and where line i begins and ends in it.
+    The paragraph's `src` is line i's: the checks report the line a quote starts on."""
+    j = i
+    while j > 0 and not _BLOCK_START_RE.match(out[j].text) and not out[j - 1].generated \
+            and not in_fence[j - 1] and out[j - 1].text.strip():
+        j -= 1
+    whole = _paragraph_from(out, in_fence, j)
+    base = 0
+    for k in range(j, i):
+        base += len(out[k].text.lstrip() if k > j else out[k].text) + 1
+    end = base + len(out[i].text.lstrip() if i > j else out[i].text)
+    return OutLine(out[i].src, whole.text, whole.spans), base, end
 
 
 def _paragraph_from(out: list[OutLine], in_fence: list[bool], i: int) -> OutLine:
@@ -106,21 +136,12 @@ def _shown(stretch: str) -> str:
     return text
 
 
-class _Citations:
-    """The runs each section cites, and the sections citing an unreadable set (found once a page)."""
-
-    def __init__(self, page: PageState, sections: list[Section]) -> None:
-        self.runs: dict[Section, set[tuple[str, str]]] = {}
-        for src, set_name, group in page.citations:
-            self.runs.setdefault(section_of(sections, src), set()).add((set_name, group))
-        self.unknowable = {section_of(sections, src) for src in page.unknowable}
-
-
-def _check_quote(page: PageState, line: OutLine, at: int, tool: str, quote: str, sections: list[Section],
-                 cites: _Citations) -> None:
-    section = section_of(sections, line.src)
-    cited = sorted(cites.runs.get(section, ()))
-    unknowable = section in cites.unknowable
+def _check_quote(page: PageState, line: OutLine, at: int, tool: str, quote: str, sentence: tuple[int, int],
+                 named: str) -> None:
+    """The quote at `at` is a summary of every recording of a run cited by a claim in `sentence`."""
+    claims = [s.claim for s in line.spans if sentence[0] <= s.start < sentence[1]]
+    cited = sorted({c.run for c in claims if c.run is not None})
+    unknowable = any(c.unknowable for c in claims)
     said: list[str] = []
     for set_name, group in cited:
         recordings = _summaries(page, set_name, group)
@@ -133,13 +154,12 @@ def _check_quote(page: PageState, line: OutLine, at: int, tool: str, quote: str,
     if unknowable:
         return  # a run it cites cannot be read: that error is the one to fix first
     if not cited:
-        page.error(line.src, f"quote {quote!r} is checked against the runs cited in its section, and none "
-                   f"is cited in {section.named()}; cite the run there (a claim, or a transcript or commands "
-                   "directive) or write the quote as a claim: {{ QUOTE @ RUN:summary }}")
+        page.error(line.src, f"quote {quote!r} belongs to the run cited in {named}, and {named} cites none; "
+                   "cite the run there with a claim, or write the quote as a claim: {{ QUOTE @ RUN:summary }}")
         return
     instead = "; ".join(said[:4]) or "no summary of that kind"
     page.error(line.src, f"quote {quote!r} is not, verbatim, a summary line of every recording of a run "
-               f"cited in {section.named()}; they say: {instead}")
+               f"cited in {named}; they say: {instead}")
 
 
 def _summaries(page: PageState, set_name: str, group: str) -> list[tuple[str, tuple[Summary, ...]]] | None:

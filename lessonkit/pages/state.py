@@ -57,6 +57,9 @@ class PageResult:
     published: list[Published] = field(default_factory=list)
     sources: set[str] = field(default_factory=set)  # paths under code/ its region directives read
     looked_up: set[str] = field(default_factory=set)  # names it looked up among the evidence sets
+    # Claims shown where a produced() span cannot go (a code span or block, an image's alt text, a
+    # tag's attribute): (the text around the value as the rendered page shows it, value's start, end).
+    unmarked: list[tuple[str, int, int]] = field(default_factory=list)
 
     def slot(self, html: str) -> str:
         """A placeholder for finished HTML, filled in by `fill` once Markdown has run."""
@@ -75,9 +78,9 @@ class ShownClaim:
 
     value: ClaimValue | None
     query: Query | None
-    run: str | None = None
-    set_name: str | None = None
-    unit: str | None = None
+    run: tuple[str, str] | None = None  # (set, run) it cites, when its reference names a run
+    unknowable: bool = False  # its set cannot be read: what it cites is not known
+    unit: str | None = None  # the unit of what it shows (lessonkit.pages.units)
 
 
 @dataclass
@@ -192,17 +195,18 @@ class PageState:
         if found is None:
             new = self.result.errors[errors_before:]
             outcome(new[0] if new else None, skipped=not new)
-            return ShownClaim(claim, parsed_query)
+            return ShownClaim(claim, parsed_query, unknowable=not new)
         ev, group = found
         set_name.append(ev.name)
+        run = (ev.name, group) if group is not None else None
         try:
             sample = resolve(ev, group, query)
         except QueryError as exc:
             outcome(self.error(index, f"claim {written!r} ({shown}): {exc}"))
-            return ShownClaim(claim, parsed_query, group, ev.name)
+            return ShownClaim(claim, parsed_query, run)
         except LessonError as exc:  # a recording is missing or malformed
             outcome(self.error(index, f"claim {written!r} ({shown}) cannot be checked: {exc}"))
-            return ShownClaim(claim, parsed_query, group, ev.name)
+            return ShownClaim(claim, parsed_query, run, unknowable=True)
         field_name = (parsed_query.field or parsed_query.name) if parsed_query is not None else ""
         declared = self.display(ev).unit(field_name) if parsed_query is not None and not parsed_query.count else None
         unit = shown_unit(declared, transform)
@@ -210,17 +214,17 @@ class PageState:
             outcome(self.error(index, f"claim {written!r} ({shown}) asks for {transform.scale}, but {field_name!r} is "
                                f"not declared a fraction; declare it once, [units] {field_name} = \"fraction\" in the "
                                "lesson's runs.toml"))
-            return ShownClaim(claim, parsed_query, group, ev.name, unit)
+            return ShownClaim(claim, parsed_query, run, unit=unit)
         scaled = transform.apply(sample)
         if isinstance(scaled, str):
             outcome(self.error(index, f"claim {written!r} ({shown}): {scaled}"))
-            return ShownClaim(claim, parsed_query, group, ev.name, unit)
+            return ShownClaim(claim, parsed_query, run, unit=unit)
         verdict = judge(claim, scaled)
         if verdict.holds:
             outcome()
         else:
             outcome(self.error(index, f"claim {written!r} ({shown}) {verdict.problem}"), verdict.fix)
-        return ShownClaim(claim, parsed_query, group, ev.name, unit)
+        return ShownClaim(claim, parsed_query, run, unit=unit)
 
 
 def _try_query(text: str) -> Query | None:

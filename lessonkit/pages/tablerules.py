@@ -15,11 +15,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from lessonkit.evidence.display import Display
-from lessonkit.pages.scan import Cell, OutLine, split_cells, tables
+from lessonkit.pages.scan import Cell, OutLine, Span, split_cells, tables
+from lessonkit.pages.state import ShownClaim
 from lessonkit.pages.text import visible
 
 if TYPE_CHECKING:
-    from lessonkit.pages.state import PageState, ShownClaim
+    from lessonkit.pages.state import PageState
 
 RUN = "run"
 FIELD = "field"
@@ -33,6 +34,7 @@ def check_table_labels(page: PageState, out: list[OutLine], in_fence: list[bool]
         header = out[rows[0] - 2]
         claims_by_col: dict[int, list[ShownClaim]] = {}
         label_keys: dict[int, list[set[str]]] = {}
+        bound: list[tuple[OutLine, Span] | None] = []
         for r in rows:
             row_claims = [s.claim for s in out[r].spans]
             if not row_claims:
@@ -51,24 +53,43 @@ def check_table_labels(page: PageState, out: list[OutLine], in_fence: list[bool]
                     page.error(out[r].src, _unbound("row label", label, row_pairs, display))
                 else:
                     label_keys.setdefault(col, []).append(keys)
+                    bound.append(_mark(out[r], cell.start, text))
+        table_display = _display(page, [s.claim for r in rows for s in out[r].spans])
         for col, cell in enumerate(split_cells(header)):
-            _check_header(page, header, cell, claims_by_col.get(col, []), label_keys.get(col, []))
+            if _check_header(page, header, cell, claims_by_col.get(col, []), label_keys.get(col, []), table_display):
+                bound.append(_mark(header, cell.start, cell.text))
+        for line, span in filter(None, bound):
+            line.spans.append(span)
 
 
-def _check_header(page: PageState, header: OutLine, cell: Cell, claims: list[ShownClaim], keys: list[set[str]]) -> None:
+# A label or header bound to the claims under it is checked: the page marks it as produced.
+BOUND_LABEL = ShownClaim(None, None)
+
+
+def _mark(line: OutLine, start: int, text: str) -> tuple[OutLine, Span] | None:
+    """A span over a bound label's text, when it holds a figure (what the rendered-page audit reads)."""
+    if not any(c.isdigit() for c in text):
+        return None
+    at = start + len(text) - len(text.lstrip())
+    return line, Span(at, at + len(text.strip()), BOUND_LABEL)
+
+
+def _check_header(page: PageState, header: OutLine, cell: Cell, claims: list[ShownClaim],
+                  keys: list[set[str]], display: Display) -> bool:
+    """Whether a header is bound (an error when it should be and is not)."""
     text = visible(cell.text)[0].strip()
     if not text:
-        return
+        return False
     if claims:
         pairs = _shared([_pairs(c) for c in claims])
         display = _display(page, claims)
         if _binding(text, pairs, display) is None:
             page.error(header.src, _unbound("column header", text, pairs, display) +
                        " (the claims in its column)")
-        return
+            return False
+        return True
     if not keys:
-        return  # a column of prose beside the figures
-    display = page.display(next(iter(page.sets.values()))) if page.sets else Display()
+        return False  # a column of prose beside the figures
     common = set.intersection(*keys)
     parts = [p.strip() for p in text.split(",")]
     if not all(any(p in display.names_of(k) for k in common) for p in parts):
@@ -76,6 +97,8 @@ def _check_header(page: PageState, header: OutLine, cell: Cell, claims: list[Sho
         page.error(header.src, f"column header {text!r} does not name the key its row labels stand for; "
                    f"write {' or '.join(repr(n) for n in names) or 'a key the labels share'}, or draw the table "
                    "from the evidence: {{ table … }}")
+        return False
+    return True
 
 
 def _pairs(claim: ShownClaim) -> dict[str, str]:
@@ -86,7 +109,7 @@ def _pairs(claim: ShownClaim) -> dict[str, str]:
         pairs.update((k, v) for k, v in query.filters or () if v != "*")
         pairs[FIELD] = ("#" if query.count else "") + (query.field or query.name)
     if claim.run is not None:
-        pairs[RUN] = claim.run
+        pairs[RUN] = claim.run[1]
     return pairs
 
 
@@ -100,7 +123,7 @@ def _shared(all_pairs: list[dict[str, str]]) -> dict[str, str]:
 
 
 def _display(page: PageState, claims: list[ShownClaim]) -> Display:
-    name = next((c.set_name for c in claims if c.set_name), None)
+    name = next((c.run[0] for c in claims if c.run is not None), None)
     ev = page.sets.get(name) if name else None
     return page.display(ev) if ev is not None else Display()
 

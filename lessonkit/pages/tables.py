@@ -16,6 +16,7 @@ display declarations (lessonkit.evidence.display); every figure is marked as pro
 
 from __future__ import annotations
 
+import html
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -91,22 +92,27 @@ def _table(page: PageState, index: int, parts: list[str]) -> str:
         head += [display.name(_FIELD_RE.search(c).group("field") if "{" in c else c) for c in cells]
         columns = [(None, c) for c in cells]
     else:
-        head += [produced(display.label(col_key, v)) for v in col_values]
+        head += [_shown(display.label(col_key, v)) for v in col_values]
         columns = [(v, cells[0]) for v in col_values]
     body = []
     for rv in row_values:
-        row = [produced(display.label(row_key, rv))]
+        row = [_shown(display.label(row_key, rv))]
         for cv, cell in columns:
             where = f"({display.label(row_key, rv)}{'' if cv is None else ', ' + display.label(col_key, cv)})"
             chosen = {row_key: rv} | ({} if cv is None else {col_key: cv})
             text = _cell(page, sources, chosen, cell, where)
-            row.append(empty if text is None else produced(text))
+            row.append(empty if text is None else _shown(text))
         body.append(row)
     numeric = [all(r[k + 1] == empty or _numeric(r[k + 1]) for r in body) for k in range(len(columns))]
     lines = ["| " + " | ".join(_escape(h) for h in head) + " |",
              "| --- | " + " | ".join("---:" if n else "---" for n in numeric) + " |"]
     lines += ["| " + " | ".join(_escape(c) for c in row) + " |" for row in body]
     return "\n".join(lines)
+
+
+def _shown(text: str) -> str:
+    """Text drawn from the evidence as a table shows it: escaped, marked as produced."""
+    return produced(html.escape(text, quote=False))
 
 
 def _source(page: PageState, index: int, text: str) -> _Source:

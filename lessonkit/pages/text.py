@@ -91,6 +91,11 @@ _HIDING_RE = re.compile(
 _COMMENT_RE = re.compile(r"""<!--|-->""")
 
 
+def code_spans(text: str) -> list[tuple[int, int]]:
+    """Where the backtick code spans of a line lie (start, end), backticks included."""
+    return [(m.start(), m.end()) for m in _CODE_SPAN_RE.finditer(text)]
+
+
 def _in_code_span(text: str, at: int) -> bool:
     """Whether column `at` lies inside a backtick code span, which shows its text literally."""
     return any(m.start() < at < m.end() for m in _CODE_SPAN_RE.finditer(text))
@@ -230,6 +235,34 @@ def _one_comment(page: PageState, line: OutLine, start: int, end: int, whole_lin
     if before and after:
         page.error(line.src, f"an HTML comment between {before[-12:]!r} and {after[:12]!r} joins them for "
                    "a reader but not for the checks; put the comment on a line of its own")
+
+
+# -- the core's own marks ------------------------------------------------------------------------
+
+# The classes and attributes the core gives what it produced (lessonkit.pages.render): the rendered-page
+# audit trusts them, so a page's own text may not write them (a hand-typed span marked as a claim's
+# value, a code block marked as a region, a block marked as a transcript).
+_RESERVED_RE = re.compile(r"""(?<![\w-])lk-(?:v|region|commands|transcript[\w-]*|recordings?)(?![\w-])
+                              |\bdata-lk-[\w-]*""", re.VERBOSE)
+
+
+def check_reserved_marks(page: PageState, out: list[OutLine], in_fence: list[bool]) -> None:
+    """No class or attribute of the core's (`lk-v`, `lk-region`, `data-lk-slot`, ...) in a page's own
+    markup: in raw HTML, an attribute list, or a fence's info string (a code span shows it as typed)."""
+    for i, line in enumerate(out):
+        if line.generated or "lk-" not in line.text:
+            continue
+        if in_fence[i] and not _FENCE_LINE_RE.match(line.text):
+            continue  # inside a code block: shown as typed
+        for m in _RESERVED_RE.finditer(line.text):
+            if in_fence[i] or not _in_code_span(line.text, m.start()):
+                page.error(line.src, f"{m.group()!r} is a mark of what lessonkit produced from the evidence; a "
+                           "page's own markup may not use it (the audit of the rendered page trusts it); remove "
+                           "it, or show it in a code span")
+                break
+
+
+_FENCE_LINE_RE = re.compile(r"""^[ \t]*(?:`{3,}|~{3,})""")
 
 
 # -- typed tool output ---------------------------------------------------------------------------

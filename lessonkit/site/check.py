@@ -28,10 +28,11 @@ from lessonkit.evidence.sets import Evidence, load_all_evidence, set_folders
 from lessonkit.evidence.manifest import use_hash_store
 from lessonkit.pages.page import process_page
 from lessonkit.pages.state import PageResult
+from lessonkit.pages.audit import audit_page
 from lessonkit.evidence.spec import load_spec
+from lessonkit.textio import FRONT_MATTER_RE
 
-_FRONT_MATTER_RE = re.compile(r"""\A---[ \t]*\n.*?\n(?:---|\.\.\.)[ \t]*\n""", re.DOTALL)
-_REGION_LINE_RE = re.compile(r"""^[ \t]*\{\{[ \t]*(?:region|diagram)\b(?P<args>.*?)\}\}[ \t]*$""",
+_REGION_LINE_RE = re.compile(r"""^[ 	]*\{\{[ 	]*(?:region|diagram)(?P<args>.*?)\}\}[ 	]*$""",
                              re.VERBOSE | re.MULTILINE)
 _BRACES_RE = re.compile(r"""\{\{(?P<body>.*?)\}\}""", re.VERBOSE)
 _NAME_TOKEN_RE = re.compile(r"""[\w-]+""", re.VERBOSE)
@@ -66,7 +67,7 @@ class Site:
 
 def strip_front_matter(text: str) -> tuple[str, int]:
     """The page without its YAML front matter, and how many lines were removed."""
-    m = _FRONT_MATTER_RE.match(text)
+    m = FRONT_MATTER_RE.match(text)
     if not m:
         return text, 0
     rest = text[m.end():]
@@ -233,6 +234,7 @@ class CheckedSite:
     _catalog: str = ""
     _site_errors: list[LessonError] = field(default_factory=list)
     _pages: dict[str, tuple[PageInputs, PageResult]] = field(default_factory=dict)
+    _audits: dict[str, tuple[str, list[LessonError]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.store is None:
@@ -410,6 +412,25 @@ class CheckedSite:
             self.store.put(self.keep, sitecache.entry_name(path), key, data)
         self._pages[path] = (inputs, result)
         return result
+
+    def audit(self, path: str, html: str, source: str) -> list[LessonError]:
+        """The rendered-page audit's errors (lessonkit.pages.audit) for page `path`, checked first with `page`:
+        `html` as rendered, `source` the page's file (front matter included). An earlier audit of the
+        same HTML and file over the same inputs is reused, from memory or from the cache on disk."""
+        inputs, result = self._pages[path]
+        key = cache.digest("audit", self._disk_key(inputs, path), html, source)
+        known = self._audits.get(path)
+        if known is not None and known[0] == key:
+            return known[1]
+        data = self.store.get("audit", sitecache.entry_name(path), key)
+        try:
+            errors = sitecache.decode_errors(data)
+        except (TypeError, KeyError, ValueError):
+            errors = audit_page(html, source, path, result, self.site.evidence.sets)
+            if self._unchanged_since_refresh(inputs):
+                self.store.put("audit", sitecache.entry_name(path), key, sitecache.encode_errors(errors))
+        self._audits[path] = (key, errors)
+        return errors
 
     def needs_check(self, path: str, source: Path) -> bool:
         """Whether page `path` must be read and checked again: new, its file edited, or inputs changed."""

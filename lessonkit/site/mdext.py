@@ -27,7 +27,7 @@ from markdown.preprocessors import Preprocessor
 from lessonkit.errors import LessonErrors
 from lessonkit.pages.state import PageResult
 from lessonkit.site.check import CheckedSite, docs_pages
-from lessonkit.site.verify import CHECKED_MARK
+from lessonkit.site.verify import CHECKED_MARK, START_MARK
 
 # Before every core and pymdownx preprocessor (normalize_whitespace is 30, snippets 32).
 _PRIORITY = 40
@@ -96,6 +96,7 @@ class _ExpandAndCheck(Preprocessor):
 
     def run(self, lines: list[str]) -> list[str]:
         self.ext.result = None
+        self.ext.page = None
         if self.ext.getConfig("passive"):
             return lines
         repo = Path(self.ext.getConfig("repo") or os.getcwd())
@@ -112,9 +113,35 @@ class _ExpandAndCheck(Preprocessor):
         if errors:
             raise LessonErrors(errors)
         self.ext.result = result
-        # The mark goes in as raw HTML here, not in the postprocessor: Python-Markdown also runs
+        self.ext.page = (session, path, _source(session, path, text))
+        # The marks go in as raw HTML here, not in the postprocessor: Python-Markdown also runs
         # postprocessors on fragments (the toc extension renders each heading with them).
-        return (result.markdown + "\n\n" + CHECKED_MARK.strip() + "\n").split("\n")
+        return (START_MARK.strip() + "\n\n" + result.markdown + "\n\n" + CHECKED_MARK.strip()
+                + "\n").split("\n")
+
+
+def _source(session: CheckedSite, path: str, text: str) -> str:
+    """The page's file (its front matter declares narrative figures), or the text given when the
+    page was not found as one file."""
+    file = session.repo / path
+    return _read(session, file) if path.endswith(".md") and file.is_file() else text
+
+
+class _Audit(Postprocessor):
+    """Audit the finished page as a reader will see it (lessonkit.pages.audit), before the slots are filled."""
+
+    def __init__(self, md: Markdown, ext: LessonkitExtension) -> None:
+        super().__init__(md)
+        self.ext = ext
+
+    def run(self, text: str) -> str:
+        if self.ext.result is None or self.ext.page is None or CHECKED_MARK.strip() not in text:
+            return text  # passive, or a fragment (a heading the toc extension renders)
+        session, path, source = self.ext.page
+        errors = session.audit(path, text, source)
+        if errors:
+            raise LessonErrors(errors)
+        return text
 
 
 class _FillSlots(Postprocessor):
@@ -141,18 +168,22 @@ class LessonkitExtension(Extension):
             "passive": [False, "do nothing (set by the MkDocs hooks, which do the same work)"],
         }
         self.result: PageResult | None = None
+        self.page: tuple[CheckedSite, str, str] | None = None  # the session, the page's path and file text
         super().__init__(**kwargs)
 
     def extendMarkdown(self, md: Markdown) -> None:
         """Register the preprocessor and the postprocessor."""
         md.registerExtension(self)
         md.preprocessors.register(_ExpandAndCheck(md, self), "lessonkit", _PRIORITY)
-        # Last of all postprocessors: the slots must survive raw-HTML restoring untouched.
+        # Last of all postprocessors: the slots must survive raw-HTML restoring untouched; the
+        # audit reads the page just before (the transcripts are the runs' own output).
+        md.postprocessors.register(_Audit(md, self), "lessonkit_audit", 1)
         md.postprocessors.register(_FillSlots(md, self), "lessonkit_fill", 0)
 
     def reset(self) -> None:
         """Forget the last page's result (Markdown instances are reused between pages)."""
         self.result = None
+        self.page = None
 
 
 def makeExtension(**kwargs: Any) -> LessonkitExtension:

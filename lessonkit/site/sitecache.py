@@ -169,6 +169,7 @@ def encode_result(result: PageResult) -> dict[str, Any]:
         "published": [(str(p.source), p.link) for p in result.published],
         "sources": sorted(result.sources),
         "looked_up": sorted(result.looked_up),
+        "unmarked": [list(u) for u in result.unmarked],
     }
 
 
@@ -184,4 +185,5 @@ def decode_result(data: Any) -> PageResult:
         markdown=data["markdown"], errors=errors, cited={tuple(c) for c in data["cited"]},
         blocks=list(data["blocks"]), claims=claims,
         published=[Published(Path(source), link) for source, link in data["published"]],
-        sources=set(data["sources"]), looked_up=set(data["looked_up"]))
+        sources=set(data["sources"]), looked_up=set(data["looked_up"]),
+        unmarked=[(text, start, end) for text, start, end in data["unmarked"]])

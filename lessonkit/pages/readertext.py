@@ -1,0 +1,180 @@
+"""The text a reader sees on a rendered page, read from its HTML (the standard library's parser).
+
+`read_html` gives the page's visible text as lines, folded (lessonkit.pages.fold.shown): element text,
+SVG text, and the alt, title and aria-label text of any element; nothing inside `<script>`,
+`<style>` or `<template>`, nor comments. A line ends where a block ends (a paragraph, a list
+item, a table cell, a heading, a `<br>`, a line of a code block), so a tool's report line stays
+one line whatever markup carried it.
+
+Each line says which of its characters the core produced from the evidence: those inside a
+`produced()` span, a region's code block, the commands block, a transcript block or a filled
+slot (lessonkit.pages.render); a page's own markup may not use those classes (lessonkit.pages.text).
+Code blocks are listed too, with their language, their title and whether a region made them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+
+from lessonkit.pages.fold import shown
+from lessonkit.pages.render import COMMANDS_CLASS, PRODUCED_CLASS, REGION_CLASS, TRANSCRIPT_CLASS
+
+_SKIPPED = frozenset({"script", "style", "template", "noscript"})
+_VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param",
+                   "source", "track", "wbr"})
+_BLOCKS = frozenset({"address", "article", "aside", "blockquote", "br", "caption", "dd", "details", "dialog",
+                     "div", "dl", "dt", "fieldset", "figcaption", "figure", "footer", "form", "h1", "h2", "h3",
+                     "h4", "h5", "h6", "header", "hr", "li", "main", "nav", "ol", "p", "pre", "section",
+                     "summary", "table", "tbody", "td", "tfoot", "th", "thead", "tr", "ul", "text", "svg",
+                     "title", "desc"})
+_PRODUCING = frozenset({PRODUCED_CLASS, REGION_CLASS, COMMANDS_CLASS, TRANSCRIPT_CLASS})
+_ATTRIBUTES = ("alt", "title", "aria-label")
+
+
+@dataclass
+class Line:
+    """One line of what a reader sees: its text, which stretches the core produced, where it stands."""
+
+    text: str = ""
+    produced: list[tuple[int, int]] = field(default_factory=list)
+    code: int | None = None      # index into ReaderText.blocks when the line is in a code block
+    attribute: str | None = None  # "alt", "title" or "aria-label" for an attribute's text
+    folded: list[tuple[int, int]] = field(default_factory=list)  # stretches NFKC changed (look-alike forms)
+
+    def folded_within(self, start: int, end: int) -> bool:
+        """Whether any of text[start:end] was written in characters NFKC folded (𝐑 for R, ２ for 2)."""
+        return any(a < end and start < b for a, b in self.folded)
+
+    def is_produced(self, start: int, end: int) -> bool:
+        """Whether text[start:end] lies inside one produced stretch."""
+        return any(a <= start and end <= b for a, b in self.produced)
+
+
+@dataclass
+class CodeBlock:
+    """A code block as shown: its language (from `language-X`), its title, whether a region made it."""
+
+    language: str
+    title: str = ""
+    produced: bool = False
+    first_line: int = 0  # index into ReaderText.lines of its first line
+
+
+@dataclass
+class ReaderText:
+    """Every line a reader sees, and the page's code blocks."""
+
+    lines: list[Line] = field(default_factory=list)
+    blocks: list[CodeBlock] = field(default_factory=list)
+
+
+@dataclass
+class _Open:
+    tag: str
+    produced: bool
+    skipped: bool
+    block: int | None  # the code block this element opened, if any
+    title: bool = False  # a code block's title (pymdownx.highlight's span.filename)
+
+
+class _Reader(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.out = ReaderText()
+        self.stack: list[_Open] = []
+        self.line = Line()
+
+    # -- state of the innermost open element ----------------------------------------------------
+    def _produced(self) -> bool:
+        return bool(self.stack) and self.stack[-1].produced
+
+    def _skipped(self) -> bool:
+        return bool(self.stack) and self.stack[-1].skipped
+
+    def _code_block(self) -> int | None:
+        return next((o.block for o in reversed(self.stack) if o.block is not None), None)
+
+    def _in_title(self) -> bool:
+        return any(o.title for o in self.stack)
+
+    def _break(self) -> None:
+        if self.line.text.strip():
+            self.out.lines.append(self.line)
+        self.line = Line(code=self._code_block())
+
+    # -- parser callbacks ---------------------------------------------------------------------
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = {k: v or "" for k, v in attrs}
+        classes = set(values.get("class", "").split())
+        produced = self._produced() or bool(classes & _PRODUCING) or "data-lk-slot" in values
+        skipped = self._skipped() or tag in _SKIPPED
+        if tag in _BLOCKS:
+            self._break()
+        block = None
+        language = next((c[len("language-"):] for c in sorted(classes) if c.startswith("language-")), None)
+        inside = self._code_block()
+        if language and inside is not None and not self.out.blocks[inside].language:
+            self.out.blocks[inside].language = language  # <pre><code class="language-X">
+        if not skipped and inside is None and (language is not None or tag == "pre" or "highlight" in classes):
+            block = len(self.out.blocks)
+            self.out.blocks.append(CodeBlock(language or "", produced=produced,
+                                             first_line=len(self.out.lines)))
+        if not skipped:
+            for name in _ATTRIBUTES:
+                if values.get(name, "").strip():
+                    text = shown(values[name])
+                    self.out.lines.append(Line(text, [(0, len(text))] if produced else [], self._code_block(),
+                                               name, [(0, len(text))] if text != values[name] else []))
+        if tag not in _VOID:
+            title = "filename" in classes and self._code_block() is not None
+            self.stack.append(_Open(tag, produced, skipped, block, title))
+            if block is not None:
+                self.line.code = block
+        elif tag == "br":
+            self._break()
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.handle_starttag(tag, attrs)
+        if tag not in _VOID:
+            self.handle_endtag(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        for k in range(len(self.stack) - 1, -1, -1):
+            if self.stack[k].tag == tag:
+                closed = self.stack[k:]
+                del self.stack[k:]
+                if tag in _BLOCKS or any(o.block is not None for o in closed):
+                    self._break()
+                return
+
+    def handle_data(self, data: str) -> None:
+        if self._skipped() or not data:
+            return
+        if self._in_title():
+            block = self.out.blocks[self._code_block()]  # type: ignore[index]
+            block.title += shown(data)
+            return
+        code = self._code_block()
+        pieces = data.split("\n") if code is not None else [data.replace("\n", " ")]
+        for k, piece in enumerate(pieces):
+            if k:
+                self._break()
+            text = shown(piece)
+            if text != piece:
+                self.line.folded.append((len(self.line.text), len(self.line.text) + len(text)))
+            if self._produced() and text:
+                self.line.produced.append((len(self.line.text), len(self.line.text) + len(text)))
+            self.line.text += text
+
+    def close(self) -> None:
+        super().close()
+        self._break()
+
+
+def read_html(html: str) -> ReaderText:
+    """The lines a reader sees of `html` and its code blocks (see the module's docstring)."""
+    reader = _Reader()
+    reader.feed(html)
+    reader.close()
+    return reader.out

@@ -1,0 +1,206 @@
+"""The rendered-page audit (lessonkit.pages.audit): what a reader sees, against the evidence cited.
+
+Each refused class has a fixture page; each test fails when the mechanism it covers is removed:
+the figure rule, the report-line rule, the code-block rule, the Unicode folding, the produced()
+marks and the contexts of claims that cannot carry one, the refusal of the core's marks in a
+page's own markup, the narrative declarations, and the three places the audit runs (the hooks,
+lessonkit.site.mdext, verify-site).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import markdown
+import pytest
+from conftest import REPO
+
+from lessonkit.errors import LessonErrors
+from lessonkit.pages.fold import shown, skeleton
+from lessonkit.site.mdext import LessonkitExtension
+from lessonkit.site.rendered import RenderedCheck
+from lessonkit.site.verify import CHECKED_MARK, START_MARK, verify_site
+
+ENV = dict(os.environ, NO_MKDOCS_2_WARNING="1", DISABLE_MKDOCS_2_WARNING="true", PYTHONPATH=str(REPO))
+HEAD = "{{ evidence demo }}\n\n"
+CLAIM_120 = "{{ 120 @ race:reports[severity=Error].hazards }}"
+FIGURE_120 = ("docs/p.md:3: figure '120' is typed, not produced by a claim; the evidence says 120 (in demo/race: "
+              "reports.hazards); write it as a claim, {{ 120 @ RUN:QUERY }}, or, if it counts something no "
+              'recording holds, list it in the front matter: narrative: {120: "why"}')
+
+
+def audit(repo: Path, text: str) -> list[str]:
+    """Every error of `text` as the page docs/p.md, its Markdown's and its rendered HTML's."""
+    return [str(e) for e in RenderedCheck(repo).check(text, "docs/p.md")[1]]
+
+
+# -- figures -------------------------------------------------------------------------------------
+
+def test_a_typed_figure_the_evidence_holds_is_refused(demo_repo: Path):
+    assert audit(demo_repo, HEAD + "The error has 120 hazards.\n") == [FIGURE_120]
+    assert audit(demo_repo, HEAD + f"The error has {CLAIM_120} hazards.\n") == []
+    assert audit(demo_repo, HEAD + "The error has 121 hazards.\n") == []  # not the evidence's
+
+
+@pytest.mark.parametrize("typed", [
+    "The error has **1**20 hazards.",                 # markup splits it for the Markdown, not for a reader
+    "The error has 1<b>20</b> hazards.",
+    "The error has 𝟏𝟐𝟎 hazards.",                    # mathematical bold digits: NFKC reads 120
+    "The error has １２０ hazards.",                  # fullwidth digits
+    "The error has 120\n hazards.",
+    "![the error has 120 hazards](x.png)",            # alt text
+    '<abbr title="the error has 120 hazards">h</abbr>',
+    '<svg viewBox="0 0 10 10"><text x="0" y="5">120 hazards</text></svg>',
+])
+def test_a_figure_is_read_as_a_reader_sees_it(demo_repo: Path, typed: str):
+    assert any(e.endswith('narrative: {120: "why"}') and "figure '120'" in e
+               for e in audit(demo_repo, HEAD + typed + "\n")), audit(demo_repo, HEAD + typed + "\n")
+
+
+@pytest.mark.parametrize("text", [
+    f"The error has {CLAIM_120} hazards.",
+    f"The error has `{CLAIM_120} hazards` in code.",          # no span in a code span: its context is kept
+    f"![the error has {CLAIM_120} hazards](x.png)",           # nor in alt text
+    f"```text\nthe error has {CLAIM_120} hazards\n```",       # nor in a code block
+])
+def test_a_claimed_figure_passes_wherever_it_stands(demo_repo: Path, text: str):
+    assert audit(demo_repo, HEAD + text + "\n") == []
+
+
+def test_narrative_figures_are_declared_with_a_reason(demo_repo: Path):
+    page = HEAD + "Day 120 of the course: the error has 120 hazards.\n"
+    front = "---\nnarrative:\n  {}\n---\n"
+    assert audit(demo_repo, front.format('"day 120": the course day') + page) == [FIGURE_120.replace(":3:", ":7:")]
+    assert audit(demo_repo, front.format("120: the course day and an example") + page) == []
+    assert audit(demo_repo, front.format("120: ''") + page)[0] == (
+        "docs/p.md:3: narrative figure '120' needs a reason: 120: \"what it counts, and why no recording holds it\"")
+    assert audit(demo_repo, front.format("121: never shown") + page)[-1] == (
+        "docs/p.md:3: narrative figure '121' is declared, but the page shows it nowhere outside a claim; "
+        "remove the declaration")
+
+
+def test_a_digit_of_another_script_is_refused(demo_repo: Path):
+    assert audit(demo_repo, HEAD + "The error has ১২০ hazards.\n") == [
+        ("docs/p.md:3: the digit '১' (BENGALI DIGIT ONE) is of another script: a reader may read it as another "
+         "figure; write the figure in the digits 0 to 9")]
+
+
+def test_a_finding_names_the_line_its_text_comes_from(demo_repo: Path):
+    text = HEAD + f"Some {CLAIM_120} hazards.\n\nNo figure here.\n\nAgain, 120 hazards.\n"
+    assert [e.split(":")[1] for e in audit(demo_repo, text)] == ["7"]
+
+
+# -- report and summary lines --------------------------------------------------------------------
+
+@pytest.mark.parametrize("typed", [
+    "> ========= Error: Race reported between Read access",      # a blockquote
+    "<pre>Error: Race reported between Read access</pre>",       # raw <pre>, no prefix
+    "racecheck said: Barrier error detected.",
+    "Potential RAW hazard detected at __shared__ 0x8.",
+    "𝐑ace reported between Read access and Write access",  # a mathematical bold R
+])
+def test_a_typed_report_line_is_refused_whatever_carries_it(demo_repo: Path, typed: str):
+    found = [e for e in audit(demo_repo, HEAD + typed + "\n") if "compute-sanitizer output" in e]
+    assert len(found) == 1 and found[0].startswith("docs/p.md:3: a reader sees compute-sanitizer output")
+
+
+@pytest.mark.parametrize("typed", [
+    "𝐑𝐀𝐂𝐄𝐂𝐇𝐄𝐂𝐊 SUMMARY: 2 hazards displayed (1 error, 1 warning)",   # mathematical bold letters
+    "ERR0R SUMMARY: 0 errors",                                           # a digit zero for a capital O
+    "RACECHECK SUMMARY: 2 hazards displayed (𝟏 error, 1 warning)",  # (the Markdown's rule sees this one)
+])
+def test_a_disguised_summary_line_is_refused(demo_repo: Path, typed: str):
+    errors = audit(demo_repo, HEAD + "The {{ 2 @ race:#reports }} reports end with " + typed + "\n")
+    assert len(errors) == 1 and errors[0].startswith("docs/p.md:3: "), errors
+    assert "a reader sees the summary line" in errors[0] or "is not, verbatim, a summary line" in errors[0]
+
+
+def test_a_quoted_summary_of_the_evidence_passes_and_a_recorded_transcript_is_no_typed_output(demo_repo: Path):
+    text = HEAD + ("racecheck found {{ 2 @ race:#reports }} reports and ended with "
+                   "RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning).\n\n{{ transcript race }}\n")
+    assert audit(demo_repo, text) == []
+
+
+def test_folding(demo_repo: Path):
+    assert shown("𝐑𝐀𝐂𝐄 ２") == "RACE 2"
+    assert skeleton("ERR0R SUMMARY") == skeleton("error summary") == "error summary"
+    assert skeleton("RАСЕ") == "race"  # Cyrillic А, С, Е
+
+
+# -- code that looks like a region ---------------------------------------------------------------
+
+CUDA = "a[threadIdx.x] += 2.5f;"
+
+
+@pytest.mark.parametrize("block", [
+    f'```cuda linenums="4"\n{CUDA}\n```',
+    f'~~~{{.cuda linenums="4"}}\n{CUDA}\n~~~',
+    f'<pre><code class="language-cuda">{CUDA}</code></pre>',
+])
+def test_code_in_the_lessons_language_comes_from_a_region(demo_repo: Path, block: str):
+    errors = audit(demo_repo, HEAD + block + "\n")
+    assert [e.split(": ", 1)[0] for e in errors] == ["docs/p.md:3"], errors
+    assert "a cuda code block that no region directive produced looks like the lesson's program" in errors[0]
+
+
+def test_a_sketch_says_so_and_a_region_passes(demo_repo: Path):
+    assert audit(demo_repo, HEAD + f'```cuda title="sketch, not the lesson\'s program"\n{CUDA}\n```\n') == []
+    assert audit(demo_repo, HEAD + "{{ region demo/demo.cu body }}\n") == []
+    assert audit(demo_repo, HEAD + f"```python\n{CUDA}\n```\n") == []  # no .py input in this lesson
+
+
+@pytest.mark.parametrize("forged", [
+    f'```{{.cuda .lk-region linenums="4"}}\n{CUDA}\n```',
+    '<span class="lk-v">120</span> hazards',
+    '<details class="lk-transcript"><pre>========= Error: Race reported between</pre></details>',
+    'The error has 120 hazards.\n{: .lk-v }',
+])
+def test_a_page_cannot_forge_the_cores_marks(demo_repo: Path, forged: str):
+    errors = audit(demo_repo, HEAD + forged + "\n")
+    assert any("is a mark of what lessonkit produced from the evidence" in e for e in errors), errors
+
+
+# -- where the audit runs ------------------------------------------------------------------------
+
+def test_the_markdown_extension_audits_the_page(demo_repo: Path):
+    (demo_repo / "docs/p.md").write_text(HEAD + "The error has 120 hazards.\n")
+    ext = LessonkitExtension(repo=str(demo_repo), page="docs/p.md")
+    with pytest.raises(LessonErrors) as caught:
+        markdown.markdown(HEAD + "The error has 120 hazards.\n", extensions=[ext])
+    assert [str(e) for e in caught.value.errors] == [FIGURE_120]
+
+
+def test_verify_site_audits_a_built_page(demo_repo: Path, tmp_path: Path):
+    check = RenderedCheck(demo_repo)
+    source = (demo_repo / "docs/index.md").read_text()
+    result, errors = check.check(source, "docs/index.md")
+    assert errors == []
+    site = tmp_path / "site"
+    site.mkdir()
+    page = f"<html><nav>Day 120</nav>{START_MARK}{result.fill(check.render(result))}{CHECKED_MARK}</html>"
+    (site / "index.html").write_text(page)
+    assert verify_site(site, demo_repo) == []
+    (site / "index.html").write_text(page.replace(CHECKED_MARK, "<p>It had 120 hazards.</p>" + CHECKED_MARK))
+    # Text the built page has and its Markdown lacks is reported without a line: the engine added it.
+    assert [str(e) for e in verify_site(site, demo_repo)] == [FIGURE_120.replace("docs/p.md:3", "docs/index.md")]
+
+
+def test_the_build_fails_on_what_only_the_audit_sees(demo_repo: Path):
+    page = demo_repo / "docs/index.md"
+    page.write_text(page.read_text() + "\n> ========= Error: Race reported between Read access\n")
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "-q", "-d", str(demo_repo / "site")],
+                          cwd=demo_repo, capture_output=True, text=True, env=ENV, timeout=180, check=False)
+    assert done.returncode != 0
+    assert ("docs/index.md:12: a reader sees compute-sanitizer output '========= Error: Race reported "
+            "between Read access' that no transcript produced") in done.stderr, done.stderr
+
+
+def test_a_row_label_bound_to_its_claims_is_checked(demo_repo: Path):
+    table = ("| threads | mismatches |\n| ---: | ---: |\n"
+             "| 256 | {{ 7 @ race:rows[threads=256,kernel=k].mismatches }} |\n")
+    assert audit(demo_repo, HEAD + table) == []
+    unbound = table.replace("{{ 7 @ race:rows[threads=256,kernel=k].mismatches }}", "some")
+    assert [e.split(": ", 1)[1][:14] for e in audit(demo_repo, HEAD + unbound)] == ["figure '256' i"]
