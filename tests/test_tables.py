@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import RACE, RUNS, errs, record_set, run_page
+from conftest import BARE, RACE, RUNS, errs, record_set, run_page
 
 from lessonkit.errors import LessonError
 from lessonkit.evidence.spec import parse_spec
@@ -148,3 +148,31 @@ def test_large_figures_in_cells_read_as_a_reader_expects(demo_repo: Path):
     page = "{{ evidence demo }}\n\n{{ table res-json:rows rows=config cell=count cell=rate_per_s }}\n"
     md = run_page(demo_repo, page).markdown
     assert '<span class="lk-v">108,192</span>' in md and '<span class="lk-v">~3e10</span>' in md
+
+
+def test_a_verdict_that_differs_between_recordings_says_how_many_say_each(demo_repo: Path):
+    other = RACE.replace("demo.cu:4", "demo.cu:5")
+    record_set(demo_repo, "demo", {"race": [RACE, other, RACE], "bare": BARE})
+    page = "{{ evidence demo }}\n\n{{ table race:verdicts rows=kernel cell=verdict }}\n"
+    result = run_page(demo_repo, page)
+    assert result.errors == []
+    assert ('1 error, 1 warning at line 4 (2 of 3 recordings); 1 error, 1 warning at line 5 (1 of 3 recordings)'
+            in result.markdown)
+    claim = "{{ evidence demo }}\n\nracecheck: {{ 1 error, 1 warning at line 4 @ race:verdict[kernel=k] }}.\n"
+    assert any("varies across 3 recordings of race" in e for e in errs(demo_repo, claim))
+
+
+@pytest.mark.parametrize("change, verdict", [
+    ({"timed_out": True, "exit_code": None}, "hung"),
+    ({"exit_code": 255}, "failed, exit code 255"),
+    ({}, "-"),
+])
+def test_a_run_that_printed_no_row_is_judged_by_how_it_ended(demo_repo: Path, change: dict, verdict: str):
+    import json
+
+    record_set(demo_repo, "demo", {"race": RACE, "bare": "device: NVIDIA H200 | compute capability 9.0 | warp size 32\n"})
+    path = demo_repo / "evidence/demo/manifest.json"
+    data = json.loads(path.read_text())
+    data["transcripts"]["bare"].update(change)
+    path.write_text(json.dumps(data))
+    assert errs(demo_repo, f"{{{{ evidence demo }}}}\n\nBare: {{{{ {verdict} @ bare:verdict }}}}.\n") == []

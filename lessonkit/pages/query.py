@@ -137,18 +137,19 @@ class _Index:
         return sorted(range(len(self.records)) if chosen is None else chosen)
 
 
-_indexes: dict[tuple[int, str, tuple[bool, bool]], tuple[Transcript, _Index]] = {}
+_indexes: dict[tuple[int, str, tuple[bool, bool, int | None]], tuple[Transcript, _Index]] = {}
 
 
-def _how(ev: EvidenceSet, name: str) -> tuple[bool, bool]:
-    """(stopped by its timeout, run under compute-sanitizer) of recording `name`: what its verdicts read."""
+def _how(ev: EvidenceSet, name: str) -> tuple[bool, bool, int | None]:
+    """(stopped by its timeout, run under compute-sanitizer, exit code) of recording `name`: what its
+    verdicts read besides its transcript."""
     entry = ev.entries[name]
-    return entry.timed_out, "compute-sanitizer" in entry.command
+    return entry.timed_out, "compute-sanitizer" in entry.command, entry.exit_code
 
 
-def _index(parsed: Transcript, name: str, how: tuple[bool, bool] = (False, False)) -> _Index:
+def _index(parsed: Transcript, name: str, how: tuple[bool, bool, int | None] = (False, False, 0)) -> _Index:
     """The index of collection `name` of `parsed`, built once (the transcript is kept alive with it)."""
-    key = (id(parsed), name, how if name == VERDICTS else (False, False))
+    key = (id(parsed), name, how if name == VERDICTS else (False, False, 0))
     hit = _indexes.get(key)
     if hit is not None and hit[0] is parsed:
         return hit[1]

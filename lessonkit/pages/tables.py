@@ -7,8 +7,9 @@ column for each `cell=`), each in order of first appearance, or as listed: `rows
 A cell is a FIELD of the one record its row and column select (every record, with a `KEY=*`
 filter), over every recording of the run: one value when all agree, otherwise the range that
 `lessonkit accept` would write for it (whole numbers of five digits and more with thousands
-separators, rounded ones of seven and more as 3e10); a text that differs between recordings is an error
-naming the cell. `cell="{wrong_launches} / {launches}"` composes fields; a part in brackets
+separators, rounded ones of seven and more as 3e10), or, for a text that differs, each text
+with how many recordings say it; texts that differ between the records of one recording are an
+error naming the cell. `cell="{wrong_launches} / {launches}"` composes fields; a part in brackets
 is left out when a field in it is none: `"{mismatches}[, from {first_bad}]"`. A cell that
 selects nothing shows `empty="…"` (default "–"). Headers and labels come from the lesson's
 display declarations (lessonkit.evidence.display); every figure is marked as produced.
@@ -221,6 +222,10 @@ def _value(source: _Source, query: str, where: str) -> str:
     if len(distinct) == 1 and not (sample.timing and number(distinct[0]) is not None):
         return distinct[0]
     fix = accepted_value(ClaimValue(distinct[0], "exact"), sample)
+    if fix is None and len(sample.values) == sample.recordings:  # one text a recording: say how many say each
+        counts = {t: sum(f.text == t for f in sample.values) for t in distinct}
+        return "; ".join(f"{t} ({n} of {sample.recordings} recordings)"
+                         for t, n in sorted(counts.items(), key=lambda kv: -kv[1]))
     if fix is None:
         shown = ", ".join(repr(t) for t in distinct[:4])
         raise _Refused(f"cell {where} varies across {sample.where()}: {shown}; no one value holds for all")

@@ -7,8 +7,9 @@ short for `verdicts[kernel=K].verdict`), and a table can show them side by side
 - a tool's findings on the kernel: its reports and printed hazards counted by severity, its
   barrier errors and uninitialized reads by kind, then the source lines they name: "1 error, 1 warning at line 52",
   "Divergent thread(s) in block at line 132";
-- otherwise "hung" when the run was stopped by its timeout, "silent" for a compute-sanitizer
-  run, and for a run with no tool what its table says: "right", or "wrong at 32 and 256 threads".
+- otherwise "hung" when the run was stopped by its timeout, "failed, exit code N" when it ended
+  with an error before any table row (a tool that refused its options), "silent" for a
+  compute-sanitizer run, and for a run with no tool what its table says: "right", or "wrong at 32 and 256 threads".
 
 Each kernel the recording names (in its table or its findings) has one record; a recording that
 names none (a run that hung before printing) has one record whose kernel is none ('-').
@@ -31,7 +32,8 @@ def _and(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def verdict_records(parsed: Transcript, timed_out: bool, tool: bool) -> tuple[dict[str, Any], ...]:
+def verdict_records(parsed: Transcript, timed_out: bool, tool: bool,
+                    exit_code: int | None = 0) -> tuple[dict[str, Any], ...]:
     """One record {kernel, verdict} for each kernel the recording names, in order of appearance."""
     collections = parsed.collections()
     findings = [r for name in ("reports", "hazards", "barriers", "uninitialized") for r in collections.get(name, ())]
@@ -41,12 +43,14 @@ def verdict_records(parsed: Transcript, timed_out: bool, tool: bool) -> tuple[di
     for kernel in kernels or [None]:
         mine = [r for r in findings if r.get("kernel") == kernel]
         records.append({"kernel": kernel,
-                        "verdict": _verdict(mine, [r for r in rows if r.get("kernel") == kernel], timed_out, tool),
+                        "verdict": _verdict(mine, [r for r in rows if r.get("kernel") == kernel], timed_out, tool,
+                                            exit_code),
                         "_line": next((r.get("_line") for r in mine), None)})
     return tuple(records)
 
 
-def _verdict(findings: list[dict[str, Any]], rows: list[dict[str, Any]], timed_out: bool, tool: bool) -> str:
+def _verdict(findings: list[dict[str, Any]], rows: list[dict[str, Any]], timed_out: bool, tool: bool,
+             exit_code: int | None) -> str:
     if findings:
         said = [_count(sum(r.get("severity") == s for r in findings), s.lower())
                 for s in _SEVERITIES if any(r.get("severity") == s for r in findings)]
@@ -59,6 +63,8 @@ def _verdict(findings: list[dict[str, Any]], rows: list[dict[str, Any]], timed_o
         return text + (", then hung" if timed_out else "")
     if timed_out:
         return "hung"
+    if exit_code and not rows:
+        return f"failed, exit code {exit_code}"  # the tool or the program stopped before any result
     if tool:
         return "silent"
     wrong = [str(r.get("threads")) for r in rows if r.get("mismatches")]
