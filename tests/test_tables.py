@@ -176,3 +176,16 @@ def test_a_run_that_printed_no_row_is_judged_by_how_it_ended(demo_repo: Path, ch
     data["transcripts"]["bare"].update(change)
     path.write_text(json.dumps(data))
     assert errs(demo_repo, f"{{{{ evidence demo }}}}\n\nBare: {{{{ {verdict} @ bare:verdict }}}}.\n") == []
+
+
+@pytest.mark.parametrize("directive, message", [
+    ("{{ table race:rows rows=kernel cell=mismatches colour=red }}", "unknown option 'colour=red'"),
+    ("{{ table rows=kernel cell=mismatches }}", "name at least one source"),
+    ("{{ table race:rows cell=mismatches }}", "say which key makes the rows"),
+    ("{{ table race:rows rows=kernel cols=threads cell=mismatches cell=first_bad }}", "one column per cell="),
+    ("{{ table race:nope rows=kernel cell=mismatches }}", "has no collection 'nope'"),
+    ("{{ table race:rows rows=colour cell=mismatches }}", "no record of the sources has a field 'colour'"),
+])
+def test_a_table_that_cannot_be_drawn_is_one_error(demo_repo: Path, directive: str, message: str):
+    found = errs(demo_repo, "{{ evidence demo }}\n\n" + directive + "\n")
+    assert len(found) == 1 and found[0].startswith("docs/p.md:3: table: ") and message in found[0]
