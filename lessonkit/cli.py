@@ -22,6 +22,7 @@ from pathlib import Path
 from lessonkit import accept, verify
 from lessonkit.cache import FOLDER, Store
 from lessonkit.errors import LessonError, LessonErrors
+from lessonkit.harness import HarnessFormat
 from lessonkit.jsontranscript import parse_json_transcript
 from lessonkit.regions import parse_regions
 from lessonkit.site import check_site
@@ -100,6 +101,8 @@ def _file_argument(parser: argparse.ArgumentParser) -> None:
 
 def _transcript_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", help="a transcript file, or SET/RUN: every recording of a run of an evidence set")
+    parser.add_argument("--lesson", help="read the program's lines by code/LESSON/runs.toml's [harness] "
+                        "(default: the lesson of the evidence set holding FILE, if it is in one)")
     _check_arguments(parser)
 
 
@@ -112,9 +115,29 @@ def _regions(args: argparse.Namespace) -> int:
 def _transcript(args: argparse.Namespace) -> int:
     if not Path(args.file).exists() and args.file.count("/") == 1:
         return _recordings(args)
-    parse = parse_json_transcript if args.file.endswith(".json") else parse_transcript
-    print(json.dumps(parse(_read(args.file), args.file).to_json(), indent=2, default=str))
+    text = _read(args.file)
+    if args.file.endswith(".json"):
+        parsed = parse_json_transcript(text, args.file)
+    else:
+        parsed = parse_transcript(text, args.file, _harness_for(args))
+    print(json.dumps(parsed.to_json(), indent=2, default=str))
     return EXIT_OK
+
+
+def _harness_for(args: argparse.Namespace) -> HarnessFormat | None:
+    """The harness format of --lesson, or of the lesson whose evidence set holds the file."""
+    from lessonkit.manifest import MANIFEST, read_manifest
+    from lessonkit.spec import load_spec
+
+    path = Path(args.file).resolve()
+    lesson = args.lesson
+    if lesson is None and path.parent.parent.name == "evidence" and (path.parent / MANIFEST).is_file():
+        lesson = read_manifest(path.parent, f"evidence/{path.parent.name}").lesson
+    if lesson is None:
+        return None
+    repo = args.repo.resolve() if args.repo is not None else find_repo(
+        path.parent if args.lesson is None else Path.cwd())
+    return load_spec(repo / "code", lesson).harness
 
 
 def _recordings(args: argparse.Namespace) -> int:

@@ -13,6 +13,7 @@ from typing import Any
 
 from lessonkit import cache
 from lessonkit.errors import LessonError
+from lessonkit.harness import HarnessFormat
 from lessonkit.jsontranscript import parse_json_transcript
 from lessonkit.manifest import (  # noqa: F401
     BUILD_INPUT,
@@ -33,9 +34,9 @@ from lessonkit.transcript import Transcript, parse_transcript
 OLD_PREFIX = ".old."         # evidence/.old.<set>: the previous set while a refresh swaps (fallback path)
 SCRATCH_PREFIX = ".refresh."  # evidence/.refresh.<set>.<pid>: a refresh's work in progress
 
-# Parsed transcripts by (sha256 of the file, format): a rebuild re-parses only what changed.
-# Only a file that had settled and did not change while it was read is kept here.
-_parse_cache: dict[tuple[str, str], Transcript] = {}
+# Parsed transcripts by (sha256 of the file, format, harness format): a rebuild re-parses only
+# what changed. Only a file that had settled and did not change while it was read is kept here.
+_parse_cache: dict[tuple[str, str, HarnessFormat | None], Transcript] = {}
 
 
 @dataclass
@@ -51,6 +52,8 @@ class EvidenceSet:
     provenance: dict[str, Any]
     entries: dict[str, TranscriptEntry]
     groups: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # How the lesson's program lines are read (its runs.toml's [harness]); None: they are not.
+    harness: HarnessFormat | None = None
     _parsed: dict[str, Transcript] = field(default_factory=dict, repr=False, compare=False)
     # What queries worked out from this set's recordings (lessonkit.query), kept with them.
     memo: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -100,7 +103,8 @@ class EvidenceSet:
         path = self.root / entry.file
         try:
             st = os.stat(path)
-            key: tuple[str, str] | None = (sha256_file(path, st), entry.format)
+            key: tuple[str, str, HarnessFormat | None] | None = (
+                sha256_file(path, st), entry.format, self.harness if entry.format == "text" else None)
         except OSError:
             key = None
         if key is not None and key in _parse_cache:
@@ -111,7 +115,7 @@ class EvidenceSet:
         if entry.format == "json":
             parsed = parse_json_transcript(text, shown)
         elif entry.format == "text":
-            parsed = parse_transcript(text, shown)
+            parsed = parse_transcript(text, shown, self.harness)
         else:  # kept for readers and tools (XML records); quoted only as text
             parsed = Transcript(shown, tuple(text.splitlines()))
         if key is not None and _unchanged(path, st):  # the bytes parsed are the bytes hashed
@@ -146,7 +150,12 @@ def load_evidence_set(repo: Path, set_name: str, folder: Path | None = None) -> 
     shown = f"evidence/{set_name}"
     if not root.is_dir():
         raise LessonError(shown, None, "no such evidence set", rank=0)
-    return _from_manifest(set_name, root, read_manifest(root, shown))
+    ev = _from_manifest(set_name, root, read_manifest(root, shown))
+    try:
+        ev.harness = load_spec(repo / "code", ev.lesson).harness
+    except LessonError:
+        pass  # load_all_evidence reports it; without a spec the program's lines are not read
+    return ev
 
 
 def check_integrity(ev: EvidenceSet) -> list[LessonError]:

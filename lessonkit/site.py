@@ -274,7 +274,9 @@ class CheckedSite:
         for rel, digest in evidence.items():
             top = rel.split(os.sep, 1)[0]
             per_set.setdefault(folders.get(top, top), []).append((rel, digest))
-        self._set_digests = {name: _combine(items) for name, items in per_set.items()}
+        # A set is read by its lesson's runs.toml ([harness]): a change there counts for every set.
+        specs = [(os.sep + rel, digest) for rel, digest in code.items() if rel.endswith(os.sep + "runs.toml")]
+        self._set_digests = {name: _combine(items + specs) for name, items in per_set.items()}
         self._set_folders = {name: top for top, name in folders.items()}
         self._scanned, self._scans, self._tree = now, scans, tree
         stored = self.store.get("site", "errors", tree)
@@ -342,7 +344,8 @@ class CheckedSite:
             again.update({top + os.sep: None} if (self.repo / "evidence" / top).is_dir() else {})
             if mine != again or not sitecache.settled_since(mine, now):
                 return False
-        for rel, _ in inputs.files:
+        specs = [rel for rel in code if rel.endswith(os.sep + "runs.toml")] if inputs.sets else []
+        for rel in [f for f, _ in inputs.files] + specs:
             stamp = code.get(os.path.normpath(rel))
             try:
                 current = cache.stamp(os.stat(self.repo / "code" / rel))

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from lessonkit import cache
 from lessonkit.errors import LessonError
+from lessonkit.harness import HarnessFormat, parse_harness
 from lessonkit.manifest import sha256_file, sha256_text  # noqa: F401  (re-exported for callers)
 
 _NAME_RE = re.compile(r"\A[a-z0-9][a-z0-9-]*\Z")
@@ -51,6 +52,9 @@ class LessonSpec:
     inputs: tuple[str, ...]
     build: dict[str, str]
     runs: tuple[RunSpec, ...]
+    # How the program's own lines are read ([harness]); not hashed into freshness: it changes how
+    # evidence is read, not what was recorded.
+    harness: HarnessFormat | None = None
 
     def run(self, name: str) -> RunSpec | None:
         """The run that records transcript or artifact `name`, or None."""
@@ -114,7 +118,8 @@ def parse_spec(text: str, source: str) -> LessonSpec:
             repeat=_repeat(need(raw, "repeat", int, where, 1), source, where),
             exclusive=need(raw, "exclusive", bool, where, False),
         ))
-    return LessonSpec(lesson, source, inputs, dict(build), tuple(runs))
+    harness = parse_harness(data.get("harness"), text, source)
+    return LessonSpec(lesson, source, inputs, dict(build), tuple(runs), harness)
 
 
 def _timeout(value: float, source: str, where: str) -> float:
