@@ -14,10 +14,10 @@ from conftest import BUILD, README, SOURCE, mkdocs_yml, record_set, write_tree
 from test_cache import SETTLE_S, check
 
 from lessonkit.errors import LessonError
-from lessonkit.evidence import load_all_evidence
-from lessonkit.site import CheckedSite, Site
-from lessonkit.spec import parse_spec
-from lessonkit.transcript import parse_transcript
+from lessonkit.evidence.sets import load_all_evidence
+from lessonkit.evidence.spec import parse_spec
+from lessonkit.evidence.transcript import parse_transcript
+from lessonkit.site.check import CheckedSite, Site
 
 HEAD = f"""\
 lesson = "trials"

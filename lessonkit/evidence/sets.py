@@ -13,9 +13,9 @@ from typing import Any
 
 from lessonkit import cache
 from lessonkit.errors import LessonError
-from lessonkit.harness import HarnessFormat
-from lessonkit.jsontranscript import parse_json_transcript
-from lessonkit.manifest import (  # noqa: F401
+from lessonkit.evidence.harness import HarnessFormat
+from lessonkit.evidence.jsontranscript import parse_json_transcript
+from lessonkit.evidence.manifest import (  # noqa: F401
     BUILD_INPUT,
     FORMAT,
     MANIFEST,
@@ -26,10 +26,10 @@ from lessonkit.manifest import (  # noqa: F401
     read_manifest,
     sha256_file,
 )
-from lessonkit.manifest import parse_manifest as _parse_manifest_text
-from lessonkit.spec import LessonSpec, load_spec
+from lessonkit.evidence.manifest import parse_manifest as _parse_manifest_text
+from lessonkit.evidence.spec import LessonSpec, load_spec
+from lessonkit.evidence.transcript import Transcript, parse_transcript
 from lessonkit.textio import decode_utf8
-from lessonkit.transcript import Transcript, parse_transcript
 
 OLD_PREFIX = ".old."         # evidence/.old.<set>: the previous set while a refresh swaps (fallback path)
 SCRATCH_PREFIX = ".refresh."  # evidence/.refresh.<set>.<pid>: a refresh's work in progress
@@ -55,7 +55,7 @@ class EvidenceSet:
     # How the lesson's program lines are read (its runs.toml's [harness]); None: they are not.
     harness: HarnessFormat | None = None
     _parsed: dict[str, Transcript] = field(default_factory=dict, repr=False, compare=False)
-    # What queries worked out from this set's recordings (lessonkit.query), kept with them.
+    # What queries worked out from this set's recordings (lessonkit.pages.query), kept with them.
     memo: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property

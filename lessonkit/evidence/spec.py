@@ -14,8 +14,7 @@ from pathlib import Path
 
 from lessonkit import cache
 from lessonkit.errors import LessonError
-from lessonkit.harness import HarnessFormat, parse_harness
-from lessonkit.manifest import sha256_file, sha256_text  # noqa: F401  (re-exported for callers)
+from lessonkit.evidence.harness import HarnessFormat, parse_harness
 
 _NAME_RE = re.compile(r"\A[a-z0-9][a-z0-9-]*\Z")
 

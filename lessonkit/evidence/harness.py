@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lessonkit.errors import LessonError
-from lessonkit.tomlpos import locate
+from lessonkit.evidence.tomlpos import locate
 
 
 def _yes_no(text: str) -> bool:
