@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lessonkit.cache import FOLDER, Store
-from lessonkit.cli import accept
-from lessonkit.errors import LessonError, LessonErrors
+from lessonkit.cli import accept, new
+from lessonkit.errors import LessonError, LessonErrors, split_warnings
 from lessonkit.evidence.harness import HarnessFormat
 from lessonkit.evidence.jsontranscript import parse_json_transcript
 from lessonkit.evidence.transcript import parse_transcript
@@ -64,6 +64,9 @@ def _check_site_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-cache", action="store_true",
                         help=f"neither read nor write the cache in {FOLDER}/ "
                              "(as LESSONKIT_CACHE=off)")
+    parser.add_argument("--strict", action=argparse.BooleanOptionalAction, default=None,
+                        help="fail on warnings (a lesson not recorded yet) too; default: as mkdocs.yml's "
+                             "'strict' setting, which decides the same for the build")
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -77,13 +80,20 @@ def _check(args: argparse.Namespace) -> int:
             return EXIT_USAGE
     # Imported here: only `check` reads mkdocs.yml (with PyYAML); the other commands, run on a
     # GPU machine too, need the standard library alone.
-    from lessonkit.site.config import load_site_config_errors
+    from lessonkit.site.config import load_site_config_errors, site_is_strict
 
-    errors = load_site_config_errors(repo) + check_site(repo, store=Store(None) if args.no_cache else None)
-    if errors:
-        print(LessonErrors(errors).report(), file=sys.stderr)
+    found = load_site_config_errors(repo) + check_site(repo, store=Store(None) if args.no_cache else None)
+    errors, warnings = split_warnings(found)
+    strict = site_is_strict(repo) if args.strict is None else args.strict
+    if found:
+        print(LessonErrors(found).report(), file=sys.stderr)
+    if errors or (warnings and strict):
+        if not errors:
+            why = "--strict" if args.strict else "mkdocs.yml sets 'strict: true', so its build fails on them too"
+            print(f"warnings fail this check: {why}; --no-strict lets them pass", file=sys.stderr)
         return EXIT_ERRORS
-    print(f"ok: every page, region, claim and evidence set under {repo} agrees")
+    counted = f", with {len(warnings)} warning{'s' if len(warnings) != 1 else ''} (above)" if warnings else ""
+    print(f"ok: every page, region, claim and evidence set under {repo} agrees{counted}")
     return EXIT_OK
 
 
@@ -165,6 +175,7 @@ COMMANDS: dict[str, Command] = {
                           _transcript_arguments, _transcript),
     "accept": Command(accept.HELP, accept.add_arguments, accept.run),
     "verify-site": Command(verify.HELP, verify.add_arguments, verify.run),
+    "new": Command(new.HELP, new.add_arguments, new.run),
 }
 
 

@@ -30,6 +30,7 @@ from lessonkit.evidence.manifest import (  # noqa: F401
 from lessonkit.evidence.manifest import parse_manifest as _parse_manifest_text
 from lessonkit.evidence.spec import LessonSpec, load_spec
 from lessonkit.evidence.transcript import Transcript, parse_transcript
+from lessonkit.evidence.unrecorded import Unrecorded, find_unrecorded
 from lessonkit.textio import decode_utf8
 
 OLD_PREFIX = ".old."         # evidence/.old.<set>: the previous set while a refresh swaps (fallback path)
@@ -265,6 +266,7 @@ class Evidence:
     sets: dict[str, EvidenceSet]
     errors: list[LessonError]
     unreadable: set[str] = field(default_factory=set)  # folders whose manifest could not be read
+    unrecorded: dict[str, Unrecorded] = field(default_factory=dict)  # lessons with no set yet
 
 
 def set_folders(repo: Path) -> dict[str, Path]:
@@ -317,4 +319,5 @@ def load_all_evidence(repo: Path) -> Evidence:
             errors.append(exc)
             continue
         errors.extend(check_freshness(ev, repo, spec))
-    return Evidence(sets, errors, unreadable)
+    recorded = set(sets) | unreadable | {ev.lesson for ev in sets.values()}
+    return Evidence(sets, errors, unreadable, find_unrecorded(repo, recorded))
