@@ -294,3 +294,17 @@ def test_without_a_declared_form_a_message_shows_the_pattern_on_one_line():
     assert str(info.value) == (
         "t.txt:2: malformed trial row '1 0'; expected '^(?P<trial>\\\\d+) \\\\s+ (?P<wrong>\\\\d+) \\\\s+ "
         "(?P<of>\\\\d+) \\\\s+ (?:n/a|(?P<max_err>[0-9.]+)) \\\\s+ (?P<passed>yes|no)$'")
+
+
+def test_a_misspelt_kind_of_declaration_is_named_at_its_header():
+    text = HARNESS.replace("[[harness.line]]\nmany", "[[harness.lines]]\nmany")
+    assert declaration_error(text) == (
+        f"code/trials/runs.toml:{line_of(text, '[[harness.lines]]')}: [harness]: unknown key 'lines'; expected "
+        "one of line, table, types")
+
+
+def test_harness_that_is_not_a_table():
+    with pytest.raises(LessonError) as info:
+        parse_spec('harness = "yes"\n' + HEAD, "code/trials/runs.toml")
+    assert str(info.value) == (
+        "code/trials/runs.toml: 'harness' must be a table: [harness.types], [[harness.line]], [[harness.table]]")

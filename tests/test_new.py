@@ -211,3 +211,17 @@ def test_the_stub_compiles_with_its_build_line(course: Path):
     done = subprocess.run(line.split(), cwd=course / "code" / LESSON, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert (course / "code" / LESSON / "global-reduction").is_file()
+
+
+def test_an_engine_without_hooks_shows_the_notice_and_logs_the_warning(course: Path, caplog):
+    import markdown
+
+    new(course, LESSON)
+    page = (course / f"docs/{LESSON}.md").read_text()
+    md = markdown.Markdown(extensions=["lessonkit.site.mdext", "pymdownx.superfences", "pymdownx.highlight",
+                                       "admonition"],
+                           extension_configs={"lessonkit.site.mdext": {"repo": str(course)}})
+    with caplog.at_level("WARNING", logger="lessonkit"):
+        html = md.convert(page)
+    assert '<p class="admonition-title">Not yet recorded</p>' in html and "addOne" in html
+    assert [r.getMessage() for r in caplog.records] == [f"lessonkit: {WARNING}"]

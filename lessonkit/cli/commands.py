@@ -1,7 +1,8 @@
-"""Command line: `python -m lessonkit check [--no-cache] | regions FILE | transcript FILE|SET/RUN |
-accept | verify-site`.
+"""Command line: `python -m lessonkit check [--no-cache] [--[no-]strict] | regions FILE |
+transcript FILE|SET/RUN [--lesson LESSON] | accept | verify-site | new LESSON`.
 
-Exit status: 0 all agree, 1 errors found (listed on stderr), 2 a usage error (argparse's,
+Exit status: 0 all agree (warnings, listed on stderr, pass unless strict), 1 errors found
+(listed on stderr), 2 a usage error (argparse's,
 or no repository around the working folder), 141 the reader of stdout went away
 (`... | head`), as a shell reports a program ended by SIGPIPE.
 

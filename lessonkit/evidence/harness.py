@@ -109,6 +109,8 @@ class _Declaration:
 
     def error(self, table: str, index: int | None, key: str | None, what: str) -> LessonError:
         where = locate(self.text, table, index, key)
+        if where is None and key is not None:  # a key written as a table of its own: its header
+            where = locate(self.text, f"{table}.{key}")
         if where is None and "." in table:  # an inline table: the line of the key that holds it
             parent, _, last = table.rpartition(".")
             where = locate(self.text, parent, None, last)
@@ -116,6 +118,9 @@ class _Declaration:
         return LessonError(self.source, where.line if where else None, f"{label}: {what}", rank=0)
 
     def parse(self, data: object) -> HarnessFormat:
+        if not isinstance(data, dict):
+            raise LessonError(self.source, None, "'harness' must be a table: [harness.types], "
+                              "[[harness.line]], [[harness.table]]", rank=0)
         top = self.keys(data, _TOP_KEYS, "harness", None)
         lines = tuple(self.line(raw, i) for i, raw in enumerate(self.array(top, "line"), start=1))
         tables = tuple(self.table(raw, i) for i, raw in enumerate(self.array(top, "table"), start=1))
