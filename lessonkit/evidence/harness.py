@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from lessonkit.errors import LessonError
@@ -79,13 +80,17 @@ class HarnessFormat:
     tables: tuple[TableForm, ...] = ()
     collections: tuple[str, ...] = ()  # in the order declared: the order a transcript lists them
 
+    @cached_property
+    def _type_of(self) -> dict[str, str]:
+        return dict(self.types)
+
     def convert(self, group: str, text: str) -> Any:
         """The value of `group` read as `text` (ValueError if it is not of its declared type)."""
-        return TYPES[dict(self.types).get(group, "str")][0](text)
+        return TYPES[self._type_of.get(group, "str")][0](text)
 
     def type_name(self, group: str) -> str:
         """How a message names the type of `group`."""
-        return TYPES[dict(self.types).get(group, "str")][1]
+        return TYPES[self._type_of.get(group, "str")][1]
 
 
 def parse_harness(data: object, text: str, source: str) -> HarnessFormat | None:
