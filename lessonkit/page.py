@@ -67,6 +67,7 @@ class ClaimOutcome:
     fix: str | None = None
     skipped: bool = False
     set_name: str | None = None
+    sets: tuple[str, ...] = ()  # every set a ratio or comparison reads (set_name is the first)
 
 
 @dataclass
@@ -167,6 +168,11 @@ class _Page:
 
         `whole_number`: only a plain integer can replace the value (a highlighted line).
         """
+        from lessonkit.crossclaims import check_compound, compound  # ratios and comparisons
+
+        form = compound(ref_query)
+        if form is not None:
+            return check_compound(self, index, value, form, start, end)
         ref, sep, query = (p.strip() for p in ref_query.partition(":"))
         shown = f"{ref}:{query}" if sep else ref_query
         line = index + 1 + self.offset
