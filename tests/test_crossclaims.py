@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import BARE, PROVENANCE, RACE, errs, record_set, run_page
 
-from lessonkit import accept
+from lessonkit.cli import accept
 
 B_PROVENANCE = {**PROVENANCE, "nvcc": "12.4.131", "compute_sanitizer": "2024.1.1.0"}
 RACE_B = RACE.replace("[120 hazards]", "[215 hazards]")
@@ -218,7 +218,7 @@ def test_a_comparison_on_a_missing_declared_set_is_not_checked(demo_repo):
         f.write('\n[[compare]]\nset = "demo-b"\ntoolkit = "12.4"\ntoolkit_dir = "/opt/cuda-12.4"\n')
     page = run_page(demo_repo, DIFFERS)
     assert page.errors == [] and page.claims[0].skipped
-    from lessonkit.site import Site
+    from lessonkit.site.check import Site
     (site_error,) = [str(e) for e in Site.load(demo_repo).site_errors()]
     assert "python3 scripts/refresh.py demo --toolkit /opt/cuda-12.4 --set demo-b" in site_error
 

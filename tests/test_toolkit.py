@@ -14,9 +14,9 @@ from conftest import REPO, mkdocs_yml, run_page, write_tree
 from fake_gpu import install, install_toolkit
 
 from lessonkit.errors import LessonError
-from lessonkit.evidence import load_all_evidence
-from lessonkit.spec import parse_spec
-from lessonkit.toolkit import find_toolkit, leaks
+from lessonkit.evidence.sets import load_all_evidence
+from lessonkit.evidence.spec import parse_spec
+from lessonkit.evidence.toolkit import find_toolkit, leaks
 
 RUNS = """\
 lesson = "demo"

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING
 
-from lessonkit.claims import (
+from lessonkit.errors import LessonError
+from lessonkit.pages.claims import (
     ClaimValue,
     ClaimValueError,
     Found,
@@ -36,12 +37,11 @@ from lessonkit.claims import (
     number,
     parse_claim_value,
 )
-from lessonkit.errors import LessonError
-from lessonkit.query import QueryError, keyed, parse_query, resolve
+from lessonkit.pages.query import QueryError, keyed, parse_query, resolve
+from lessonkit.pages.state import ClaimOutcome, PageState, ShownClaim
 
 if TYPE_CHECKING:
-    from lessonkit.evidence import EvidenceSet
-    from lessonkit.page import ShownClaim, _Page
+    from lessonkit.evidence.sets import EvidenceSet
 
 SAME = "same"
 _SET = r"[a-z0-9][a-z0-9.-]*"
@@ -81,10 +81,8 @@ class _Refused(Exception):
     """The claim cannot be checked; the error is recorded already."""
 
 
-def check_compound(page: _Page, index: int, value: str, form: Form, start: int, end: int) -> ShownClaim:
+def check_compound(page: PageState, index: int, value: str, form: Form, start: int, end: int) -> ShownClaim:
     """Check a ratio or comparison claim; records its outcome (and error) on the page like any claim."""
-    from lessonkit.page import ClaimOutcome, ShownClaim
-
     line = index + 1 + page.offset
     shown = form.shown()
     used: list[str] = []
@@ -164,7 +162,7 @@ def _values(value: str, form: Form) -> list[ClaimValue]:
     return [parsed]
 
 
-def _operand(page: _Page, index: int, set_name: str | None, text: str, compared: bool) -> tuple[EvidenceSet, str, str]:
+def _operand(page: PageState, index: int, set_name: str | None, text: str, compared: bool) -> tuple[EvidenceSet, str, str]:
     """(set, run, query) of one REF:QUERY operand, in `set_name` when the claim compares sets."""
     ref, sep, query = (p.strip() for p in text.partition(":"))
     if not sep or not ref:
@@ -186,7 +184,7 @@ def _operand(page: _Page, index: int, set_name: str | None, text: str, compared:
 Table = list[tuple[tuple[tuple[tuple[str, str], ...], str], ...]]
 
 
-def _sample(page: _Page, index: int, set_name: str | None, form: Form, used: list[str]) -> tuple[Sample, Table]:
+def _sample(page: PageState, index: int, set_name: str | None, form: Form, used: list[str]) -> tuple[Sample, Table]:
     """The values the claim's query (or ratio) names in one set, and per recording (or pair) its values
     keyed by the wildcard keys of their records (for sameness)."""
     compared = form.sets is not None

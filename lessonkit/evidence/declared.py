@@ -18,18 +18,16 @@ set's stale recordings name the declared refresh command.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 from lessonkit.errors import LessonError
-from lessonkit.spec import load_spec
-from lessonkit.toolkit import matches_release, refresh_command
-
-if TYPE_CHECKING:
-    from lessonkit.evidence import EvidenceSet
+from lessonkit.evidence.spec import load_spec
+from lessonkit.evidence.toolkit import matches_release, refresh_command
 
 
-def check_declared(repo: Path, sets: dict[str, EvidenceSet], unreadable: set[str]) -> tuple[list[LessonError], set[str]]:
+def check_declared(repo: Path, sets: dict[str, Any], unreadable: set[str]) -> tuple[list[LessonError], set[str]]:
     """(errors, the declared sets to treat as unreadable: missing or recorded with the wrong toolkit).
+    `sets` holds lessonkit.evidence.sets.EvidenceSet by name (that module calls this one).
 
     Sets the declarations accept get the declared refresh command (`ev.refresh`), so their
     freshness errors name it.

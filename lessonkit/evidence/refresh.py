@@ -27,8 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from lessonkit.errors import LessonError
-from lessonkit.evidence import OLD_PREFIX, SCRATCH_PREFIX, load_evidence_set
-from lessonkit.manifest import (
+from lessonkit.evidence.manifest import (
     MISSING,
     Manifest,
     TranscriptEntry,
@@ -38,8 +37,9 @@ from lessonkit.manifest import (
     sha256_file,
     write_manifest,
 )
-from lessonkit.spec import LessonSpec, RunSpec, load_spec
-from lessonkit.toolkit import (
+from lessonkit.evidence.sets import OLD_PREFIX, SCRATCH_PREFIX, load_evidence_set
+from lessonkit.evidence.spec import LessonSpec, RunSpec, load_spec
+from lessonkit.evidence.toolkit import (
     Toolkit,
     ToolkitError,
     default_set_name,
@@ -308,7 +308,7 @@ def refresh(repo: Path, lesson: str, set_name: str | None = None, only: list[str
     """Re-record a lesson's evidence; returns 0 if the pages still agree, 1 if not, 2 if nothing was recorded.
 
     With `toolkit_dir`, the build and every run use that toolkit folder's nvcc and compute-sanitizer
-    (lessonkit.toolkit), and the set is named after its release unless `set_name` is given.
+    (lessonkit.evidence.toolkit), and the set is named after its release unless `set_name` is given.
     """
     spec = load_spec(repo / "code", lesson)
     toolkit, env, cuda_release = None, dict(os.environ), None
@@ -522,7 +522,7 @@ def report_claims(repo: Path, out=print) -> int:
     exactly what `python3 -m lessonkit check` would say.
     """
     done = subprocess.run([sys.executable, "-m", "lessonkit", "check", "--repo", str(repo)],
-                          cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True)
+                          cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True)
     if done.returncode == 0:
         out("check   every page claim agrees with the new evidence")
         return 0
