@@ -230,3 +230,13 @@ def test_table_rows_bind_their_labels_to_comparison_claims(demo_repo):
              "| 128 | {{ 7 @ race:rows[threads=256,kernel=k].mismatches in demo = demo-b }} |\n")
     (message,) = errs(demo_repo, table)
     assert "row label '128' is not the value of a filter" in message
+
+
+def test_a_transcript_says_which_toolkit_recorded_it(demo_repo):
+    two_sets(demo_repo)
+    record_set(demo_repo, "demo", {"race": RACE_B, "bare": BARE}, set_name="demo-b",
+               provenance={**B_PROVENANCE, "toolkit": "/opt/cuda-12.4"})
+    page = run_page(demo_repo, "{{ transcript demo-b/race }}\n\n{{ provenance demo-b }}\n")
+    assert page.errors == []
+    assert "nvcc 12.4.131, compute-sanitizer 2024.1.1.0, CUDA toolkit folder /opt/cuda-12.4." in page.blocks[0]
+    assert "| CUDA toolkit folder | /opt/cuda-12.4 |" in page.markdown
