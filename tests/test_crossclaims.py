@@ -192,7 +192,7 @@ def test_a_ratio_needs_runs_recorded_together(demo_repo):
     assert message.endswith("re-record both: python3 scripts/refresh.py demo")
     ratio_set(demo_repo, [30.0, 36.0], [5.0, 6.0], ids=[None, None])
     (message,) = errs(demo_repo, "{{ ~6 @ demo/race:wall_s / demo/bare:wall_s }}\n")
-    assert "was recorded before the refresh noted which recordings it made together" in message
+    assert "race.r1 was recorded before the refresh noted which recordings it made together" in message
 
 
 def test_a_ratio_divides_runs_of_one_set(demo_repo):

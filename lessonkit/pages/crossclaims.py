@@ -219,9 +219,12 @@ def ratio(ev: EvidenceSet, num: str, num_query: str, den: str, den_query: str) -
     for i, j in pairs:
         first, second = ev.entries[names_top[i]], ev.entries[names_bottom[j]]
         if first.refresh_id is None or first.refresh_id != second.refresh_id:
-            why = ("was recorded before the refresh noted which recordings it made together"
-                   if first.refresh_id is None or second.refresh_id is None else "come from different refreshes")
-            raise QueryError(f"{first.name} and {second.name} {why}; a ratio compares runs recorded together: "
+            if first.refresh_id is None or second.refresh_id is None:
+                old = first if first.refresh_id is None else second
+                why = f"{old.name} was recorded before the refresh noted which recordings it made together"
+            else:
+                why = f"{first.name} and {second.name} come from different refreshes"
+            raise QueryError(f"{why}; a ratio compares runs recorded together: "
                              f"re-record both: {ev.refresh_command([num, den])}")
         a, b = number(top.values[i].text), number(bottom.values[j].text)
         if a is None or b is None:
