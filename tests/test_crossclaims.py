@@ -93,9 +93,14 @@ def test_a_difference_that_disappears_fails_and_says_what_to_write(demo_repo):
     two_sets(demo_repo, race_b=RACE)
     (message,) = errs(demo_repo, DIFFERS)
     assert ("states a difference that is gone: evidence/demo gives '120' and evidence/demo-b gives '120', which "
-            "meet; if they are now the same, say so in the prose and write the claim as VALUE @ "
+            "meet; they are the same now: say so in the prose and write the claim as 120 @ "
             "race:reports[severity=Error].hazards in demo = demo-b") in message
     assert run_page(demo_repo, DIFFERS).claims[0].fix is None
+    # Overlapping spans that are not one value: neither form holds, and the message says so.
+    record_set(demo_repo, "demo", {"race": [RACE, RACE.replace("[120 hazards]", "[240 hazards]")], "bare": BARE},
+               set_name="demo-b")
+    (message,) = errs(demo_repo, DIFFERS)
+    assert "evidence/demo-b gives 120 to 240, which meet; the two sets' values overlap" in message
 
 
 def test_ranges_that_meet_state_no_difference(demo_repo):

@@ -343,9 +343,15 @@ def _check_differs(value: str, values: list[ClaimValue], form: Form, a: Sample,
     else:
         met = bool(set(texts_a) & set(texts_b))
     if met:
+        shared = set(texts_a) | set(texts_b)
+        if len(shared) == 1:
+            hint = (f"they are the same now: say so in the prose and write the claim as "
+                    f"{shared.pop()} @ {' / '.join(form.operands)} in {set_a} = {set_b}")
+        else:
+            hint = ("the two sets' values overlap: the page can no longer say they differ; rewrite the prose, and "
+                    "quote each set with a claim of its own")
         return (f"states a difference that is gone: evidence/{set_a} gives {_describe(texts_a)} and "
-                f"evidence/{set_b} gives {_describe(texts_b)}, which meet; if they are now the same, say so in the "
-                f"prose and write the claim as VALUE @ {' / '.join(form.operands)} in {set_a} = {set_b}"), None
+                f"evidence/{set_b} gives {_describe(texts_b)}, which meet; {hint}"), None
     verdicts = [judge(va, a), judge(vb, b)]
     if all(v.holds for v in verdicts):
         return None, None
