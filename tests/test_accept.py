@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from conftest import BARE, PAGE, RACE, record_set
 
-from lessonkit.accept import EXIT_DONE, EXIT_REFUSED, EXIT_UNCONFIRMED, main
-from lessonkit.site import check_site
+from lessonkit.cli.accept import EXIT_DONE, EXIT_REFUSED, EXIT_UNCONFIRMED, main
+from lessonkit.site.check import check_site
 
 STALE = "{{ 120 @ race:reports[severity=Error].hazards }}"
 
@@ -103,7 +103,7 @@ def test_broken_references_are_refused_and_left_alone(rerecorded: Path):
         "docs/index.md:12: 9 -> 2\n"
         "not accepted (2; fix by hand):\n"
         "  docs/index.md:12: claim '3' (race:#nope): evidence/demo/race.r1.txt has no collection 'nope'; it has: "
-        "barriers, hazards, reports, rows, tiling\n"
+        "barriers, hazards, reports, rows, tiling, uninitialized\n"
         "  docs/index.md:12: no evidence set 'nowhere'; the sets are: demo\n"
         "rewrote 2 claim values in 1 page; review with git diff, then run python -m lessonkit check\n")
     assert page.read_bytes() == before.replace(b"{{ 120 @", "{{ 110\u2013140 @".encode()).replace(
@@ -147,7 +147,7 @@ def test_rounded_claims_stay_rounded(demo_repo: Path):
 
 
 def test_the_command_line_runs_accept(rerecorded: Path, capsys):
-    from lessonkit.cli import main as cli
+    from lessonkit.cli.commands import main as cli
     assert cli(["accept", "--repo", str(rerecorded), "--yes"]) == EXIT_DONE
     assert capsys.readouterr().out.startswith("docs/index.md:7: 120 -> 110\u2013140\n")
     assert cli(["accept", "--repo", str(rerecorded)]) == EXIT_DONE

@@ -1,0 +1,276 @@
+"""The evidence manifest, evidence/<set>/manifest.json: its schema, read and written here only.
+
+Format 2: one entry per recording. A run with `repeat = N` (N > 1) is recorded as the
+entries NAME.r1 .. NAME.rN, each with its own file, exit code, wall time, start and end
+time and hashes; the group NAME is what pages cite. Format 1 (one entry per run, no group
+fields) is still read, so a set recorded before repeats existed stays checkable.
+
+Input hashing lives here too, cached by file stat (in memory, and across processes in the
+hash store of lessonkit.cache when a check or a build opened one), so the refresh, the check
+and the tests hash the same inputs the same way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lessonkit import cache
+from lessonkit.cache import HashStore
+from lessonkit.errors import LessonError
+from lessonkit.evidence.spec import LessonSpec, RunSpec
+
+MANIFEST = "manifest.json"
+FORMAT = 2
+READABLE_FORMATS = (1, 2)
+BUILD_INPUT = "build line"
+MISSING = "missing"
+
+_ENTRY_FIELDS: dict[str, Any] = {
+    "file": str, "command": str, "exit_code": (int, type(None)), "timed_out": bool,
+    "wall_s": (int, float), "date": str, "inputs": dict, "sha256": str}
+_GROUP_FIELDS: dict[str, Any] = {
+    "group": str, "repeat": int, "repeats": int, "exclusive": bool,
+    "started": (int, float, type(None)), "ended": (int, float, type(None))}
+_REPEAT_SUFFIX_RE = re.compile(r"""^(?P<group>[a-z0-9][a-z0-9-]*)\.r(?P<k>[1-9]\d*)$""", re.VERBOSE)
+
+
+@dataclass(frozen=True)
+class TranscriptEntry:
+    """The manifest's record of one recording (one transcript or artifact file)."""
+
+    name: str
+    file: str
+    command: str
+    exit_code: int | None
+    timed_out: bool
+    wall_s: float
+    date: str
+    inputs: dict[str, str]
+    sha256: str
+    format: str = "text"
+    group: str = ""
+    repeat: int = 1
+    repeats: int = 1
+    exclusive: bool = False
+    started: float | None = None
+    ended: float | None = None
+    refresh_id: str | None = None  # the refresh that made it (UTC start/pid): runs recorded together share it
+
+    def fields(self) -> dict[str, Any]:
+        """The values a page may quote about how the recording was made."""
+        return {"command": self.command, "exit_code": self.exit_code, "timed_out": self.timed_out,
+                "wall_s": self.wall_s, "date": self.date, "day": self.date[:10],
+                "repeats": self.repeats, "exclusive": self.exclusive}
+
+    def to_json(self) -> dict[str, Any]:
+        """The entry as the manifest stores it (its name is the key, not a field)."""
+        data = asdict(self)
+        del data["name"]
+        if data["refresh_id"] is None:  # recorded before refreshes were told apart: written as it was read
+            del data["refresh_id"]
+        return data
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """A whole manifest: the set's build and provenance, and one entry per recording."""
+
+    lesson: str
+    arch: str
+    build: str
+    refresh: str
+    provenance: dict[str, Any]
+    entries: dict[str, TranscriptEntry] = field(default_factory=dict)
+
+    def groups(self) -> dict[str, tuple[str, ...]]:
+        """Group name -> its entry names in repeat order."""
+        out: dict[str, list[TranscriptEntry]] = {}
+        for entry in self.entries.values():
+            out.setdefault(entry.group, []).append(entry)
+        return {g: tuple(e.name for e in sorted(es, key=lambda e: e.repeat)) for g, es in sorted(out.items())}
+
+
+def recording_name(group: str, repeat: int, repeats: int) -> str:
+    """The entry name of recording `repeat` of `repeats`: NAME, or NAME.rK when repeated."""
+    return group if repeats == 1 else f"{group}.r{repeat}"
+
+
+def recording_file(file: str, repeat: int, repeats: int) -> str:
+    """The file name of a recording: 'sweep.json' becomes 'sweep.r3.json' when repeated."""
+    if repeats == 1:
+        return file
+    stem, dot, suffix = file.partition(".")
+    return f"{stem}.r{repeat}{dot}{suffix}"
+
+
+def _error(shown: str, message: str, line: int | None = None) -> LessonError:
+    return LessonError(f"{shown}/{MANIFEST}", line, message, rank=0)
+
+
+def parse_manifest(text: str, shown: str) -> Manifest:
+    """Parse a manifest's text; `shown` names the set's folder in messages. Raises LessonError."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _error(shown, f"not valid JSON: {exc.msg} (column {exc.colno})", exc.lineno) from exc
+    if not isinstance(data, dict):
+        raise _error(shown, "expected a JSON object at the top level")
+    fmt = data.get("format")
+    if fmt not in READABLE_FORMATS or isinstance(fmt, bool):
+        raise _error(shown, f"format {fmt!r} is not one of {', '.join(map(str, READABLE_FORMATS))}; "
+                     "re-record the set")
+    for key in ("lesson", "arch", "build", "refresh"):
+        if not isinstance(data.get(key), str):
+            raise _error(shown, f"'{key}' is missing or not a string")
+    if not isinstance(data.get("provenance"), dict) or not isinstance(data.get("transcripts"), dict):
+        raise _error(shown, "'provenance' and 'transcripts' must be JSON objects")
+    entries: dict[str, TranscriptEntry] = {}
+    for name, raw in data["transcripts"].items():
+        entries[name] = _parse_entry(shown, name, raw, fmt)
+    _check_groups(shown, entries)
+    return Manifest(data["lesson"], data["arch"], data["build"], data["refresh"],
+                    dict(data["provenance"]), entries)
+
+
+def _is(value: Any, kind: Any) -> bool:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if isinstance(value, bool) and bool not in kinds:
+        return False
+    return isinstance(value, kinds)
+
+
+def _parse_entry(shown: str, name: str, raw: Any, fmt: int) -> TranscriptEntry:
+    if not isinstance(raw, dict):
+        raise _error(shown, f"transcript {name!r}: expected an object")
+    wanted = dict(_ENTRY_FIELDS, **(_GROUP_FIELDS if fmt >= 2 else {}))
+    for key, kind in wanted.items():
+        if key not in raw or not _is(raw[key], kind):
+            raise _error(shown, f"transcript {name!r}: field '{key}' is missing or of the wrong type")
+    if "/" in raw["file"] or raw["file"].startswith(".") or raw["file"] == MANIFEST:
+        raise _error(shown, f"transcript {name!r}: file {raw['file']!r} must be a plain name in the set's folder")
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in raw["inputs"].items()):
+        raise _error(shown, f"transcript {name!r}: 'inputs' must map names to sha256 strings")
+    extra = {k: raw[k] for k in _GROUP_FIELDS if k in raw} if fmt >= 2 else {"group": name}
+    if "refresh_id" in raw:
+        if not isinstance(raw["refresh_id"], str):
+            raise _error(shown, f"transcript {name!r}: field 'refresh_id' is not a string")
+        extra["refresh_id"] = raw["refresh_id"]
+    return TranscriptEntry(
+        name=name, file=raw["file"], command=raw["command"], exit_code=raw["exit_code"],
+        timed_out=raw["timed_out"], wall_s=float(raw["wall_s"]), date=raw["date"],
+        inputs=dict(raw["inputs"]), sha256=raw["sha256"], format=str(raw.get("format", "text")), **extra)
+
+
+def _check_groups(shown: str, entries: dict[str, TranscriptEntry]) -> None:
+    """Every group has recordings 1..N under the names recording_name gives, one file each."""
+    files: dict[str, str] = {}
+    for entry in entries.values():
+        if entry.file in files:
+            raise _error(shown, f"transcripts {files[entry.file]!r} and {entry.name!r} share the file {entry.file!r}")
+        files[entry.file] = entry.name
+        if not 1 <= entry.repeat <= entry.repeats:
+            raise _error(shown, f"transcript {entry.name!r}: repeat {entry.repeat} is not in 1..{entry.repeats}")
+        if entry.name != recording_name(entry.group, entry.repeat, entry.repeats):
+            raise _error(shown, f"transcript {entry.name!r}: expected the name "
+                         f"{recording_name(entry.group, entry.repeat, entry.repeats)!r} for recording "
+                         f"{entry.repeat} of {entry.repeats} of {entry.group!r}")
+    by_group: dict[str, list[TranscriptEntry]] = {}
+    for entry in entries.values():
+        by_group.setdefault(entry.group, []).append(entry)
+    for group, members in by_group.items():
+        counts = {e.repeats for e in members}
+        if len(counts) != 1 or len(members) != members[0].repeats:
+            raise _error(shown, f"group {group!r} has {len(members)} recordings but they say "
+                         f"{', '.join(str(c) for c in sorted(counts))} repeats")
+
+
+def manifest_to_text(manifest: Manifest) -> str:
+    """The manifest as the refresh writes it (sorted keys, one trailing newline)."""
+    data = {"format": FORMAT, "lesson": manifest.lesson, "arch": manifest.arch, "build": manifest.build,
+            "refresh": manifest.refresh, "provenance": manifest.provenance,
+            "transcripts": {name: e.to_json() for name, e in sorted(manifest.entries.items())}}
+    return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+
+def read_manifest(folder: Path, shown: str) -> Manifest:
+    """Read folder/manifest.json; LessonError when it is missing or malformed."""
+    try:
+        text = (folder / MANIFEST).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise _error(shown, "the manifest is missing; the set was not written by the refresh") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _error(shown, f"cannot read the manifest: {exc}") from None
+    return parse_manifest(text, shown)
+
+
+def write_manifest(folder: Path, manifest: Manifest) -> None:
+    """Write folder/manifest.json, flushed to disk before it counts as written."""
+    path = folder / MANIFEST
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(manifest_to_text(manifest))
+        f.flush()
+        os.fsync(f.fileno())
+
+
+# -- hashing --------------------------------------------------------------------------------
+
+_stat_cache: dict[str, tuple[tuple[int, ...], str]] = {}
+_hash_store: HashStore | None = None  # the cache on disk, when a check or a build opened one
+
+
+def use_hash_store(store: HashStore | None) -> None:
+    """Keep file hashes across processes in `store` (None: only in this process's memory)."""
+    global _hash_store
+    _hash_store = store
+
+
+def sha256_text(text: str) -> str:
+    """Hex sha256 of a string's UTF-8 bytes (used for build lines)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def sha256_file(path: Path, st: os.stat_result | None = None) -> str:
+    """Hex sha256 of a file's bytes, cached while its inode, size, mtime and ctime stay the same.
+
+    A file changed within the last two seconds is never served from a cache: a rewrite in
+    the same clock tick, or one that restores the mtime (which still moves the ctime), would
+    otherwise keep its old hash for the life of a `serve` process. The hash store on disk
+    (lessonkit.cache), when one is in use, follows the same rule across processes. `st` is the
+    file's stat when the caller just took it.
+    """
+    st = os.stat(path) if st is None else st
+    key = cache.stamp(st)
+    name = str(path)
+    cached = _stat_cache.get(name)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    store = _hash_store
+    digest = store.lookup(name, st) if store is not None else None
+    if digest is None:
+        digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        if store is not None:
+            store.remember(name, st, digest)
+    if cache.settled(st):
+        _stat_cache[name] = (key, digest)
+    return digest
+
+
+def input_hashes(repo: Path, spec: LessonSpec, run: RunSpec, build_line: str) -> dict[str, str]:
+    """The inputs a recording of `run` depends on, by the name the manifest uses, and their hashes."""
+    hashes = {BUILD_INPUT: sha256_text(build_line)}
+    for rel in spec.inputs + run.inputs:
+        path = repo / "code" / spec.lesson / rel
+        hashes[f"code/{spec.lesson}/{rel}"] = sha256_file(path) if path.is_file() else MISSING
+    return hashes
+
+
+def split_recording(name: str) -> tuple[str, int | None]:
+    """'sweep.r3' -> ('sweep', 3); 'sweep' -> ('sweep', None)."""
+    m = _REPEAT_SUFFIX_RE.match(name)
+    return (m.group("group"), int(m.group("k"))) if m else (name, None)

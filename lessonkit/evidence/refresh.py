@@ -1,0 +1,569 @@
+"""The author's refresh, run on a GPU machine: build, run every recorded command, swap the
+evidence in atomically, then report which page claims no longer agree.
+
+Standard library only: the GPU machine has no MkDocs and no network.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import ctypes.util
+import importlib.metadata
+import os
+import platform
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent import futures
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from lessonkit.errors import LessonError
+from lessonkit.evidence.manifest import (
+    MISSING,
+    Manifest,
+    TranscriptEntry,
+    input_hashes,
+    recording_file,
+    recording_name,
+    sha256_file,
+    write_manifest,
+)
+from lessonkit.evidence.sets import OLD_PREFIX, SCRATCH_PREFIX, load_evidence_set
+from lessonkit.evidence.spec import LessonSpec, RunSpec, load_spec
+from lessonkit.evidence.toolkit import (
+    Toolkit,
+    ToolkitError,
+    default_set_name,
+    find_toolkit,
+    leaks,
+    matches_release,
+    refresh_command,
+    release,
+)
+
+# Test hooks: stop the process dead at a named point of the swap, or pretend renameat2 is missing.
+CRASH_AT_ENV = "LESSONKIT_REFRESH_CRASH_AT"
+NO_EXCHANGE_ENV = "LESSONKIT_REFRESH_NO_EXCHANGE"
+CRASH_POINTS = ("scratch-written", "exchanged", "old-moved", "new-moved")
+
+
+class RefreshError(Exception):
+    """The refresh cannot go on; the old evidence is untouched. The message says why."""
+
+
+@dataclass(frozen=True)
+class Job:
+    """One recording to make: repeat `repeat` of `run`."""
+
+    run: RunSpec
+    repeat: int
+
+    @property
+    def name(self) -> str:
+        """The recording's entry name (NAME, or NAME.rK when the run repeats)."""
+        return recording_name(self.run.name, self.repeat, self.run.repeat)
+
+
+@dataclass
+class RunResult:
+    """What one recording did."""
+
+    job: Job
+    output: str
+    exit_code: int | None
+    timed_out: bool
+    wall_s: float
+    date: str
+    started: float
+    ended: float
+    cwd: Path
+
+    @property
+    def run(self) -> RunSpec:
+        """The run this is a recording of."""
+        return self.job.run
+
+
+@dataclass
+class SwapState:
+    """Where the swap stands, so an interruption can say which evidence is in place."""
+
+    phase: str = "recording"  # recording -> swapping -> swapped
+    target: str = ""          # evidence/<set>, once the set's name is known
+
+
+_live: set[subprocess.Popen] = set()
+_live_lock = threading.Lock()
+swap_state = SwapState()
+
+
+def _utc_now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _crash_point(name: str) -> None:
+    """Die here, as a SIGKILL would, when the test hook names this point."""
+    if os.environ.get(CRASH_AT_ENV) == name:
+        os._exit(137)
+
+
+def _capture(argv: list[str], cwd: Path | None = None, env: dict[str, str] | None = None) -> str:
+    try:
+        done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise RefreshError(f"{argv[0]}: {exc}") from exc
+    if done.returncode != 0:
+        raise RefreshError(f"{' '.join(argv)} failed (exit {done.returncode}): "
+                           f"{(done.stdout + done.stderr).strip()[-500:]}")
+    return done.stdout
+
+
+def preflight(runs: list[RunSpec], toolkit: Toolkit | None = None) -> dict[str, str]:
+    """Check that nvcc, compute-sanitizer (if used) and a GPU are there; return the provenance.
+
+    With a toolkit, nvcc and compute-sanitizer are the toolkit's own (its versions are recorded,
+    and its folder under 'toolkit'); without one, the ones on PATH.
+    """
+    missing = []
+    needed = ["nvcc", "nvidia-smi"]
+    if any("compute-sanitizer" in r.command for r in runs):
+        needed.append("compute-sanitizer")
+    tools = {tool: shutil.which(tool) for tool in needed}
+    if toolkit is not None:
+        tools["nvcc"] = str(toolkit.nvcc)
+        if "compute-sanitizer" in needed:
+            if toolkit.sanitizer is None:
+                raise RefreshError(f"--toolkit {toolkit.root} has no compute-sanitizer (looked for "
+                                   f"{toolkit.root / 'compute-sanitizer' / 'compute-sanitizer'} and "
+                                   f"{toolkit.root / 'bin' / 'compute-sanitizer'}), and the runs use it")
+            tools["compute-sanitizer"] = str(toolkit.sanitizer)
+    for tool in needed:
+        if tools[tool] is None:
+            missing.append(tool)
+    if missing:
+        what = {"nvcc": "the CUDA compiler", "nvidia-smi": "the NVIDIA driver's tool (no GPU driver?)",
+                "compute-sanitizer": "the sanitizer"}
+        raise RefreshError("the refresh needs a GPU machine; not found on PATH: " +
+                           ", ".join(f"{t} ({what[t]})" for t in missing))
+    smi = _capture(["nvidia-smi", "--query-gpu=name,compute_cap,driver_version", "--format=csv,noheader"])
+    first = smi.strip().splitlines()[0] if smi.strip() else ""
+    parts = [p.strip() for p in first.split(",")]
+    if len(parts) != 3:
+        raise RefreshError(f"no GPU found: nvidia-smi printed {smi.strip()!r}")
+    prov = {"gpu": parts[0], "compute_capability": parts[1], "driver": parts[2]}
+    m = re.search(r"release [\d.]+, V(\S+)", _capture([tools["nvcc"], "--version"]))
+    prov["nvcc"] = m.group(1) if m else "unknown"
+    if "compute-sanitizer" in needed:
+        m = re.search(r"Version (\S+)", _capture([tools["compute-sanitizer"], "--version"]))
+        prov["compute_sanitizer"] = m.group(1) if m else "unknown"
+    if toolkit is not None:
+        prov["toolkit"] = str(toolkit.root)
+    prov["python"] = platform.python_version()
+    for package, key in (("numpy", "numpy"), ("cupy-cuda13x", "cupy"), ("cupy-cuda12x", "cupy"), ("cupy", "cupy")):
+        try:
+            prov.setdefault(key, importlib.metadata.version(package))
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    return prov
+
+
+def _execute(job: Job, cwd: Path, env: dict[str, str] | None = None) -> RunResult:
+    """Run one recording with a timeout; stdout and stderr together, in order; a hang is killed and recorded."""
+    run = job.run
+    started = time.time()
+    start = time.monotonic()
+    date = _utc_now()
+    proc = subprocess.Popen(shlex.split(run.command), cwd=cwd, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    with _live_lock:
+        _live.add(proc)
+    timed_out = False
+    try:
+        out, _ = proc.communicate(timeout=run.timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _kill(proc)
+        out, _ = proc.communicate()
+    finally:
+        with _live_lock:
+            _live.discard(proc)
+    wall = time.monotonic() - start
+    text = out.decode("utf-8", errors="replace")
+    if timed_out:
+        text += f"\n[refresh: no exit after {run.timeout:g} s; the process group was killed]\n"
+    return RunResult(job, text, None if timed_out else proc.returncode, timed_out, wall, date,
+                     started, time.time(), cwd)
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _kill_all() -> None:
+    with _live_lock:
+        for proc in list(_live):
+            _kill(proc)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Atomically swap two directories (Linux renameat2 RENAME_EXCHANGE); False if unsupported."""
+    if os.environ.get(NO_EXCHANGE_ENV):
+        return False
+    libc_name = ctypes.util.find_library("c")
+    if not libc_name or sys.platform != "linux":
+        return False
+    libc = ctypes.CDLL(libc_name, use_errno=True)
+    fn = getattr(libc, "renameat2", None)
+    if fn is None:
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    rc = fn(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange)
+    return rc == 0
+
+
+def old_folder(target: Path) -> Path:
+    """Where the fallback swap parks the previous set: evidence/.old.<set> (hidden from the build
+    while the set itself exists; read in its place while it does not)."""
+    return target.with_name(OLD_PREFIX + target.name)
+
+
+def scratch_folder(target: Path) -> Path:
+    """This process's work in progress for set `target`: evidence/.refresh.<set>.<pid>."""
+    return target.with_name(f"{SCRATCH_PREFIX}{target.name}.{os.getpid()}")
+
+
+def swap_in(new: Path, target: Path) -> None:
+    """Make the complete folder `new` the set at `target`; the old set is removed.
+
+    At every instant one complete set is findable: with renameat2 the exchange is atomic; without
+    it, target moves to .old.<set> (which the build and the next refresh read as the set while
+    target is missing), new moves to target, and only then is the old one deleted.
+    """
+    if not target.exists():
+        os.rename(new, target)
+        return
+    if _exchange(new, target):
+        _crash_point("exchanged")
+        shutil.rmtree(new)  # `new` now holds the old evidence
+        return
+    old = old_folder(target)
+    if old.exists():
+        shutil.rmtree(old)  # left by a crash after a completed swap (recover removes it first)
+    os.rename(target, old)
+    _crash_point("old-moved")
+    os.rename(new, target)
+    _crash_point("new-moved")
+    shutil.rmtree(old)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def recover(target: Path) -> list[str]:
+    """Put a set back in order after a refresh that died; returns what it did, one line each.
+
+    Exactly one set remains: the old one restored when the crash came between the two renames,
+    the new one when it came after. Scratch folders of dead refreshes of this set are removed
+    (another set's scratch never matches: names are .refresh.<set>.<pid>, and set names hold no dot).
+    """
+    did: list[str] = []
+    old = old_folder(target)
+    if old.exists():
+        if target.exists():
+            shutil.rmtree(old)
+            did.append(f"removed {old.name} (a swap had completed)")
+        else:
+            os.rename(old, target)
+            did.append(f"restored {target.name} from {old.name} (a swap was interrupted)")
+    prefix = f"{SCRATCH_PREFIX}{target.name}."
+    for scratch in sorted(target.parent.glob(prefix + "*")) if target.parent.is_dir() else []:
+        pid = scratch.name[len(prefix):]
+        if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
+            shutil.rmtree(scratch, ignore_errors=True)
+            did.append(f"removed {scratch.name} (a refresh that did not finish)")
+    return did
+
+
+def refresh(repo: Path, lesson: str, set_name: str | None = None, only: list[str] | None = None,
+            arch: str | None = None, out=print, toolkit_dir: str | None = None) -> int:
+    """Re-record a lesson's evidence; returns 0 if the pages still agree, 1 if not, 2 if nothing was recorded.
+
+    With `toolkit_dir`, the build and every run use that toolkit folder's nvcc and compute-sanitizer
+    (lessonkit.evidence.toolkit), and the set is named after its release unless `set_name` is given.
+    """
+    spec = load_spec(repo / "code", lesson)
+    toolkit, env, cuda_release = None, dict(os.environ), None
+    if toolkit_dir is not None:
+        try:
+            toolkit = find_toolkit(toolkit_dir)
+        except ToolkitError as exc:
+            raise RefreshError(str(exc)) from None
+        env = toolkit.path_env(env)
+        cuda_release = release(_capture([str(toolkit.nvcc), "--version"], env=env))
+        if cuda_release is None:
+            raise RefreshError(f"{toolkit.nvcc} --version names no release; cannot name the set after it")
+    set_name = set_name or default_set_name(lesson, cuda_release)
+    swap_state.target = f"evidence/{set_name}"
+    target = repo / "evidence" / set_name
+    for line in recover(target):
+        out(f"recover {line}")
+    runs = list(spec.runs)
+    if only:
+        runs = []
+        for name in only:
+            chosen = spec.run(name)
+            if chosen is None:
+                raise RefreshError(f"no run {name!r} in {spec.path}; runs: {', '.join(r.name for r in spec.runs)}")
+            if chosen not in runs:
+                runs.append(chosen)
+        if not (target / "manifest.json").is_file():
+            raise RefreshError(f"--only needs an existing set at evidence/{set_name}; run a full refresh first")
+    missing = [f"code/{lesson}/{rel}" for r in runs for rel in spec.inputs + r.inputs
+               if not (repo / "code" / lesson / rel).is_file()]
+    if missing:
+        raise RefreshError(f"{spec.path} names inputs that do not exist: {', '.join(sorted(set(missing)))}; "
+                           "nothing was run")
+    provenance = preflight(runs, toolkit)
+    _check_declared(spec, set_name, toolkit, provenance["nvcc"])
+    arch = arch or "sm_" + provenance["compute_capability"].replace(".", "")
+    if arch not in spec.build:
+        raise RefreshError(f"{spec.path} has no build line for {arch}; it has: {', '.join(spec.build)}")
+    build_line = spec.build[arch]
+    if toolkit is not None:
+        commands = [("the build line", build_line)] + [(f"run {r.name!r}", r.command) for r in runs]
+        leaked = leaks(toolkit, commands, env, cwd=repo / "code" / lesson)
+        if leaked:
+            raise RefreshError(f"--toolkit {toolkit.root}: a command of {spec.path} would reach another "
+                               "toolkit's tool; nothing was run:\n  " + "\n  ".join(leaked))
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # A fixed build folder named like the repository's own, so paths that tools write into their
+    # records (XML) read code/<lesson>/FILE and a second refresh does not rewrite them.
+    work = Path(tempfile.gettempdir()) / "100-days-of-gpu" / lesson
+    build_dir = work / "code" / lesson
+    shutil.rmtree(work, ignore_errors=True)
+    build_dir.mkdir(parents=True)
+    try:
+        for path in (repo / "code" / lesson).iterdir():
+            if path.is_file():
+                shutil.copy2(path, build_dir / path.name)
+        out(f"build   {build_line}")
+        done = subprocess.run(shlex.split(build_line), cwd=build_dir, env=env, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RefreshError(f"the build failed (exit {done.returncode}); nothing was recorded:\n"
+                               f"{done.stdout}{done.stderr}")
+        results = _run_all(runs, build_dir, work / "runs", out, env)
+        failed_gates = [r for r in results if r.run.gate and (r.timed_out or r.exit_code != 0)]
+        if failed_gates:
+            text = "\n".join(f"--- {r.job.name} ({'timed out' if r.timed_out else f'exit {r.exit_code}'}):\n"
+                             f"{r.output}" for r in failed_gates)
+            raise RefreshError("a gated run failed, so the fixed kernels are not right; the old evidence "
+                               f"is kept and nothing was recorded:\n{text}")
+        refresh_cmd = refresh_command(lesson, set_name, str(toolkit.root) if toolkit else None, cuda_release)
+        _record(repo, spec, set_name, build_line, arch, provenance, results, bool(only), refresh_cmd)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return report_claims(repo, out)
+
+
+def _job_dir(build_dir: Path, runs_dir: Path, job: Job) -> Path:
+    """A working folder of its own for each recording (repeats write the same artifact names)."""
+    cwd = runs_dir / job.name
+    cwd.mkdir(parents=True)
+    for path in build_dir.iterdir():
+        (cwd / path.name).symlink_to(path)
+    return cwd
+
+
+def _check_declared(spec: LessonSpec, set_name: str, toolkit: Toolkit | None, nvcc: str) -> None:
+    """A set the lesson declares under [[compare]] is recorded only with its toolkit."""
+    declared = spec.compared(set_name)
+    if declared is None:
+        return
+    where = f"{spec.path}:{declared.line}" if declared.line else spec.path
+    command = refresh_command(spec.lesson, set_name, declared.toolkit_dir, declared.toolkit)
+    if not matches_release(nvcc, declared.toolkit):
+        used = toolkit.nvcc if toolkit is not None else shutil.which("nvcc")
+        raise RefreshError(f"{where} declares set {set_name!r} as recorded with CUDA {declared.toolkit}, but "
+                           f"{used} is nvcc {nvcc}; record it with: {command}")
+    if declared.toolkit_dir is not None and toolkit is None:
+        raise RefreshError(f"{where} declares set {set_name!r} as recorded with the toolkit in "
+                           f"{declared.toolkit_dir}; record it with --toolkit, so that every command is "
+                           f"held to that toolkit's tools: {command}")
+
+
+def _run_all(runs: list[RunSpec], build_dir: Path, runs_dir: Path, out,
+             env: dict[str, str] | None = None) -> list[RunResult]:
+    """Every recording: the shared ones concurrently, then each exclusive one with the GPU to itself."""
+    jobs = [Job(r, k) for r in runs for k in range(1, r.repeat + 1)]
+    shared = [j for j in jobs if not j.run.exclusive]
+    exclusive = [j for j in jobs if j.run.exclusive]
+    results: list[RunResult] = []
+
+    def report(res: RunResult) -> None:
+        results.append(res)
+        status = "timed out" if res.timed_out else f"exit {res.exit_code}"
+        mode = " exclusive" if res.run.exclusive else ""
+        out(f"run     {res.job.name:<28} {status:<10} {res.wall_s:8.2f} s{mode}")
+
+    start = time.monotonic()
+    workers = max(1, min(len(shared), os.cpu_count() or 4))
+    with futures.ThreadPoolExecutor(max_workers=workers) as pool:
+        pending = [pool.submit(_execute, j, _job_dir(build_dir, runs_dir, j), env) for j in shared]
+        try:
+            for fut in futures.as_completed(pending):
+                report(fut.result())
+        except BaseException:
+            _kill_all()
+            raise
+    concurrent = time.monotonic() - start
+    for job in exclusive:  # after the pool has drained: nothing else of the refresh is running
+        try:
+            report(_execute(job, _job_dir(build_dir, runs_dir, job), env))
+        except BaseException:
+            _kill_all()
+            raise
+    total = time.monotonic() - start
+    longest = max((r.wall_s for r in results if not r.run.exclusive), default=0.0)
+    out(f"total   {len(results)} recordings in {total:.2f} s: {len(shared)} concurrent in {concurrent:.2f} s "
+        f"(longest {longest:.2f} s), {len(exclusive)} exclusive in {total - concurrent:.2f} s")
+    order = {j.name: i for i, j in enumerate(jobs)}
+    return sorted(results, key=lambda r: order[r.job.name])
+
+
+def _entry(res: RunResult, name: str, file: str, sha: str, inputs: dict[str, str], fmt: str,
+           group: str, refresh_id: str) -> TranscriptEntry:
+    return TranscriptEntry(
+        name=name, file=file, command=res.run.command, exit_code=res.exit_code, timed_out=res.timed_out,
+        wall_s=round(res.wall_s, 2), date=res.date, inputs=inputs, sha256=sha, format=fmt, group=group,
+        repeat=res.job.repeat, repeats=res.run.repeat, exclusive=res.run.exclusive,
+        started=round(res.started, 3), ended=round(res.ended, 3), refresh_id=refresh_id)
+
+
+def _record(repo: Path, spec: LessonSpec, set_name: str, build_line: str, arch: str,
+            provenance: dict[str, str], results: list[RunResult], partial: bool, refresh_cmd: str) -> None:
+    target = repo / "evidence" / set_name
+    refresh_id = f"{_utc_now()}/{os.getpid()}"  # this refresh: its recordings were made together
+    scratch = scratch_folder(target)
+    scratch.mkdir()
+    try:
+        entries: dict[str, TranscriptEntry] = {}
+        if partial:  # keep every other recording exactly as it was recorded
+            old = load_evidence_set(repo, set_name)
+            redone = {r.run.name for r in results} | {a.name for r in results for a in r.run.artifacts}
+            for name, entry in old.entries.items():
+                if entry.group not in redone:
+                    shutil.copy2(target / entry.file, scratch / entry.file)
+                    entries[name] = entry
+            for key in ("nvcc", "toolkit", "compute_sanitizer"):
+                if (key in provenance or key != "compute_sanitizer") and old.provenance.get(key) != provenance.get(key):
+                    raise RefreshError(f"--only would mix toolkits in evidence/{set_name}: it was recorded with "
+                                       f"{key} {old.provenance.get(key)!r}, this refresh has {provenance.get(key)!r}; "
+                                       f"re-record the whole set: {refresh_cmd}")
+            provenance = {**old.provenance, **provenance}
+        for res in results:
+            inputs = input_hashes(repo, spec, res.run, build_line)
+            if MISSING in inputs.values():
+                raise RefreshError(f"an input of {res.run.name!r} disappeared during the refresh: "
+                                   f"{', '.join(k for k, v in inputs.items() if v == MISSING)}")
+            k, n = res.job.repeat, res.run.repeat
+            file = recording_file(f"{res.run.name}.txt", k, n)
+            (scratch / file).write_text(res.output, encoding="utf-8")
+            entries[res.job.name] = _entry(res, res.job.name, file, sha256_file(scratch / file), inputs,
+                                           "text", res.run.name, refresh_id)
+            for art in res.run.artifacts:
+                src = res.cwd / art.file
+                if not src.is_file() or src.is_symlink():
+                    raise RefreshError(f"run {res.job.name!r} did not write its artifact {art.file!r}")
+                file = recording_file(art.file, k, n)
+                shutil.copy2(src, scratch / file)
+                name = recording_name(art.name, k, n)
+                entries[name] = _entry(res, name, file, sha256_file(scratch / file), inputs, art.format, art.name,
+                                       refresh_id)
+        write_manifest(scratch, Manifest(spec.lesson, arch, build_line, refresh_cmd, provenance, entries))
+        _crash_point("scratch-written")
+        # Signals wait until the swap is done, so an interruption never leaves it half made.
+        blocked = {signal.SIGINT, signal.SIGTERM}
+        old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
+        try:
+            swap_state.phase = "swapping"
+            swap_in(scratch, target)
+            swap_state.phase = "swapped"
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+    finally:
+        if scratch.exists():
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def report_claims(repo: Path, out=print) -> int:
+    """Run the site check in its own process and list what no longer agrees; 0 when everything agrees.
+
+    A separate process keeps the refresh free of the page and site modules, and checks with
+    exactly what `python3 -m lessonkit check` would say.
+    """
+    done = subprocess.run([sys.executable, "-m", "lessonkit", "check", "--repo", str(repo)],
+                          cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True)
+    if done.returncode == 0:
+        out("check   every page claim agrees with the new evidence")
+        return 0
+    lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+    out(f"check   problems to fix in the pages ({lines[-1] if lines else 'no output'}):")
+    for line in lines[:-1]:
+        out(f"  {line}")
+    out("review the new evidence (git diff evidence/), then let the pages follow it:")
+    out(f"  python3 -m lessonkit accept --repo {repo}")
+    return 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line of scripts/refresh.py."""
+    parser = argparse.ArgumentParser(prog="scripts/refresh.py", description=__doc__)
+    parser.add_argument("lesson", help="folder under code/, e.g. day62-racecheck")
+    parser.add_argument("--set", dest="set_name",
+                        help="evidence set name (default: the lesson's name; with --toolkit, LESSON-cudaRELEASE)")
+    parser.add_argument("--toolkit", metavar="DIR",
+                        help="build and run with this CUDA toolkit folder's nvcc and compute-sanitizer "
+                             "(DIR/bin/nvcc; DIR/compute-sanitizer/compute-sanitizer or DIR/bin/compute-sanitizer), "
+                             "refusing any command that would reach another toolkit's tool")
+    parser.add_argument("--only", action="append",
+                        help="re-record these runs (comma-separated, or repeated), keeping the others")
+    parser.add_argument("--arch", help="build line to use, e.g. sm_90 (default: from the GPU)")
+    parser.add_argument("--repo", default=".", help="repository root (default: .)")
+    args = parser.parse_args(argv)
+    only = [n.strip() for item in args.only or [] for n in item.split(",") if n.strip()] or None
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind, so the scratch folder is removed
+    try:
+        return refresh(Path(args.repo).resolve(), args.lesson, args.set_name, only, args.arch,
+                       out=lambda s: print(s, flush=True), toolkit_dir=args.toolkit)
+    except (RefreshError, LessonError) as exc:
+        print(f"refresh: {exc}", file=sys.stderr)
+        return 2
+    except (KeyboardInterrupt, SystemExit) as exc:
+        target = swap_state.target or f"evidence/{args.set_name or args.lesson}"
+        code = 130 if isinstance(exc, KeyboardInterrupt) else (exc.code if isinstance(exc.code, int) else 1)
+        if swap_state.phase == "swapped":
+            print(f"refresh: interrupted after the swap; {target} holds the NEW evidence", file=sys.stderr)
+        else:
+            print(f"refresh: interrupted before the swap; {target} holds the old evidence, untouched",
+                  file=sys.stderr)
+        return code

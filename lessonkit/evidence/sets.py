@@ -1,0 +1,311 @@
+"""Evidence sets: evidence/<set>/manifest.json plus the transcripts the refresh recorded.
+
+Loading checks integrity (every file is the one the refresh wrote) and freshness
+(every input is today's). Problems come back as a list, so a build reports all of them.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from lessonkit import cache
+from lessonkit.errors import LessonError
+from lessonkit.evidence.declared import check_declared
+from lessonkit.evidence.jsontranscript import parse_json_transcript
+from lessonkit.evidence.manifest import (  # noqa: F401
+    BUILD_INPUT,
+    FORMAT,
+    MANIFEST,
+    MISSING,
+    Manifest,
+    TranscriptEntry,
+    input_hashes,
+    read_manifest,
+    sha256_file,
+)
+from lessonkit.evidence.manifest import parse_manifest as _parse_manifest_text
+from lessonkit.evidence.spec import LessonSpec, load_spec
+from lessonkit.evidence.transcript import Transcript, parse_transcript
+from lessonkit.textio import decode_utf8
+
+OLD_PREFIX = ".old."         # evidence/.old.<set>: the previous set while a refresh swaps (fallback path)
+SCRATCH_PREFIX = ".refresh."  # evidence/.refresh.<set>.<pid>: a refresh's work in progress
+
+# Parsed transcripts by (sha256 of the file, format): a rebuild re-parses only what changed.
+# Only a file that had settled and did not change while it was read is kept here.
+_parse_cache: dict[tuple[str, str], Transcript] = {}
+
+
+@dataclass
+class EvidenceSet:
+    """One evidence folder: its manifest's facts and lazily parsed recordings."""
+
+    name: str
+    root: Path
+    lesson: str
+    arch: str
+    build: str
+    refresh: str
+    provenance: dict[str, Any]
+    entries: dict[str, TranscriptEntry]
+    groups: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    _parsed: dict[str, Transcript] = field(default_factory=dict, repr=False, compare=False)
+    # What queries worked out from this set's recordings (lessonkit.pages.query), kept with them.
+    memo: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def shown(self) -> str:
+        """The folder as messages name it."""
+        return f"evidence/{self.name}"
+
+    def recordings(self, group: str) -> list[str]:
+        """The entry names of `group` (a run or artifact name, or one recording's own name)."""
+        if group in self.groups:
+            return list(self.groups[group])
+        return [group] if group in self.entries else []
+
+    def transcript_path(self, name: str) -> str:
+        """evidence/<set>/<file> for recording `name`."""
+        return f"{self.shown}/{self.entries[name].file}"
+
+    def refresh_command(self, only: str | list[str] | None = None) -> str:
+        """The command an author runs on a GPU machine to re-record this set (or some of its runs)."""
+        if only is None or (isinstance(only, list) and not only):
+            return self.refresh
+        names = [only] if isinstance(only, str) else only
+        groups = sorted({self.entries[n].group if n in self.entries else n for n in names})
+        if set(groups) >= set(self.groups):
+            return self.refresh
+        return self.refresh + " --only " + ",".join(groups)
+
+    def transcript_text(self, name: str) -> str:
+        """The recording's text; LessonError if it cannot be read or is not UTF-8."""
+        path = self.root / self.entries[name].file
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise LessonError(self.transcript_path(name), None,
+                              f"cannot read transcript {name!r}: {exc.strerror}; "
+                              f"re-record it: {self.refresh_command(name)}") from exc
+        return decode_utf8(data, self.transcript_path(name))
+
+    def transcript(self, name: str) -> Transcript:
+        """The parsed recording `name` (parsed once per content, across rebuilds)."""
+        mine = self._parsed.get(name)
+        if mine is not None:  # this set was loaded for one build: its files do not change under it
+            return mine
+        entry = self.entries[name]
+        path = self.root / entry.file
+        try:
+            st = os.stat(path)
+            key: tuple[str, str] | None = (sha256_file(path, st), entry.format)
+        except OSError:
+            key = None
+        if key is not None and key in _parse_cache:
+            self._parsed[name] = _parse_cache[key]
+            return _parse_cache[key]
+        text = self.transcript_text(name)
+        shown = self.transcript_path(name)
+        if entry.format == "json":
+            parsed = parse_json_transcript(text, shown)
+        elif entry.format == "text":
+            parsed = parse_transcript(text, shown)
+        else:  # kept for readers and tools (XML records); quoted only as text
+            parsed = Transcript(shown, tuple(text.splitlines()))
+        if key is not None and _unchanged(path, st):  # the bytes parsed are the bytes hashed
+            _parse_cache[key] = parsed
+        self._parsed[name] = parsed
+        return parsed
+
+
+def _unchanged(path: Path, before: os.stat_result) -> bool:
+    """Whether `path` had settled when stat'ed as `before` and its stat has not moved since
+    (then no write came between: any write moves the change time)."""
+    try:
+        now = os.stat(path)
+    except OSError:
+        return False
+    return cache.stamp(before) == cache.stamp(now) and cache.settled(before)
+
+
+def _from_manifest(set_name: str, root: Path, m: Manifest) -> EvidenceSet:
+    return EvidenceSet(set_name, root, m.lesson, m.arch, m.build, m.refresh, dict(m.provenance),
+                       dict(m.entries), m.groups())
+
+
+def parse_manifest(text: str, set_name: str, root: Path) -> EvidenceSet:
+    """Parse a manifest's text into an EvidenceSet; raises LessonError on any malformed field."""
+    return _from_manifest(set_name, root, _parse_manifest_text(text, f"evidence/{set_name}"))
+
+
+def load_evidence_set(repo: Path, set_name: str, folder: Path | None = None) -> EvidenceSet:
+    """Read evidence/<set_name>/manifest.json (or the manifest in `folder`, e.g. a set mid-swap)."""
+    root = folder or repo / "evidence" / set_name
+    shown = f"evidence/{set_name}"
+    if not root.is_dir():
+        raise LessonError(shown, None, "no such evidence set", rank=0)
+    return _from_manifest(set_name, root, read_manifest(root, shown))
+
+
+def check_integrity(ev: EvidenceSet) -> list[LessonError]:
+    """Errors for recordings that are missing, edited since recording, or not in the manifest."""
+    errors = []
+    listed = {e.file for e in ev.entries.values()} | {MANIFEST}
+    for entry in ev.entries.values():
+        path = ev.root / entry.file
+        shown = f"{ev.shown}/{entry.file}"
+        if not path.is_file():
+            errors.append(LessonError(shown, None, f"transcript {entry.name!r} is missing; "
+                                      f"re-record it: {ev.refresh_command(entry.name)}"))
+        elif sha256_file(path) != entry.sha256:
+            errors.append(LessonError(shown, None, "does not match the sha256 in the manifest: it was "
+                                      "edited after it was recorded; evidence is written only by the "
+                                      f"refresh: {ev.refresh_command(entry.name)}"))
+    for path in sorted(ev.root.iterdir()):
+        if path.name not in listed:
+            errors.append(LessonError(f"{ev.shown}/{path.name}", None,
+                                      "is not in the manifest: the refresh did not write it; remove it "
+                                      f"or re-record the set: {ev.refresh_command()}"))
+    return errors
+
+
+def check_freshness(ev: EvidenceSet, repo: Path, spec: LessonSpec) -> list[LessonError]:
+    """One error per changed input or command, naming every transcript it makes stale."""
+    shown = f"{ev.shown}/{MANIFEST}"
+    build = spec.build.get(ev.arch)
+    if build is None:
+        return [LessonError(shown, None, f"arch {ev.arch!r} has no build line in {spec.path}")]
+    causes: dict[tuple[str, ...], list[str]] = {}  # cause -> the groups it makes stale, in order
+    for group, names in ev.groups.items():
+        entry = ev.entries[names[0]]
+        run = spec.run(group)
+        if run is None:
+            causes.setdefault(("norun", group), []).append(group)
+            continue
+        if run.command != entry.command:
+            causes.setdefault(("command", group, entry.command, run.command), []).append(group)
+        expected = input_hashes(repo, spec, run, build)
+        for name in names:
+            recorded = ev.entries[name].inputs
+            for key in sorted(set(expected) | set(recorded)):
+                now, then = expected.get(key), recorded.get(key)
+                if now != then:
+                    cause = ("input", key, str(now), str(then))
+                    if group not in causes.setdefault(cause, []):
+                        causes[cause].append(group)
+        recorded_repeats = entry.repeats
+        if run.name == group and run.repeat != recorded_repeats:
+            causes.setdefault(("repeat", group, str(recorded_repeats), str(run.repeat)), []).append(group)
+    errors = []
+    for cause, groups in causes.items():
+        fix = f"refresh on a GPU machine: {ev.refresh_command(_runs_of(spec, groups))}"
+        if cause[0] == "norun":
+            errors.append(LessonError(shown, None, f"transcript {cause[1]!r} has no run in {spec.path}; "
+                                      f"re-record the set: {ev.refresh_command()}"))
+        elif cause[0] == "command":
+            errors.append(LessonError(shown, None, f"transcript {cause[1]!r} is stale: recorded with "
+                                      f"{cause[2]!r}, {spec.path} now says {cause[3]!r}; {fix}"))
+        elif cause[0] == "repeat":
+            errors.append(LessonError(shown, None, f"transcript {cause[1]!r} is stale: recorded "
+                                      f"{cause[2]} time(s), {spec.path} now asks for repeat = {cause[3]}; {fix}"))
+        else:
+            _, key, now, then = cause
+            if now == "None":
+                what = f"{key} is no longer an input (recorded at sha256 {_short(then)})"
+            elif then == "None":
+                what = f"{key} is a new input (sha256 {_short(now)} today, not recorded)"
+            elif now == MISSING:
+                what = f"{key} is missing today (recorded at sha256 {_short(then)})"
+            else:
+                what = f"{key} has sha256 {_short(now)} today but was recorded at {_short(then)}"
+            stale = _count(groups, "transcript")
+            errors.append(LessonError(shown, None, f"{what}: {stale} stale ({', '.join(groups)}); {fix}"))
+    for run in spec.runs:
+        if run.name not in ev.groups:
+            errors.append(LessonError(shown, None, f"run {run.name!r} of {spec.path} has no transcript; "
+                                      f"record it: {ev.refresh_command([run.name])}"))
+    return errors
+
+
+def _runs_of(spec: LessonSpec, groups: list[str]) -> list[str]:
+    """The run names that re-record `groups` (an artifact is re-recorded by its run)."""
+    names = []
+    for g in groups:
+        run = spec.run(g)
+        name = run.name if run is not None else g
+        if name not in names:
+            names.append(name)
+    return names
+
+
+def _count(items: list, noun: str) -> str:
+    return f"{len(items)} {noun}{'s' if len(items) != 1 else ''}"
+
+
+def _short(digest: str | None) -> str:
+    return "(none)" if digest in (None, "None") else digest[:12]
+
+
+@dataclass
+class Evidence:
+    """All evidence sets of a repository, loaded and checked once."""
+
+    sets: dict[str, EvidenceSet]
+    errors: list[LessonError]
+    unreadable: set[str] = field(default_factory=set)  # folders whose manifest could not be read
+
+
+def set_folders(repo: Path) -> dict[str, Path]:
+    """Each set's folder: evidence/<set>, or evidence/.old.<set> when a refresh stopped mid-swap.
+
+    A swap without an atomic exchange renames the old set aside before it moves the new one in;
+    a crash between the two renames leaves only the old set, under its hidden name. It is the
+    complete previous evidence, so it is read in place (the next refresh moves it back).
+    """
+    base = repo / "evidence"
+    found: dict[str, Path] = {}
+    if not base.is_dir():
+        return found
+    for folder in sorted(p for p in base.iterdir() if p.is_dir()):
+        if not folder.name.startswith("."):
+            found[folder.name] = folder
+    for folder in sorted(base.glob(OLD_PREFIX + "*")):
+        name = folder.name[len(OLD_PREFIX):]
+        if folder.is_dir() and name not in found:
+            found[name] = folder
+    return found
+
+
+def load_all_evidence(repo: Path) -> Evidence:
+    """Load every evidence set and check its integrity and freshness, and the sets lessons declare
+    (lessonkit.evidence.declared): a declared set that is missing or recorded with the wrong toolkit is one
+    error, and counts as unreadable (its claims are not checked)."""
+
+    sets: dict[str, EvidenceSet] = {}
+    errors: list[LessonError] = []
+    unreadable: set[str] = set()
+    for name, folder in set_folders(repo).items():
+        try:
+            ev = load_evidence_set(repo, name, folder)
+        except LessonError as exc:
+            errors.append(replace(exc, rank=0))
+            unreadable.add(name)
+            continue
+        sets[ev.name] = ev
+    declared_errors, refused = check_declared(repo, sets, unreadable)
+    errors.extend(declared_errors)
+    for name in refused:
+        sets.pop(name, None)
+        unreadable.add(name)
+    for ev in sets.values():
+        errors.extend(check_integrity(ev))
+        try:
+            spec = load_spec(repo / "code", ev.lesson)
+        except LessonError as exc:
+            errors.append(exc)
+            continue
+        errors.extend(check_freshness(ev, repo, spec))
+    return Evidence(sets, errors, unreadable)

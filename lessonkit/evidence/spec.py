@@ -1,0 +1,215 @@
+"""A lesson's run specification, code/<lesson>/runs.toml: the one source of its commands.
+
+The refresh runs exactly these commands; the manifest records them; pages and the
+lesson README show them; the build checks that all of these agree.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from lessonkit import cache
+from lessonkit.errors import LessonError
+
+_NAME_RE = re.compile(r"\A[a-z0-9][a-z0-9-]*\Z")
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """A file a run writes beside its transcript (JSON results, XML records), recorded too."""
+
+    name: str
+    file: str
+    format: str  # "json" is parsed into queryable data; anything else is kept as text
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One recorded command: its transcript name, command line, and how it is judged."""
+
+    name: str
+    command: str
+    timeout: float
+    gate: bool
+    inputs: tuple[str, ...]
+    artifacts: tuple[Artifact, ...] = ()
+    repeat: int = 1          # independent recordings of the same command
+    exclusive: bool = False  # the GPU to itself: no other run of the refresh overlaps it
+
+
+@dataclass(frozen=True)
+class CompareSpec:
+    """A `[[compare]]` table: an evidence set the lesson's page compares, and the toolkit it is recorded with.
+
+    `toolkit` is nvcc's release ('12.4'): the set's recorded nvcc must be of it. `toolkit_dir`,
+    when given, is the toolkit folder the refresh is run with (`--toolkit DIR`); without it the
+    set is recorded with the GPU machine's own toolkit. `line` is the table's line in runs.toml.
+    """
+
+    set: str
+    toolkit: str
+    toolkit_dir: str | None = None
+    line: int | None = None
+
+
+@dataclass(frozen=True)
+class LessonSpec:
+    """code/<lesson>/runs.toml as data."""
+
+    lesson: str
+    path: str
+    inputs: tuple[str, ...]
+    build: dict[str, str]
+    runs: tuple[RunSpec, ...]
+    compare: tuple[CompareSpec, ...] = ()
+
+    def compared(self, set_name: str) -> CompareSpec | None:
+        """The `[[compare]]` declaration of `set_name`, or None."""
+        return next((c for c in self.compare if c.set == set_name), None)
+
+    def run(self, name: str) -> RunSpec | None:
+        """The run that records transcript or artifact `name`, or None."""
+        for r in self.runs:
+            if r.name == name or any(a.name == name for a in r.artifacts):
+                return r
+        return None
+
+
+MAX_REPEAT = 50
+
+
+def parse_spec(text: str, source: str) -> LessonSpec:
+    """Parse runs.toml text; raises LessonError naming the file and, where known, the line."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        m = re.search(r"line (\d+)", str(exc))
+        raise LessonError(source, int(m.group(1)) if m else None, f"not valid TOML: {exc}") from exc
+
+    def need(table: object, key: str, kind: type | tuple, where: str, default: object = None):
+        if not isinstance(table, dict):
+            raise LessonError(source, None, f"{where}: expected a table")
+        value = table.get(key, default)
+        if not isinstance(value, kind) or isinstance(value, bool) and kind in (int, float, (int, float)):
+            names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+            raise LessonError(source, None, f"{where}: '{key}' is missing or not a {names}")
+        return value
+
+    def strings(values: list, where: str, key: str) -> tuple[str, ...]:
+        if not all(isinstance(v, str) for v in values):
+            raise LessonError(source, None, f"{where}: every entry of '{key}' must be a string")
+        return tuple(values)
+
+    lesson = need(data, "lesson", str, "top level")
+    inputs = strings(need(data, "inputs", list, "top level"), "top level", "inputs")
+    build = need(data, "build", dict, "top level")
+    if not all(isinstance(v, str) for v in build.values()):
+        raise LessonError(source, None, "[build]: every build line must be a string")
+    runs: list[RunSpec] = []
+    for i, raw in enumerate(need(data, "run", list, "top level"), start=1):
+        where = f"[[run]] number {i}"
+        name = need(raw, "name", str, where)
+        if not _NAME_RE.match(name):
+            raise LessonError(source, None, f"{where}: name {name!r} must be lowercase letters, digits and '-'")
+        if any(r.name == name for r in runs):
+            raise LessonError(source, None, f"{where}: duplicate run name {name!r}")
+        artifacts = []
+        for art in need(raw, "artifacts", list, where, []):
+            art_name, art_file = need(art, "name", str, where), need(art, "file", str, where)
+            if not _NAME_RE.match(art_name) or "/" in art_file:
+                raise LessonError(source, None, f"{where}: artifact {art_name!r} needs a plain name and file")
+            artifacts.append(Artifact(art_name, art_file, need(art, "format", str, where, "text")))
+        runs.append(RunSpec(
+            name=name,
+            command=need(raw, "command", str, where),
+            timeout=_timeout(need(raw, "timeout", (int, float), where, 300), source, where),
+            gate=need(raw, "gate", bool, where, False),
+            inputs=strings(need(raw, "inputs", list, where, []), where, "inputs"),
+            artifacts=tuple(artifacts),
+            repeat=_repeat(need(raw, "repeat", int, where, 1), source, where),
+            exclusive=need(raw, "exclusive", bool, where, False),
+        ))
+    compare = _compare(data.get("compare", []), text, source, need)
+    return LessonSpec(lesson, source, inputs, dict(build), tuple(runs), compare)
+
+
+_RELEASE_RE = re.compile(r"""\A\d+\.\d+\Z""")
+_SET_RE = re.compile(r"""\A[a-z0-9][a-z0-9-]*(?:\.[0-9]+)*[a-z0-9-]*\Z""")
+_COMPARE_HEADER_RE = re.compile(r"""^\s*\[\[\s*compare\s*\]\]""")
+
+
+def _compare(raw: object, text: str, source: str, need) -> tuple[CompareSpec, ...]:
+    """The `[[compare]]` tables, each with its line (the n-th `[[compare]]` header of the text)."""
+    if not isinstance(raw, list):
+        raise LessonError(source, None, "'compare' must be an array of tables: [[compare]]")
+    headers = [i for i, line in enumerate(text.splitlines(), start=1) if _COMPARE_HEADER_RE.match(line)]
+    found: list[CompareSpec] = []
+    for i, table in enumerate(raw):
+        line = headers[i] if i < len(headers) else None
+        where = f"[[compare]] number {i + 1}"
+        try:
+            name = need(table, "set", str, where)
+            release = need(table, "toolkit", str, where)
+            folder = need(table, "toolkit_dir", (str, type(None)), where)
+        except LessonError as exc:
+            raise LessonError(source, line, exc.message) from None
+        unknown = sorted(set(table) - {"set", "toolkit", "toolkit_dir"})
+        if unknown:
+            raise LessonError(source, line, f"{where}: unknown key {unknown[0]!r}; a [[compare]] table has set, "
+                              "toolkit (nvcc's release, e.g. \"12.4\") and toolkit_dir (optional)")
+        if not _SET_RE.match(name):
+            raise LessonError(source, line, f"{where}: set {name!r} is not a set name (lowercase letters, digits, "
+                              "'-', and a release such as cuda12.4)")
+        if not _RELEASE_RE.match(release):
+            raise LessonError(source, line, f"{where}: toolkit {release!r} is not nvcc's release MAJOR.MINOR, "
+                              "e.g. \"12.4\"")
+        if folder is not None and not folder.startswith("/"):
+            raise LessonError(source, line, f"{where}: toolkit_dir {folder!r} must be an absolute path on the GPU "
+                              "machine, e.g. \"/opt/cuda-12.4\"")
+        if any(c.set == name for c in found):
+            raise LessonError(source, line, f"{where}: set {name!r} is declared twice")
+        found.append(CompareSpec(name, release, folder, line))
+    return tuple(found)
+
+
+def _timeout(value: float, source: str, where: str) -> float:
+    if not 0 < value < float("inf"):
+        raise LessonError(source, None, f"{where}: 'timeout' must be a positive number of seconds, not {value!r}")
+    return float(value)
+
+
+def _repeat(value: int, source: str, where: str) -> int:
+    if not 1 <= value <= MAX_REPEAT:
+        raise LessonError(source, None, f"{where}: 'repeat' must be from 1 to {MAX_REPEAT}, not {value}")
+    return value
+
+
+_spec_cache: dict[str, tuple[tuple[int, ...], LessonSpec]] = {}
+
+
+def load_spec(code_root: Path, lesson: str) -> LessonSpec:
+    """Load code/<lesson>/runs.toml (parsed once while its inode, size, mtime and ctime stay the
+    same; a file changed in the last two seconds is parsed again every time)."""
+    path = code_root / lesson / "runs.toml"
+    shown = f"code/{lesson}/runs.toml"
+    try:
+        st = os.stat(path)
+        key = cache.stamp(st)
+        cached = _spec_cache.get(str(path))
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise LessonError(shown, None, f"cannot read the lesson's run specification: {exc.strerror}",
+                          rank=0) from exc
+    try:
+        spec = parse_spec(text, shown)
+    except LessonError as exc:  # a broken spec is a cause: report it before its consequences
+        raise replace(exc, rank=0) from None
+    if cache.settled(st):  # as for file hashes: a recent change hides in a stat
+        _spec_cache[str(path)] = (key, spec)
+    return spec

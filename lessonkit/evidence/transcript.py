@@ -1,0 +1,560 @@
+"""Transcripts parsed into data: compute-sanitizer reports and summaries, and the harness table.
+
+Lines are classified by their content, never by their position: compute-sanitizer
+prints reports in an order that changes from run to run, and the program's own
+output is interleaved with the tool's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from lessonkit.errors import LessonError
+
+PREFIX = "========="
+
+_TOOL_LINE_RE = re.compile(r"""^=========(?P<cont>\s{5})?\s?(?P<body>.*)$""")
+_ACCESS_RE = re.compile(
+    r"""(?P<kernel>.+?)\+0x(?P<offset>[0-9a-fA-F]+)(?:\s+in\s+(?P<file>.+?):(?P<line>\d+))?""",
+    re.VERBOSE)
+# Severities: Error and Warning by default; `--racecheck-detect-level info` adds the lowest level,
+# whose word is read as printed.
+_RACE_RE = re.compile(
+    r"""^(?P<severity>Error|Warning|Info\w*):\s+Race\ reported\ between\s+(?P<kind>Read|Write)\ access\ at\s+(?P<rest>.*)$""",
+    re.VERBOSE)
+_RACE_AND_RE = re.compile(
+    r"""^and\s+(?P<kind>Read|Write)\ access\ at\s+(?P<rest>.*?)\s*\[(?P<hazards>\d+)\ hazards?\]\s*$""",
+    re.VERBOSE)
+_HAZARD_RE = re.compile(
+    r"""^(?P<severity>Error|Warning|Info\w*):\s+(?P<warp>\(Warp\ Level\ Programming\)\s+)?Potential\s+
+        (?P<type>RAW|WAR|WAW)\ hazard\ detected\ at\s+__shared__\s+0x(?P<address>[0-9a-fA-F]+)\s+
+        in\ block\s+\((?P<block>[\d,\s]+)\)\s*:?\s*$""",
+    re.VERBOSE)
+_HAZARD_ACCESS_RE = re.compile(
+    r"""^(?P<kind>Read|Write)\s+Thread\s+\((?P<thread>[\d,\s]+)\)\s+at\s+(?P<rest>.*)$""", re.VERBOSE)
+_BARRIER_RE = re.compile(
+    r"""^Barrier\ error\ detected\.\s+(?P<what>.+?)\.?\s*$""", re.VERBOSE)
+_BARRIER_AT_RE = re.compile(r"""^at\s+(?P<rest>.*)$""")
+_BARRIER_BY_RE = re.compile(
+    r"""^by\s+thread\s+\((?P<thread>[\d,\s]+)\)\s+in\s+block\s+\((?P<block>[\d,\s]+)\)\s*$""",
+    re.VERBOSE)
+_RACECHECK_SUMMARY_RE = re.compile(
+    r"""RACECHECK\ SUMMARY:\s+(?P<displayed>\d+)\ hazards?\ displayed\s+
+        \((?P<errors>\d+)\ errors?,\s+(?P<warnings>\d+)\ warnings?(?:,\s+(?P<infos>\d+)\ infos?)?\)""",
+    re.VERBOSE)
+# initcheck: `Uninitialized __global__ memory read of size 4 bytes` (or __shared__ with
+# `--initcheck-address-space shared`), then `at KERNEL+0xOFF in FILE:LINE` and `by thread ...`.
+_UNINIT_RE = re.compile(
+    r"""^Uninitialized\s+(?P<space>__\w+__)\s+memory\s+read\s+of\s+size\s+(?P<size>\d+)\s+bytes?\s*$""",
+    re.VERBOSE)
+_NOT_PRINTED_RE = re.compile(
+    r"""ERROR\ SUMMARY:\s+(?P<count>\d+)\ errors?\ (?:was|were)\ not\ printed\.(?:\ Use\ --print-limit\ option\ to\ adjust\ the\ number\ of\ printed\ errors)?""",
+    re.VERBOSE)
+_ERROR_SUMMARY_RE = re.compile(r"""ERROR\ SUMMARY:\s+(?P<count>\d+)\ errors?\b(?!\ (?:was|were))""", re.VERBOSE)
+# (regex, ((value name, regex group), ...)): the "not printed" form is tried before the plain one.
+_SUMMARY_FORMS = (
+    (_RACECHECK_SUMMARY_RE, (("displayed", "displayed"), ("errors", "errors"), ("warnings", "warnings"),
+                             ("infos", "infos"))),
+    (_NOT_PRINTED_RE, (("not_printed", "count"),)),
+    (_ERROR_SUMMARY_RE, (("errors", "count"),)),
+)
+_ANY_SUMMARY_RE = re.compile(r"""(?P<tool>RACECHECK|ERROR)\ SUMMARY:""", re.VERBOSE)
+
+# The harness's own lines. Two layouts are read: today's (`device: ... | ...`, a table with
+# `|` between columns) and the earlier one (`GPU: NAME (compute capability X.Y), warp size N`,
+# columns aligned by spaces under a rule of dashes). Both give the same records.
+_DEVICE_RE = re.compile(
+    r"""^device:\s+(?P<gpu>.+?)\s+\|\s+compute\ capability\s+(?P<cc>\d+\.\d+)
+        (?:\s+\|\s+warp\ size\s+(?P<warp>\d+))?\s*$""",
+    re.VERBOSE)
+_OLD_DEVICE_RE = re.compile(
+    r"""^GPU:\s+(?P<gpu>.+?)\s+\(compute\ capability\s+(?P<cc>\d+\.\d+)\)
+        (?:,\s+warp\ size\s+(?P<warp>\d+))?\s*$""",
+    re.VERBOSE)
+# A device line as either layout starts one; other programs' `device:` lines say no compute capability.
+_ANY_DEVICE_RE = re.compile(r"""^(?:device|GPU):.*\bcompute\ capability\b""", re.VERBOSE)
+_HARNESS_MODE_RE = re.compile(r"""^mode:\s+(?P<mode>\S+)\s*$""")
+_ELEMENTS_RE = re.compile(r"""^elements:\s+(?P<count>\d+)(?:\s+\([^()]*\))?\s*$""", re.VERBOSE)
+_TILING_RE = re.compile(
+    r"""^tiling:\s+threads\s+(?P<threads>\d+)\s+\|\s+full\ tiles\s+(?P<full_tiles>\d+)\s+\|
+        \s+partial\ tile\s+(?P<partial>\d+)\ elements?\s*$""",
+    re.VERBOSE)
+# Any line starting `threads` then `kernel` is a table header; its columns are checked after.
+_ANY_HEADER_RE = re.compile(r"""^threads(?:\s*\|\s*|\s+)kernel\b""", re.VERBOSE)
+_COLUMNS = ("threads", "kernel", "mismatches", "first bad", "gated")
+_PIPE_ROW_RE = re.compile(
+    r"""^\s*(?P<threads>\d+)\s*\|\s*(?P<kernel>[A-Za-z_]\w*)\s*\|\s*(?P<mismatches>\d+)\s*\|
+        \s*(?P<first_bad>-|\d+)\s*\|\s*(?P<gated>yes|no)\s*$""",
+    re.VERBOSE)
+_SPACE_ROW_RE = re.compile(
+    r"""^\s*(?P<threads>\d+)\s+(?P<kernel>[A-Za-z_]\w*)\s+(?P<mismatches>\d+)
+        \s+(?P<first_bad>-|\d+)\s+(?P<gated>yes|no)\s*$""",
+    re.VERBOSE)
+_ROW_RES = {"pipes": _PIPE_ROW_RE, "spaces": _SPACE_ROW_RE}
+_ROW_FORMS = {"pipes": "'THREADS | KERNEL | MISMATCHES | FIRST_BAD|- | yes|no'",
+              "spaces": "'THREADS KERNEL MISMATCHES FIRST_BAD|- yes|no' separated by spaces"}
+# Inside a table, a line that starts with a digit or holds a `|` is meant as a row: it is read or refused.
+_ROWISH_RE = re.compile(r"""^[0-9]|\|""", re.VERBOSE)
+_RULE_RE = re.compile(r"""^[-|+:\s]*-[-|+:\s]*$""", re.VERBOSE)
+_GATE_FAILED_RE = re.compile(r"""^GATE\ FAILED:\s+(?P<what>.*)$""", re.VERBOSE)
+
+
+@dataclass(frozen=True)
+class Access:
+    """One side of a reported race: a read or write at a kernel offset and source line."""
+
+    kind: str
+    signature: str
+    offset: str
+    file: str | None
+    line: int | None
+
+    @property
+    def kernel(self) -> str:
+        """The kernel's name without its argument list."""
+        return self.signature.split("(", 1)[0].strip()
+
+    @property
+    def location(self) -> str | None:
+        """`file:line`, or None when the binary had no line information."""
+        return None if self.file is None else f"{self.file}:{self.line}"
+
+
+@dataclass(frozen=True)
+class RaceReport:
+    """An analysis-mode report: one access raced against one or more others."""
+
+    at: int
+    severity: str
+    first: Access
+    others: tuple[tuple[Access, int], ...]
+
+    def fields(self) -> dict[str, Any]:
+        """The values a page may quote, by name."""
+        kinds = [self.first.kind] + [a.kind for a, _ in self.others]
+        return {
+            "severity": self.severity,
+            "kernel": self.first.kernel,
+            "file": self.first.file,
+            "line": self.first.line,
+            "location": self.first.location,
+            "access": self.first.kind,
+            "accesses": "/".join(kinds),
+            "pairs": len(self.others),
+            "hazards": sum(n for _, n in self.others),
+            "_line": self.at,
+        }
+
+
+@dataclass(frozen=True)
+class HazardRecord:
+    """A hazard-mode record: one byte of shared memory touched by two threads unordered."""
+
+    at: int
+    severity: str
+    warp_level: bool
+    type: str
+    address: str
+    block: str
+    accesses: tuple[tuple[Access, str], ...] = ()
+
+    def fields(self) -> dict[str, Any]:
+        """The values a page may quote, by name."""
+        first = self.accesses[0][0] if self.accesses else None
+        return {
+            "severity": self.severity,
+            "warp_level": self.warp_level,
+            "type": self.type,
+            "address": "0x" + self.address,
+            "block": f"({self.block})",
+            "kernel": first.kernel if first else None,
+            "file": first.file if first else None,
+            "line": first.line if first else None,
+            "location": first.location if first else None,
+            "_line": self.at,
+        }
+
+
+@dataclass(frozen=True)
+class BarrierError:
+    """A synccheck finding: a barrier reached by a divergent set of threads, or misused."""
+
+    at: int
+    what: str
+    access: Access | None = None
+    thread: str | None = None
+    block: str | None = None
+
+    def fields(self) -> dict[str, Any]:
+        """The values a page may quote, by name."""
+        return {
+            "what": self.what,
+            "kernel": self.access.kernel if self.access else None,
+            "file": self.access.file if self.access else None,
+            "line": self.access.line if self.access else None,
+            "location": self.access.location if self.access else None,
+            "thread": f"({self.thread})" if self.thread else None,
+            "block": f"({self.block})" if self.block else None,
+            "_line": self.at,
+        }
+
+
+@dataclass(frozen=True)
+class UninitializedRead:
+    """An initcheck finding: a read of memory that nothing wrote, with where and by whom."""
+
+    at: int
+    space: str
+    size: int
+    access: Access | None = None
+    thread: str | None = None
+    block: str | None = None
+
+    def fields(self) -> dict[str, Any]:
+        """The values a page may quote, by name."""
+        return {
+            "space": self.space,
+            "size": self.size,
+            "kernel": self.access.kernel if self.access else None,
+            "file": self.access.file if self.access else None,
+            "line": self.access.line if self.access else None,
+            "location": self.access.location if self.access else None,
+            "thread": f"({self.thread})" if self.thread else None,
+            "block": f"({self.block})" if self.block else None,
+            "_line": self.at,
+        }
+
+
+@dataclass(frozen=True)
+class HarnessRow:
+    """One row of the harness table."""
+
+    at: int
+    threads: int
+    kernel: str
+    mismatches: int
+    first_bad: int | None
+    gated: bool
+
+    def fields(self) -> dict[str, Any]:
+        """The values a page may quote, by name."""
+        return {
+            "threads": self.threads, "kernel": self.kernel, "mismatches": self.mismatches,
+            "first_bad": self.first_bad, "gated": self.gated, "_line": self.at,
+        }
+
+
+@dataclass(frozen=True)
+class Tiling:
+    """How one block size cuts the input: whole tiles, and the elements of the partial one."""
+
+    at: int
+    threads: int
+    full_tiles: int
+    partial: int
+
+    def fields(self) -> dict[str, Any]:
+        """The values a page may quote, by name."""
+        return {"threads": self.threads, "full_tiles": self.full_tiles, "partial": self.partial,
+                "_line": self.at}
+
+
+@dataclass(frozen=True)
+class Summary:
+    """A summary line the tool printed, with its 1-based line in the transcript."""
+
+    at: int
+    text: str
+    values: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """A transcript as data. `lines` keeps the text so quotes can be found and shown."""
+
+    source: str
+    lines: tuple[str, ...]
+    reports: tuple[RaceReport, ...] = ()
+    hazards: tuple[HazardRecord, ...] = ()
+    barriers: tuple[BarrierError, ...] = ()
+    uninitialized: tuple[UninitializedRead, ...] = ()
+    rows: tuple[HarnessRow, ...] = ()
+    summaries: tuple[Summary, ...] = ()
+    scalars: dict[str, Any] = field(default_factory=dict)
+    records: dict[str, tuple[dict[str, Any], ...]] = field(default_factory=dict)
+    tiling: tuple[Tiling, ...] = ()
+
+    def collections(self) -> dict[str, tuple[dict[str, Any], ...]]:
+        """Every list of records a query can select from, by name (built once per transcript)."""
+        return self._collections
+
+    @cached_property
+    def _collections(self) -> dict[str, tuple[dict[str, Any], ...]]:
+        out = {
+            "reports": tuple(r.fields() for r in self.reports),
+            "hazards": tuple(h.fields() for h in self.hazards),
+            "barriers": tuple(b.fields() for b in self.barriers),
+            "uninitialized": tuple(u.fields() for u in self.uninitialized),
+            "rows": tuple(r.fields() for r in self.rows),
+            "tiling": tuple(t.fields() for t in self.tiling),
+        }
+        out.update(self.records)
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready view of everything parsed (for the `transcript` command)."""
+        data: dict[str, Any] = {"source": self.source}
+        data.update(self.scalars)
+        data["summaries"] = [{"line": s.at, "text": s.text, **dict(s.values)} for s in self.summaries]
+        for name, items in self.collections().items():
+            data[name] = [{k: v for k, v in it.items() if not k.startswith("_")} | {"line_in_transcript": it.get("_line")}
+                          if "_line" in it else dict(it) for it in items]
+        return data
+
+
+def _split_tool_line(raw: str) -> tuple[bool, str] | None:
+    """(is_continuation, body) for a compute-sanitizer line, or None for program output."""
+    m = _TOOL_LINE_RE.match(raw)
+    if not m or not raw.startswith(PREFIX):
+        return None
+    return bool(m.group("cont")), m.group("body").strip()
+
+
+def _parse_access(kind: str, rest: str, source: str, number: int) -> Access:
+    m = _ACCESS_RE.fullmatch(rest.strip())
+    if not m:
+        raise LessonError(source, number, f"cannot read the access location in {rest!r}; "
+                          "expected 'KERNEL(ARGS)+0xOFFSET[ in FILE:LINE]'")
+    line = int(m.group("line")) if m.group("line") else None
+    return Access(kind, m.group("kernel"), m.group("offset"), m.group("file"), line)
+
+
+def parse_summary(text: str) -> tuple[str, tuple[tuple[str, int], ...]] | None:
+    """The canonical summary text and its numbers, for a string holding a summary, else None."""
+    for regex, names in _SUMMARY_FORMS:
+        m = regex.search(text)
+        if m:
+            return m.group(0), tuple((name, int(m.group(group))) for name, group in names
+                                     if m.group(group) is not None)
+    return None
+
+
+def iter_summary_mentions(text: str) -> Iterator[tuple[int, int, str | None]]:
+    """(start, end, canonical text or None if unreadable) for each summary mention in `text`."""
+    for m in _ANY_SUMMARY_RE.finditer(text):
+        parsed = parse_summary(text[m.start():])
+        if parsed and text.startswith(parsed[0], m.start()):
+            yield m.start(), m.start() + len(parsed[0]), parsed[0]
+        else:
+            yield m.start(), m.end(), None
+
+
+def parse_transcript(text: str, source: str) -> Transcript:
+    """Parse a transcript (tool lines and program output mixed) into a Transcript."""
+    lines = tuple(text.splitlines())
+    reports: list[RaceReport] = []
+    hazards: list[HazardRecord] = []
+    barriers: list[BarrierError] = []
+    uninitialized: list[UninitializedRead] = []
+    summaries: list[Summary] = []
+    scalars: dict[str, Any] = {"tool": None}
+    program = _HarnessReader(source, scalars)
+    # The record being continued by indented tool lines, if any.
+    current: Any = None
+
+    for number, raw in enumerate(lines, start=1):
+        split = _split_tool_line(raw)
+        if split is None:
+            current = _finish(current, reports, hazards, barriers, uninitialized)
+            program.read(raw.strip(), number)
+            continue
+        cont, body = split
+        if body.startswith("COMPUTE-SANITIZER"):
+            continue
+        if not cont:
+            current = _finish(current, reports, hazards, barriers, uninitialized)
+            if not body:
+                continue
+            if _ANY_SUMMARY_RE.match(body):
+                parsed = parse_summary(body)
+                if parsed is None or not body.startswith(parsed[0]):
+                    raise LessonError(source, number, f"unreadable summary line {body!r}")
+                summaries.append(Summary(number, parsed[0], parsed[1]))
+                if body.startswith("RACECHECK"):
+                    scalars["tool"] = "racecheck"
+                continue
+            current = _start_record(body, number, source)
+            continue
+        # A continuation line belongs to the record opened above it.
+        current = _continue_record(current, body, number, source)
+
+    _finish(current, reports, hazards, barriers, uninitialized)
+    _summary_scalars(summaries, scalars)
+    return Transcript(source, lines, reports=tuple(reports), hazards=tuple(hazards),
+                      barriers=tuple(barriers), uninitialized=tuple(uninitialized), rows=tuple(program.rows),
+                      summaries=tuple(summaries),
+                      scalars=scalars, tiling=tuple(program.tiling))
+
+
+@dataclass
+class _HarnessReader:
+    """Reads the program's own lines; a harness table stays open from its header to a blank line."""
+
+    source: str
+    scalars: dict[str, Any]
+    rows: list[HarnessRow] = field(default_factory=list)
+    tiling: list[Tiling] = field(default_factory=list)
+    layout: str | None = None  # of the open table: "pipes" or "spaces"; None outside a table
+
+    def read(self, line: str, number: int) -> None:
+        """Take one stripped line of program output; LessonError for a line meant but unreadable."""
+        if self._scalar_line(line, number):
+            return
+        if _ANY_HEADER_RE.match(line):
+            self.layout = self._header_layout(line, number)
+        elif m := _GATE_FAILED_RE.match(line):
+            self.scalars.setdefault("gate_failures", []).append(m.group("what"))
+        elif self.layout is None:
+            if _PIPE_ROW_RE.match(line):
+                raise LessonError(self.source, number, f"harness row {line!r} has no table header above "
+                                  f"it; expected the header {' | '.join(_COLUMNS)!r} first (a blank line "
+                                  "ends a table)")
+        elif not line:
+            self.layout = None
+        elif _ROWISH_RE.search(line) and not _RULE_RE.match(line):
+            self.rows.append(self._row(line, number, self.layout))
+
+    def _scalar_line(self, line: str, number: int) -> bool:
+        """Read a device, mode, elements or tiling line; False for any other line."""
+        if _ANY_DEVICE_RE.match(line):
+            m = _DEVICE_RE.match(line) or _OLD_DEVICE_RE.match(line)
+            if m is None:
+                raise LessonError(self.source, number, f"unreadable device line {line!r}; expected "
+                                  "'device: NAME | compute capability X.Y | warp size N' or "
+                                  "'GPU: NAME (compute capability X.Y), warp size N'")
+            self.scalars.update(gpu=m.group("gpu"), compute_capability=m.group("cc"))
+            if m.group("warp"):
+                self.scalars["warp_size"] = int(m.group("warp"))
+        elif m := _HARNESS_MODE_RE.match(line):
+            self.scalars["mode"] = m.group("mode")
+        elif line.startswith("elements:"):
+            if not (m := _ELEMENTS_RE.match(line)):
+                raise LessonError(self.source, number, f"unreadable elements line {line!r}; expected "
+                                  "'elements: N' or 'elements: N (HOW)'")
+            self.scalars["elements"] = int(m.group("count"))
+        elif line.startswith("tiling:"):
+            if not (m := _TILING_RE.match(line)):
+                raise LessonError(self.source, number, f"unreadable tiling line {line!r}; expected "
+                                  "'tiling: threads N | full tiles N | partial tile N elements'")
+            self.tiling.append(Tiling(number, int(m.group("threads")), int(m.group("full_tiles")),
+                                      int(m.group("partial"))))
+        else:
+            return False
+        return True
+
+    def _header_layout(self, line: str, number: int) -> str:
+        """'pipes' or 'spaces' for a header with the harness's five columns; LessonError otherwise."""
+        if "|" in line and tuple(c.strip() for c in line.split("|")) == _COLUMNS:
+            return "pipes"
+        if "|" not in line and " ".join(line.split()) == " ".join(_COLUMNS):
+            return "spaces"
+        raise LessonError(self.source, number, f"unreadable harness table header {line!r}; expected "
+                          f"{' | '.join(_COLUMNS)!r}, or the same columns aligned by spaces")
+
+    def _row(self, line: str, number: int, layout: str) -> HarnessRow:
+        m = _ROW_RES[layout].match(line)
+        if m is None:
+            raise LessonError(self.source, number, f"malformed harness row {line!r}; expected "
+                              f"{_ROW_FORMS[layout]}")
+        first_bad = None if m.group("first_bad") == "-" else int(m.group("first_bad"))
+        return HarnessRow(number, int(m.group("threads")), m.group("kernel"), int(m.group("mismatches")),
+                          first_bad, m.group("gated") == "yes")
+
+
+def _start_record(body: str, number: int, source: str) -> Any:
+    if m := _RACE_RE.match(body):
+        first = _parse_access(m.group("kind"), m.group("rest"), source, number)
+        return RaceReport(number, m.group("severity"), first, ())
+    if m := _HAZARD_RE.match(body):
+        return HazardRecord(number, m.group("severity"), bool(m.group("warp")), m.group("type"),
+                            m.group("address"), re.sub(r"\s", "", m.group("block")))
+    if m := _BARRIER_RE.match(body):
+        return BarrierError(number, m.group("what"))
+    if m := _UNINIT_RE.match(body):
+        return UninitializedRead(number, m.group("space"), int(m.group("size")))
+    return None  # a line of a shape not read here (another tool's, a new one): harmless
+
+
+def _continue_record(current: Any, body: str, number: int, source: str) -> Any:
+    if isinstance(current, RaceReport):
+        m = _RACE_AND_RE.match(body)
+        if m:
+            other = _parse_access(m.group("kind"), m.group("rest"), source, number)
+            return RaceReport(current.at, current.severity, current.first,
+                              current.others + ((other, int(m.group("hazards"))),))
+        if body.startswith("and "):
+            raise LessonError(source, number, f"unreadable race continuation {body!r}; expected "
+                              "'and Read|Write access at KERNEL+0xOFF in FILE:LINE [N hazards]'")
+        return current
+    if isinstance(current, HazardRecord):
+        m = _HAZARD_ACCESS_RE.match(body)
+        if m:
+            access = _parse_access(m.group("kind"), m.group("rest"), source, number)
+            thread = re.sub(r"\s", "", m.group("thread"))
+            return HazardRecord(current.at, current.severity, current.warp_level, current.type,
+                                current.address, current.block,
+                                current.accesses + ((access, thread),))
+        return current
+    if isinstance(current, BarrierError):
+        if (m := _BARRIER_AT_RE.match(body)) and current.access is None:
+            access = _parse_access("Barrier", m.group("rest"), source, number)
+            return BarrierError(current.at, current.what, access, current.thread, current.block)
+        if m := _BARRIER_BY_RE.match(body):
+            return BarrierError(current.at, current.what, current.access,
+                                re.sub(r"\s", "", m.group("thread")),
+                                re.sub(r"\s", "", m.group("block")))
+        return current
+    if isinstance(current, UninitializedRead):
+        if (m := _BARRIER_AT_RE.match(body)) and current.access is None:
+            access = _parse_access("Read", m.group("rest"), source, number)
+            return UninitializedRead(current.at, current.space, current.size, access, current.thread, current.block)
+        if m := _BARRIER_BY_RE.match(body):
+            return UninitializedRead(current.at, current.space, current.size, current.access,
+                                     re.sub(r"\s", "", m.group("thread")), re.sub(r"\s", "", m.group("block")))
+        return current
+    if body.startswith("and ") and "access at" in body:
+        raise LessonError(source, number, f"race continuation {body!r} follows no race report")
+    return current
+
+
+def _finish(current: Any, reports: list[RaceReport], hazards: list[HazardRecord],
+            barriers: list[BarrierError], uninitialized: list[UninitializedRead]) -> None:
+    if isinstance(current, RaceReport):
+        reports.append(current)
+    elif isinstance(current, HazardRecord):
+        hazards.append(current)
+    elif isinstance(current, BarrierError):
+        barriers.append(current)
+    elif isinstance(current, UninitializedRead):
+        uninitialized.append(current)
+
+
+def _summary_scalars(summaries: list[Summary], scalars: dict[str, Any]) -> None:
+    """Expose the summaries' numbers as scalars; racecheck's line is `summary` when present."""
+    for s in summaries:
+        values = dict(s.values)
+        if "displayed" in values:
+            scalars.update(hazards_displayed=values["displayed"], race_errors=values["errors"],
+                           race_warnings=values["warnings"])
+            if "infos" in values:
+                scalars["race_infos"] = values["infos"]
+            scalars["summary"] = s.text  # racecheck's summary is the run's headline
+        elif "not_printed" in values:
+            scalars["not_printed"] = values["not_printed"]
+        else:
+            scalars["error_count"] = values["errors"]
+            scalars.setdefault("summary", s.text)

@@ -1,0 +1,392 @@
+"""A page's directives and claims: expand what it pulls in and check every claim it makes.
+
+Syntax, each inside double braces, which may span lines within a paragraph:
+- standing alone on its line(s): `{{ region PATH NAME [highlight=LINE[@REF:QUERY],...] }}`,
+  `{{ transcript RUN [open] [title="…"] }}`, `{{ evidence SET }}` (the page's default set),
+  `{{ provenance SET }}` or `{{ commands SET [RUN ...] }}`;
+- anywhere, a claim `{{ VALUE @ REF:QUERY }}`: VALUE is exact, a range LOW–HIGH or rounded ~V
+  (lessonkit.pages.claims), checked against every recording of the run; the page shows VALUE.
+REF is SET/RUN, RUN of the default set, or SET alone for the set's provenance. A `{{` that
+is never closed is an error; `\\{{` writes literal braces.
+
+Two rules read the expanded page (lessonkit.pages.rules): a sanitizer summary quoted anywhere
+must be the summary line of a run its section cites, and a table row's labels must be the
+filter values of the claims in that row.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import unicodedata
+from functools import lru_cache
+from pathlib import Path
+
+from lessonkit.errors import LessonError, LessonErrors
+from lessonkit.evidence.sets import EvidenceSet
+from lessonkit.pages.regions import load_region
+from lessonkit.pages.render import (
+    large_recordings,
+    render_commands,
+    render_provenance,
+    render_region,
+    render_transcript,
+)
+from lessonkit.pages.rules import check_row_labels, check_summaries
+from lessonkit.pages.scan import LineIndex, OutLine, Span, Token, scan, stands_alone, structure
+from lessonkit.pages.state import PageResult, PageState
+from lessonkit.pages.text import SUMMARY_MENTION_RE, check_hidden_text, check_typed_output, visible
+
+_DIRECTIVES = ("region", "transcript", "evidence", "provenance", "commands")
+_CLAIM_AT_RE = re.compile(r"""\s@\s""")
+_NEWLINE_RUN_RE = re.compile(r"""[ \t\r]*\n[ \t\r]*""")
+_HIGHLIGHT_RE = re.compile(r"""^(?P<line>\d+)(?:@(?P<claim>.+))?$""")
+_WORD_RE = re.compile(r"""[^ \t\r\n]+""")
+
+
+def process_page(markdown: str, path: str, repo: Path, sets: dict[str, EvidenceSet],
+                 broken_sets: set[str] | frozenset[str] = frozenset(), line_offset: int = 0,
+                 transcripts: bool = True) -> PageResult:
+    """Expand a page's directives and check its claims; `line_offset` counts lines stripped above `markdown`.
+
+    `transcripts=False` leaves transcript slots empty: the same Markdown and errors, for a caller
+    that wants only the errors (the blocks are finished HTML that no check reads).
+    """
+    sets = _Reads(sets)
+    page = PageState(path, line_offset, repo, sets, set(broken_sets), transcripts=transcripts)
+    page.result.looked_up = sets.names
+    lines = LineIndex(markdown)
+    tokens, unclosed = scan(markdown, lines)
+    for u in unclosed:
+        page.error(u.line, f"{u.snippet!r} is never closed: no '}}}}' before {u.before}; close it, "
+                   "or write \\{{ for literal braces")
+    for token in tokens:
+        if _directive_word(token) == "evidence" and stands_alone(markdown, token):
+            page.default_set = token.body.split(None, 1)[1].strip() if len(token.body.split()) > 1 else ""
+            if page.default_set not in sets and page.default_set not in page.broken_sets:
+                page.lookup(token.line, page.default_set)
+    out = _expand(page, markdown, lines, tokens)
+    in_fence, sections = structure(out)
+    check_hidden_text(page, out, in_fence)
+    check_typed_output(page, out, in_fence)
+    check_row_labels(page, out, in_fence)
+    check_summaries(page, out, in_fence, sections)
+    page.result.errors.sort(key=lambda e: e.line or 0)
+    page.result.markdown = "\n".join(line.text for line in out)
+    return page.result
+
+
+class _Reads(dict):
+    """The evidence sets by name, noting every name the page looks up."""
+
+    def __init__(self, sets: dict[str, EvidenceSet]) -> None:
+        super().__init__(sets)
+        self.names: set[str] = set()
+
+    def __getitem__(self, name: str) -> EvidenceSet:
+        self.names.add(name)
+        return super().__getitem__(name)
+
+    def get(self, name: str, default: EvidenceSet | None = None) -> EvidenceSet | None:
+        self.names.add(name)
+        return super().get(name, default)
+
+    def __contains__(self, name: object) -> bool:
+        if isinstance(name, str):
+            self.names.add(name)
+        return super().__contains__(name)
+
+
+def _directive_word(token: Token) -> str | None:
+    words = token.body.split(None, 1)
+    if words and words[0] in _DIRECTIVES and not _CLAIM_AT_RE.search(token.body):
+        return words[0]
+    return None
+
+
+def _expand(page: PageState, text: str, lines: LineIndex, tokens: list[Token]) -> list[OutLine]:
+    """The page with claims replaced by their values and directives by what they pull in."""
+    out = [OutLine(0)]
+
+    def plain(segment: str, at: int) -> None:
+        first = lines.line(at) if segment else 0
+        for k, piece in enumerate(segment.split("\n")):
+            if k:
+                out.append(OutLine(first + k))
+            out[-1].text += piece.replace("\\{{", "{{")
+
+    pos = 0
+    for token in tokens:
+        word = _directive_word(token)
+        if word is not None and stands_alone(text, token):
+            line_start = text.rfind("\n", 0, token.start) + 1
+            plain(text[pos:line_start], pos)
+            indent = text[line_start:token.start]
+            block = _directive(page, token, word, text)
+            out[-1] = OutLine(token.line, "\n".join(indent + b if b else b for b in block.split("\n")),
+                              generated=True)
+            line_end = text.find("\n", token.end)
+            if line_end == -1:
+                pos = len(text)
+            else:
+                pos = line_end + 1
+                out.append(OutLine(token.last_line + 1))
+            continue
+        plain(text[pos:token.start], pos)
+        pos = token.end
+        if word is None:
+            _check_edges(page, token, text)
+        _inline(page, out[-1], token, word, text[token.start:token.end])
+    plain(text[pos:], pos)
+    return out
+
+
+_JOINING_SPACES = "\u00a0\u2007\u2009\u200a\u202f"  # spaces that group digits: "2 000"
+_DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015"  # as a sign before a figure ("–34"), not inside a range ("2–34")
+# A unit written against the figure: "40s", "3ms", "4x", "2nd" (a magnitude such as "2k" is refused).
+_UNIT_AFTER_RE = re.compile(r"""^(?:s|ms|us|\u00b5s|ns|x|st|nd|rd|th)(?![\w])""")
+_NEXT_CLAIM_RE = re.compile(r"""^\{\{\s*(?P<value>.*?)\s@\s""", re.DOTALL)
+
+
+def _check_edges(page: PageState, token: Token, text: str) -> None:
+    """A claim's figure must not run into a digit, letter or sign beside it, as a reader sees the page:
+    '{{ 2 @ … }}0', '{{ 2 @ … }}<b>0</b>' and two figure claims side by side all show "20", and
+    '-{{ 40 @ … }}' or '&minus;{{ 40 @ … }}' shows "-40"; none of that is what the claim checked."""
+    at = _last_at(token.body)
+    value = token.body[:at.start()].strip() if at else ""
+    if not value:
+        return  # not a claim: _inline reports it
+    claim = _one_line(text[token.start:token.end])
+    line_end = text.find("\n", token.end)
+    after = text[token.end:line_end if line_end != -1 else len(text)][:200]
+    if after[:1] not in ("", " ", "\t"):  # a space shows as one: only then is nothing joined
+        after = visible(after)[0]
+    line_start = text.rfind("\n", 0, token.start) + 1
+    before = text[max(line_start, token.start - 200):token.start]
+    if before[-1:] not in ("", " ", "\t"):
+        before = visible(before)[0]
+    if value[-1].isdigit() and after and not _UNIT_AFTER_RE.match(after):
+        nxt = _NEXT_CLAIM_RE.match(after)
+        touching = (nxt.group("value")[:1] if nxt else after[0]) or " "
+        if touching.isalnum() or unicodedata.category(touching) == "No" \
+                or (touching in ".," + _JOINING_SPACES and after[1:2].isdigit()):
+            what = "the figure of the next claim" if nxt else f"{touching!r}"
+            page.error(token.line, f"the figure of claim {claim!r} runs into {what} right after it, so the page "
+                       "shows a number the claim did not check; put a space or punctuation between them, or "
+                       "write the whole figure inside the claim")
+    if value[0].isdigit() and before:
+        last = before[-1]
+        if last.isalnum() or last in "+-\u2212.,\ufe63\uff0b\uff0d" or unicodedata.category(last) == "No" \
+                or (last in _JOINING_SPACES and before[-2:-1].isdigit()) \
+                or (last in _DASHES and not before[-2:-1].isalnum()):
+            page.error(token.line, f"the figure of claim {claim!r} runs into {last!r} right before it, so the "
+                       "page shows a number the claim did not check; put a space between them, or write the "
+                       "whole figure inside the claim")
+
+
+def _last_at(body: str) -> re.Match[str] | None:
+    """The ' @ ' that separates a claim's value from its reference: the last one in the braces."""
+    m = None
+    for m in _CLAIM_AT_RE.finditer(body):
+        pass
+    return m
+
+
+def _inline(page: PageState, line: OutLine, token: Token, word: str | None, source: str) -> None:
+    """Append a claim's value to `line` (checking it), or the token as written with its error."""
+    if word is not None:
+        page.error(token.line, f"'{word}' must stand alone on its line(s): {_one_line(source)!r}")
+        line.text += source
+        return
+    m = _last_at(token.body)
+    if m is None:
+        page.error(token.line, f"cannot read {_one_line(source)!r}; expected {{{{ VALUE @ REF:QUERY }}}} "
+                   "or a directive: " + ", ".join(_DIRECTIVES))
+        line.text += source
+        return
+    raw_value = token.body[:m.start()]
+    value = _NEWLINE_RUN_RE.sub(" ", raw_value.strip())
+    start = token.start + 2 + len(raw_value) - len(raw_value.lstrip())
+    end = token.start + 2 + len(raw_value.rstrip())
+    ref_query = _NEWLINE_RUN_RE.sub(" ", token.body[m.end():].strip())
+    shown = page.check_claim(token.line, value, ref_query, start, end)
+    line.spans.append(Span(len(line.text), len(line.text) + len(value), shown))
+    line.text += value
+
+
+def _one_line(source: str) -> str:
+    return _NEWLINE_RUN_RE.sub(" ", source)
+
+
+def _words(text: str) -> list[str]:
+    """shlex.split(text), without its cost when nothing is quoted or escaped (then the words are
+    the runs of characters other than shlex's whitespace)."""
+    if "'" in text or '"' in text or "\\" in text:
+        return shlex.split(text)
+    return _WORD_RE.findall(text)
+
+
+def _directive(page: PageState, token: Token, word: str, text: str) -> str:
+    index = token.line
+    try:
+        parts = _words(token.body.split(None, 1)[1] if len(token.body.split()) > 1 else "")
+    except ValueError as exc:
+        page.error(index, f"cannot read the {word} directive: {exc}")
+        return ""
+    if word == "evidence":
+        return ""
+    if word == "region":
+        return _region(page, token, parts, text)
+    if not parts:
+        page.error(index, f"the {word} directive needs an evidence name")
+        return ""
+    found = page.lookup(index, parts[0])
+    if found is None:
+        return ""
+    ev, group = found
+    if word == "transcript":
+        if group is None:
+            page.error(index, f"'transcript {parts[0]}' names a set; name one of its transcripts: "
+                       f"{', '.join(sorted(ev.groups))}")
+            return ""
+        return _transcript(page, index, ev, group, parts[1:])
+    if group is not None:
+        page.error(index, f"'{word}' takes a set name, not the transcript {parts[0]!r}")
+        return ""
+    if word == "provenance":
+        return render_provenance(ev)
+    names = parts[1:] or sorted(ev.groups)
+    unknown = [n for n in names if n not in ev.groups]
+    if unknown:
+        page.error(index, f"commands: set {ev.name!r} has no transcript {unknown[0]!r}; it has: "
+                   f"{', '.join(sorted(ev.groups))}")
+        return ""
+    for name in names:
+        page.cite(index, ev.name, name)
+    return render_commands(ev, [ev.recordings(n)[0] for n in names])
+
+
+def _transcript(page: PageState, index: int, ev: EvidenceSet, group: str, options: list[str]) -> str:
+    opened, title = False, None
+    for option in options:
+        key, sep, value = option.partition("=")
+        if option == "open":
+            opened = True
+        elif key == "title" and sep and value.strip():
+            title = value.strip()
+        else:
+            page.error(index, f"unknown transcript option {option!r}; expected open or title=\"…\"")
+            return ""
+    names = ev.recordings(group)
+    if title is not None and names:
+        _check_title(page, index, ev, ev.entries[names[0]].command, title)
+    try:
+        texts = [ev.transcript_text(n) for n in names]
+    except LessonError as exc:
+        page.error(index, f"cannot embed: {exc}")
+        return ""
+    page.result.published.extend(large_recordings(ev, group, texts))
+    if not page.transcripts:
+        return page.result.slot("")
+    figures = []
+    for name in names:
+        try:
+            figures.append(dict(ev.transcript(name).scalars))
+        except LessonError:
+            figures.append({})  # reported by the claims on it and by the integrity check
+    return page.result.slot(render_transcript(ev, group, texts, title=title, opened=opened, figures=figures))
+
+
+_TITLE_WORD_RE = re.compile(r"""[a-z0-9]+""")
+
+
+@lru_cache(maxsize=4096)
+def _command_words(command: str) -> frozenset[str]:
+    """A command's words as a title would name them: './racecheck' -> racecheck, 'sweep.py' -> sweep."""
+    words = set()
+    for token in command.lower().split():
+        token = token.lstrip("-").removeprefix("./")
+        words.add(token.rsplit(".", 1)[0] if "." in token[1:] else token)
+    return frozenset(words)
+
+
+def _check_title(page: PageState, index: int, ev: EvidenceSet, command: str, title: str) -> None:
+    """A transcript's title may not say what the run did not do: no summary quote (it would go
+    unchecked), no number its command lacks, and no word that tells the set's runs apart (a tool,
+    a mode, an argument) unless this run's command has it."""
+    if SUMMARY_MENTION_RE.search(title):
+        page.error(index, f"transcript title {title!r} quotes a summary, which a title cannot check; "
+                   "quote it in the text, next to the transcript")
+        return
+    own = _command_words(command)
+    commands = [_command_words(e.command) for e in ev.entries.values()]
+    telling = frozenset().union(*commands) - frozenset.intersection(*commands)
+    for word in dict.fromkeys(_TITLE_WORD_RE.findall(title.lower())):
+        if word not in own and (word.isdigit() or word in telling):
+            page.error(index, f"transcript title {title!r} says {word!r}, but the run it shows is "
+                       f"{command!r}; title it by what this run did")
+            return
+
+
+def _check_recorded(page: PageState, index: int, relpath: str) -> None:
+    """A region shows code that ran: its file is an input of a recording in its lesson's evidence set
+    (and the freshness check holds that input to the hash recorded)."""
+    lesson = relpath.split("/", 1)[0]
+    if lesson in page.broken_sets:
+        return  # the set's own error comes first
+    ev = page.sets.get(lesson)
+    key = f"code/{relpath}"
+    if ev is not None and any(key in entry.inputs for entry in ev.entries.values()):
+        return
+    where = f"any recording in evidence/{lesson}" if ev is not None else f"a recording: evidence/{lesson} does not exist"
+    page.error(index, f"{key} is not an input of {where}; a region shows only code that ran, so that its lines "
+               f"are the lines the transcripts come from: list the file under inputs in code/{lesson}/runs.toml "
+               "and refresh the evidence")
+
+
+def _region(page: PageState, token: Token, parts: list[str], text: str) -> str:
+    index = token.line
+    if len(parts) < 2:
+        page.error(index, "the region directive needs a path under code/ and a region name: "
+                   "{{ region LESSON/FILE NAME [highlight=LINE,...] }}")
+        return ""
+    relpath, name, options = parts[0], parts[1], parts[2:]
+    page.result.sources.add(relpath)
+    where = LessonError(page.path, index + 1 + page.offset, f"asked for by region {name!r}")
+    try:
+        region = load_region(page.repo / "code", relpath, name, where)
+    except LessonError as exc:
+        page.result.errors.append(exc)
+        return ""
+    except LessonErrors as exc:
+        page.result.errors.extend(exc.errors)
+        return ""
+    _check_recorded(page, index, relpath)
+    highlight: list[int] = []
+    source = text[token.start:token.end]
+    for option in options:
+        key, _, value = option.partition("=")
+        if key != "highlight" or not value:
+            page.error(index, f"unknown region option {option!r}; expected highlight=LINE[@REF:QUERY],...")
+            continue
+        for item in value.split(","):
+            m = _HIGHLIGHT_RE.match(item)
+            if not m:
+                page.error(index, f"cannot read highlight {item!r}; expected a file line number, "
+                           "optionally checked: 131@SET/TRANSCRIPT:QUERY")
+                continue
+            line = int(m.group("line"))
+            if not region.contains(line):
+                page.error(index, f"highlighted line {line} is outside region {name!r} of code/{relpath} "
+                           f"(lines {region.first}-{region.last})")
+                continue
+            if m.group("claim"):
+                at = re.search(r"(?<=[=,])" + re.escape(item), source)
+                start = token.start + (at.start() if at else 0)
+                errors_before = len(page.result.errors)
+                page.check_claim(index, m.group("line"), m.group("claim"), start, start + len(m.group("line")),
+                                 whole_number=True)
+                if len(page.result.errors) > errors_before:
+                    continue
+            highlight.append(line)
+    return render_region(region, highlight)

@@ -1,0 +1,317 @@
+"""Queries that name values in the evidence: `hazards_displayed`, `rows[threads=32,kernel=K].mismatches`,
+`#reports[severity=Error]`, `cells[threads=*].wall_s`.
+
+A query on a run resolves over every recording of it. Filters are validated against an
+index built once per parsed transcript: an unknown key, or a value that no record of the
+evidence set has under that key, is an error with a suggestion, so a misspelt filter can
+never count zero quietly.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
+from typing import Any
+
+from lessonkit.errors import LessonError
+from lessonkit.evidence.sets import EvidenceSet
+from lessonkit.evidence.transcript import Transcript
+from lessonkit.pages.claims import Found, Sample
+
+WILDCARD = "*"
+
+_QUERY_RE = re.compile(
+    r"""^(?P<count>\#)?(?P<name>[A-Za-z_][\w]*)
+        (?:\[(?P<filters>[^\]]*)\])?
+        (?:\.(?P<field>[A-Za-z_]\w*))?$""",
+    re.VERBOSE)
+
+
+class QueryError(Exception):
+    """A query that does not name what it should; the message says why."""
+
+
+@dataclass(frozen=True)
+class Query:
+    """A parsed query: `#name[filters]`, `name[filters].field` or a plain value name."""
+
+    text: str
+    count: bool
+    name: str
+    filters: tuple[tuple[str, str], ...] | None
+    field: str | None
+
+    @property
+    def is_value(self) -> bool:
+        """A plain value name, no collection."""
+        return not self.count and self.filters is None and self.field is None
+
+    @property
+    def timing(self) -> bool:
+        """Whether it names seconds or a rate per second (`wall_s`, `campaign_s`, `instances_per_s`)."""
+        return not self.count and (self.field or self.name).endswith("_s")
+
+    @cached_property
+    def wildcard(self) -> bool:
+        """Whether a `KEY=*` filter lets it select several records."""
+        return any(v == WILDCARD for _, v in self.filters or ())
+
+    def selection(self) -> str:
+        """`name[k=v,...]` as messages show it."""
+        return f"{self.name}[{','.join(f'{k}={v}' for k, v in self.filters or ())}]"
+
+
+def show(value: Any) -> str:
+    """How a value is written on a page: '-' for none, yes/no for booleans."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
+def _known(names: Any) -> str:
+    return ", ".join(sorted(names)) or "none"
+
+
+@lru_cache(maxsize=4096)
+def parse_query(text: str) -> Query:
+    """Read a query (parsed once per distinct text); QueryError when it cannot be read."""
+    m = _QUERY_RE.match(text.strip())
+    if not m:
+        raise QueryError(f"cannot read query {text!r}; expected NAME, COLLECTION[KEY=VALUE,...].FIELD "
+                         "or #COLLECTION[KEY=VALUE,...]")
+    name, raw, fld = m.group("name"), m.group("filters"), m.group("field")
+    filters = None if raw is None else _parse_filters(raw)
+    if m.group("count") and fld:
+        raise QueryError(f"a count (#{name}) takes no field; drop '.{fld}'")
+    if not m.group("count") and filters is not None and fld is None:
+        raise QueryError(f"name the field to quote: {name}[...].FIELD")
+    return Query(text.strip(), bool(m.group("count")), name, filters, fld)
+
+
+def _parse_filters(filters: str) -> tuple[tuple[str, str], ...]:
+    """'k=v, k2=v2' as ((k, v), (k2, v2))."""
+    pairs: list[tuple[str, str]] = []
+    for part in filter(None, (p.strip() for p in filters.split(","))):
+        key, sep, want = (s.strip() for s in part.partition("="))
+        if not sep or not key or not want:
+            raise QueryError(f"filter {part!r} is not KEY=VALUE (KEY=* selects every record with KEY)")
+        if any(k == key for k, _ in pairs):
+            raise QueryError(f"filter key {key!r} appears twice")
+        pairs.append((key, want))
+    return tuple(pairs)
+
+
+# -- the index of a collection ---------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Index:
+    """A collection's records, its keys and, per key, the records holding each shown value."""
+
+    records: tuple[dict[str, Any], ...]
+    keys: frozenset[str]
+    by_value: dict[str, dict[str, frozenset[int]]]
+    chosen: dict[tuple[tuple[str, str], ...], tuple[int, ...]] = field(  # select's answers
+        default_factory=dict, compare=False)
+
+    def select(self, filters: tuple[tuple[str, str], ...]) -> tuple[int, ...]:
+        """Positions of the records every filter admits (KEY=* admits records that have KEY)."""
+        known = self.chosen.get(filters)
+        if known is None:
+            known = self.chosen[filters] = tuple(self._select(filters))
+        return known
+
+    def _select(self, filters: tuple[tuple[str, str], ...]) -> list[int]:
+        chosen: set[int] | None = None
+        for key, want in filters:
+            values = self.by_value.get(key, {})
+            hits = set().union(*values.values()) if want == WILDCARD else set(values.get(want, ()))
+            chosen = hits if chosen is None else chosen & hits
+        return sorted(range(len(self.records)) if chosen is None else chosen)
+
+
+_indexes: dict[tuple[int, str], tuple[Transcript, _Index]] = {}
+
+
+def _index(parsed: Transcript, name: str) -> _Index:
+    """The index of collection `name` of `parsed`, built once (the transcript is kept alive with it)."""
+    key = (id(parsed), name)
+    hit = _indexes.get(key)
+    if hit is not None and hit[0] is parsed:
+        return hit[1]
+    if len(_indexes) > 4096:  # a long `mkdocs serve` session: drop indexes of transcripts read long ago
+        _indexes.clear()
+    records = parsed.collections()[name]
+    by_value: dict[str, dict[str, set[int]]] = {}
+    for i, record in enumerate(records):
+        for k, v in record.items():
+            if not k.startswith("_"):
+                by_value.setdefault(k, {}).setdefault(show(v), set()).add(i)
+    index = _Index(tuple(records), frozenset(by_value),
+                   {k: {v: frozenset(s) for v, s in vs.items()} for k, vs in by_value.items()})
+    _indexes[key] = (parsed, index)
+    return index
+
+
+# -- resolving -------------------------------------------------------------------------------
+
+def resolve(ev: EvidenceSet, group: str | None, query: str) -> Sample:
+    """Every value `query` names in every recording of `group` (the set's provenance when None).
+
+    QueryError when the query names nothing; LessonError when a recording cannot be read.
+    The answer is worked out once per run and query of a loaded set (a page often quotes the
+    same value twice), as is a QueryError; a LessonError is not kept.
+    """
+    key = ("resolve", group, query)
+    known = ev.memo.get(key)
+    if known is None:
+        try:
+            known = ev.memo[key] = _resolve(ev, group, query)
+        except QueryError as exc:
+            known = ev.memo[key] = exc
+    if isinstance(known, QueryError):
+        raise QueryError(str(known))
+    return known
+
+
+def _resolve(ev: EvidenceSet, group: str | None, query: str) -> Sample:
+    q = parse_query(query)
+    manifest = f"{ev.shown}/manifest.json"
+    if group is None:
+        if not q.is_value:
+            raise QueryError(f"set {ev.name!r} has no collections; name a run as {ev.name}/NAME")
+        values = {"arch": ev.arch, "build": ev.build, **ev.provenance}
+        if q.name not in values:
+            raise QueryError(f"set {ev.name!r} records no {q.name!r}; it records: {_known(values)}")
+        return Sample((Found(show(values[q.name]), manifest),), ev.name, 1, q.timing)
+    names = ev.recordings(group)
+    parsed = [ev.transcript(n) for n in names]
+    if q.is_value:
+        found = tuple(_value(ev, n, p, q.name) for n, p in zip(names, parsed))
+        return Sample(found, group, len(names), q.timing)
+    for n, p in zip(names, parsed):
+        if q.name not in p.collections():
+            raise QueryError(f"{ev.transcript_path(n)} has no collection {q.name!r}; "
+                             f"it has: {_known(p.collections())}")
+    indexes = [_index(p, q.name) for p in parsed]
+    _checked_filters(ev, group, q, indexes)
+    found_list: list[Found] = []
+    for n, index in zip(names, indexes):
+        path = ev.transcript_path(n)
+        chosen = index.select(q.filters or ())
+        if q.count:
+            found_list.append(Found(str(len(chosen)), path))
+            continue
+        if not q.wildcard and len(chosen) != 1:
+            raise QueryError(f"{q.selection()} selects {len(chosen)} records in {path}, not exactly one; "
+                             "add filters that single one out, or write KEY=* to claim every record it selects")
+        for i in chosen:
+            record = index.records[i]
+            if q.field not in record:
+                raise QueryError(f"records of {q.name!r} in {path} have no field {q.field!r}; they have: "
+                                 f"{_known(k for k in record if not k.startswith('_'))}")
+            found_list.append(Found(show(record[q.field]), path, record.get("_line")))
+    if not found_list:
+        where = ev.transcript_path(names[0]) if len(names) == 1 else f"{len(names)} recordings of {group}"
+        raise QueryError(f"{q.selection()} selects no record in {where}")
+    return Sample(tuple(found_list), group, len(names), q.timing)
+
+
+def _value(ev: EvidenceSet, name: str, parsed: Transcript, wanted: str) -> Found:
+    """A plain value of one recording: a transcript scalar, a manifest field, or provenance."""
+    path = ev.transcript_path(name)
+    entry = ev.entries[name].fields()
+    if wanted in parsed.scalars:
+        line = next((s.at for s in parsed.summaries if wanted == "summary" and s.text == parsed.scalars[wanted]), None)
+        return Found(show(parsed.scalars[wanted]), path, line)
+    manifest = f"{ev.shown}/manifest.json"
+    if wanted in entry:
+        return Found(show(entry[wanted]), manifest)
+    if wanted in ev.provenance:
+        return Found(show(ev.provenance[wanted]), manifest)
+    known = set(parsed.scalars) | set(entry) | set(ev.provenance) | {f"#{c}" for c in parsed.collections()}
+    near = difflib.get_close_matches(wanted, sorted(known), n=1)
+    if near:
+        raise QueryError(f"{path} has no value {wanted!r}; did you mean {near[0]!r}?")
+    raise QueryError(f"{path} has no value {wanted!r}; it has: {_known(known)}")
+
+
+def _checked_filters(ev: EvidenceSet, group: str, q: Query, indexes: list[_Index]) -> None:
+    """_check_filters, once per run, collection and filters of a loaded set (claims that differ
+    only in their field share the verdict; the set's recordings do not change under it)."""
+    key = ("filters", group, q.name, q.filters)
+    if key in ev.memo:
+        if ev.memo[key] is not None:
+            raise QueryError(ev.memo[key])
+        return
+    try:
+        _check_filters(ev, group, q, indexes)
+    except QueryError as exc:
+        ev.memo[key] = str(exc)
+        raise
+    ev.memo[key] = None
+
+
+def _check_filters(ev: EvidenceSet, group: str, q: Query, indexes: list[_Index]) -> None:
+    """Every key is a field of the collection; every value is one some record of the set has."""
+    names = ev.recordings(group)
+    where = ev.transcript_path(names[0]) if len(names) == 1 else f"the {len(names)} recordings of {group}"
+    keys = frozenset().union(*(ix.keys for ix in indexes))
+    for key, want in q.filters or ():
+        if key not in keys and not any(ix.records for ix in indexes):
+            keys = _keys_in_set(ev, q.name)  # empty here: the fields its records have in other runs
+            if not keys:
+                raise QueryError(f"{q.name} has no records in {where} nor in any run of the set, so filter "
+                                 f"key {key!r} cannot be checked; claim the count without filters: #{q.name}")
+        if key not in keys:
+            near = difflib.get_close_matches(key, sorted(keys), n=1)
+            hint = f"did you mean {near[0]!r}? " if near else ""
+            raise QueryError(f"filter key {key!r} is not a field of {q.name} in {where}; {hint}"
+                             f"its fields: {_known(keys)}")
+        if want == WILDCARD:
+            continue
+        here = set().union(*(ix.by_value.get(key, {}) for ix in indexes))
+        if want in here:
+            continue
+        elsewhere = _values_in_set(ev, key)
+        if want in elsewhere:
+            continue  # a value the evidence knows (another run, another collection): a count of 0 is honest
+        near = difflib.get_close_matches(want, sorted(here | elsewhere), n=3, cutoff=0.6)
+        if near:
+            hint = "did you mean " + " or ".join(repr(n) for n in near) + "?"
+        else:
+            hint = "its values there: " + ", ".join(repr(v) for v in sorted(here)[:8]) + (", …" if len(here) > 8 else "")
+        raise QueryError(f"filter {key}={want!r} matches no record of {q.name} in {where}, nor any "
+                         f"record of the set with a {key!r}; {hint}")
+
+
+def _set_indexes(ev: EvidenceSet) -> list[tuple[str, _Index]]:
+    """(collection name, index) for every collection of every readable recording of the set."""
+    found = []
+    for name in ev.entries:
+        try:
+            parsed = ev.transcript(name)
+        except LessonError:
+            continue  # reported by the integrity check and where it is cited
+        found += [(collection, _index(parsed, collection)) for collection in parsed.collections()]
+    return found
+
+
+def _values_in_set(ev: EvidenceSet, key: str) -> frozenset[str]:
+    """Every shown value under `key` in any collection of any recording of the set."""
+    memo = ("values", key)
+    if memo not in ev.memo:
+        ev.memo[memo] = frozenset().union(*(ix.by_value.get(key, {}) for _, ix in _set_indexes(ev)))
+    return ev.memo[memo]
+
+
+def _keys_in_set(ev: EvidenceSet, collection: str) -> frozenset[str]:
+    """The fields that records of `collection` have in any recording of the set."""
+    memo = ("keys", collection)
+    if memo not in ev.memo:
+        ev.memo[memo] = frozenset().union(*(ix.keys for name, ix in _set_indexes(ev)
+                                            if name == collection))
+    return ev.memo[memo]

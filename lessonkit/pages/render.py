@@ -1,0 +1,236 @@
+"""Markdown for what a page pulls in: code regions, transcripts, provenance, commands.
+
+Everything here is plain Markdown for Python-Markdown with pymdownx.superfences,
+pymdownx.highlight and pymdownx.details; values from files are escaped.
+"""
+
+from __future__ import annotations
+
+import html
+import posixpath
+import re
+import textwrap
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lessonkit.evidence.sets import EvidenceSet, TranscriptEntry
+from lessonkit.pages.regions import Region
+
+_LANGUAGES = {".cu": "cuda", ".cuh": "cuda", ".py": "python", ".cpp": "cpp", ".h": "cpp",
+              ".sh": "bash", ".toml": "toml"}
+_PROVENANCE_ORDER = (
+    ("gpu", "GPU"), ("compute_capability", "compute capability"), ("driver", "driver"),
+    ("cuda_driver_api", "CUDA (driver API)"), ("nvcc", "nvcc"), ("compute_sanitizer", "compute-sanitizer"),
+    ("python", "Python"), ("numpy", "NumPy"), ("cupy", "CuPy"), ("host", "host"),
+)
+
+
+def _fence(text: str, char: str = "`", shortest: int = 3) -> str:
+    """A run of `char` longer than any run of it inside `text`, and at least `shortest` long."""
+    longest = max((len(m) for m in re.findall(re.escape(char) + "+", text)), default=0)
+    return char * max(shortest, longest + 1)
+
+
+def _attr(value: str) -> str:
+    return html.escape(value, quote=True)
+
+
+def render_region(region: Region, highlight: list[int]) -> str:
+    """A highlighted code block numbered with the source file's own lines, dedented.
+
+    The block carries the class `lk-region`: the site's stylesheet wraps its long lines
+    (a teaching comment stays readable on a phone) and keeps each file line number beside
+    the first row of its line.
+    """
+    suffix = "." + region.source.rsplit(".", 1)[-1] if "." in region.source else ""
+    lang = _LANGUAGES.get(suffix, "text")
+    # The region's indent is the enclosing function's, not part of the lesson.
+    text = textwrap.dedent(region.text)
+    fence = _fence(text)
+    name = region.source.rsplit("/", 1)[-1]
+    title = f"{name}, lines {region.first}\u2013{region.last} ({region.name})"
+    attrs = [f".{lang}", ".lk-region", f'linenums="{region.first}"', f'title="{_attr(title)}"']
+    if highlight:
+        attrs.append('hl_lines="' + " ".join(str(n - region.first + 1) for n in highlight) + '"')
+    return f"{fence} {{{' '.join(attrs)}}}\n{text}\n{fence}"
+
+
+def provenance_sentence(ev: EvidenceSet, entry: TranscriptEntry | None = None) -> str:
+    """One sentence naming where and with what the evidence was recorded."""
+    p = ev.provenance
+    parts = [f"{k_label} {html.escape(str(p[key]))}" for key, k_label in _PROVENANCE_ORDER[1:]
+             if key in p and key != "host"]
+    when = entry.date if entry else p.get("recorded", "")
+    gpu = html.escape(str(p.get("gpu", "an unnamed GPU")))
+    return f"Recorded {html.escape(when)} on {gpu}; " + ", ".join(parts) + "."
+
+
+def _inline_code(text: str) -> str:
+    fence = _fence(text, shortest=1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+TRANSCRIPT_LIMIT = 256 * 1024  # bytes: a larger recording shows its head and tail and links the file
+_EXCERPT = 32 * 1024           # bytes of head, and of tail, that a large recording shows
+_PYTHON_RE = re.compile(r"""(?:^|[\s/])python[\d.]*\s|\.py\b""")
+
+
+@dataclass(frozen=True)
+class Published:
+    """An evidence file a page links because it is too large to show whole.
+
+    `link` is relative to the folder of the page's HTML file (evidence/SET/FILE), so the
+    link works with and without directory URLs once the file is copied there.
+    """
+
+    source: Path
+    link: str
+
+
+def large_recordings(ev: EvidenceSet, group: str, texts: Sequence[str],
+                     limit: int = TRANSCRIPT_LIMIT) -> list[Published]:
+    """The recordings of `group` above `limit` bytes: a page shows their head and tail and links them."""
+    return [Published(ev.root / ev.entries[name].file, _link(ev, name))
+            for name, text in zip(ev.recordings(group), texts) if len(text.encode("utf-8")) > limit]
+
+
+def files_to_publish(published: Iterable[Published], page_dest: str) -> dict[str, Path]:
+    """Where each linked evidence file goes in the built site (beside the page's `dest_uri`) -> the file."""
+    folder = posixpath.dirname(page_dest)
+    return {posixpath.join(folder, p.link): p.source for p in published}
+
+
+def _link(ev: EvidenceSet, name: str) -> str:
+    return f"evidence/{ev.name}/{ev.entries[name].file}"
+
+
+def render_transcript(ev: EvidenceSet, group: str, texts: Sequence[str], *, title: str | None = None,
+                      opened: bool = False, figures: Sequence[dict[str, Any]] | None = None,
+                      limit: int = TRANSCRIPT_LIMIT) -> str:
+    """A collapsible block with every recording of a run: command, provenance, status, spread and text.
+
+    Finished HTML, escaped here: the page gets a slot for it and the hook fills the slot
+    after Markdown ran, so thousands of transcript lines cost neither the Markdown parser
+    nor the search index (data-search-exclude) anything. With repeats, a table shows the
+    figures that differ between recordings, the first recording is open and the rest collapsed.
+    """
+    names = ev.recordings(group)
+    entries = [ev.entries[n] for n in names]
+    heading = title or f"Transcript {ev.name}/{group}"
+    parts = [(
+        f'<details class="abstract lk-transcript" data-search-exclude{" open" if opened else ""}>\n'
+        f"<summary>{html.escape(heading)} ({html.escape(_status(entries))})</summary>\n"
+        f"<p><strong>Command</strong> <code>{html.escape(entries[0].command)}</code>, run in the folder where "
+        f"the program was built with <code>{html.escape(ev.build)}</code>. {_run_provenance(ev, entries)}</p>\n"
+    )]
+    if len(entries) == 1:
+        parts.append(_text_block(ev, names[0], texts[0], limit))
+    else:
+        parts.append(_spread_table(entries, figures or [{} for _ in entries]))
+        for k, (name, entry, text) in enumerate(zip(names, entries, texts), start=1):
+            parts.append(f'<details class="lk-recording"{" open" if k == 1 else ""}>\n'
+                         f"<summary>Recording {k} of {len(entries)} ({html.escape(_status([entry]))})</summary>\n"
+                         f"{_text_block(ev, name, text, limit)}</details>\n")
+    parts.append("</details>\n")
+    return "".join(parts)
+
+
+def _status(entries: Sequence[TranscriptEntry]) -> str:
+    """'exit code 0, 1.5 s', 'stopped by its timeout, 20.0 s', or a summary of several recordings."""
+    if len(entries) == 1:
+        e = entries[0]
+        return f"{'stopped by its timeout' if e.timed_out else f'exit code {e.exit_code}'}, {e.wall_s:.1f} s"
+    codes = sorted({e.exit_code for e in entries if not e.timed_out}, key=str)
+    stopped = sum(e.timed_out for e in entries)
+    said = []
+    if codes:
+        said.append(f"exit code {codes[0]} in each" if len(codes) == 1 and not stopped
+                    else "exit codes " + ", ".join(str(c) for c in codes))
+    if stopped:
+        said.append(f"{stopped} stopped by their timeout")
+    walls = [e.wall_s for e in entries]
+    return f"{len(entries)} recordings, " + ", ".join(said) + f", {min(walls):.1f}\u2013{max(walls):.1f} s"
+
+
+def _run_provenance(ev: EvidenceSet, entries: Sequence[TranscriptEntry]) -> str:
+    """Where and with what a run was recorded: only the versions that bear on that command."""
+    p = ev.provenance
+    command = entries[0].command
+    keys = ["driver", "nvcc"]
+    if "compute-sanitizer" in command:
+        keys.append("compute_sanitizer")
+    if _PYTHON_RE.search(command + " "):
+        keys += ["python", "numpy", "cupy"]
+    labels = dict(_PROVENANCE_ORDER)
+    versions = ", ".join(f"{labels[k]} {html.escape(str(p[k]))}" for k in keys if k in p)
+    gpu = html.escape(str(p.get("gpu", "an unnamed GPU")))
+    if "compute_capability" in p:
+        gpu += f" (compute capability {html.escape(str(p['compute_capability']))})"
+    dates = sorted(e.date for e in entries)
+    when = dates[0] if dates[0] == dates[-1] else f"{dates[0]} to {dates[-1]}"
+    sentence = f"Recorded {html.escape(when)} on {gpu}; {versions}."
+    if len(entries) > 1:
+        alone = ", each with the GPU to itself" if all(e.exclusive for e in entries) else ""
+        sentence += f" Recorded {len(entries)} times{alone}; claims on this run hold for every recording."
+    elif entries[0].exclusive:
+        sentence += " Recorded with the GPU to itself."
+    return sentence
+
+
+def _text_block(ev: EvidenceSet, name: str, text: str, limit: int) -> str:
+    """The recording's text, or its head and tail with a link to the whole file when it is large."""
+    data = text.encode("utf-8")
+    if len(data) <= limit:
+        return f'<pre class="lk-transcript-text"><code>{html.escape(text.rstrip(chr(10)))}</code></pre>\n'
+    head = data[:_EXCERPT]
+    head = head[:head.rfind(b"\n") + 1] or head
+    tail = data[-_EXCERPT:]
+    tail = tail[tail.find(b"\n") + 1:] or tail
+    omitted = data.count(b"\n") - head.count(b"\n") - tail.count(b"\n")
+    link = html.escape(_link(ev, name), quote=True)
+    size = f"{len(data) / 2**20:.1f} MiB" if len(data) >= 2**20 else f"{len(data) / 2**10:.0f} KiB"
+    return (f'<p class="lk-transcript-cut">This recording is {size}: the page shows its first and last '
+            f'lines. <a href="{link}">The whole transcript</a> ({html.escape(ev.entries[name].file)}).</p>\n'
+            f'<pre class="lk-transcript-text"><code>{html.escape(head.decode("utf-8", "replace"))}'
+            f"[\u2026 {omitted} lines not shown: the whole transcript is linked above \u2026]\n"
+            f'{html.escape(tail.decode("utf-8", "replace").rstrip(chr(10)))}</code></pre>\n')
+
+
+def _spread_table(entries: Sequence[TranscriptEntry], figures: Sequence[dict[str, Any]]) -> str:
+    """A table of each recording's status and of the numbers that differ between recordings."""
+    keys = [k for k in dict.fromkeys(k for f in figures for k in f)
+            if all(isinstance(f.get(k), (int, float)) and not isinstance(f.get(k), bool) for f in figures)
+            and len({f[k] for f in figures}) > 1][:6]
+    head = "".join(f"<th>{html.escape(k)}</th>" for k in keys)
+    rows = []
+    for k, (entry, figure) in enumerate(zip(entries, figures), start=1):
+        status = "stopped by its timeout" if entry.timed_out else f"exit code {entry.exit_code}"
+        cells = "".join(f"<td>{html.escape(str(figure[key]))}</td>" for key in keys)
+        rows.append(f"<tr><td>{k}</td><td>{status}</td><td>{entry.wall_s:.2f} s</td>{cells}</tr>")
+    return ('<table class="lk-recordings">\n<thead><tr><th>recording</th><th>status</th><th>wall time</th>'
+            f"{head}</tr></thead>\n<tbody>\n" + "\n".join(rows) + "\n</tbody>\n</table>\n")
+
+
+def render_provenance(ev: EvidenceSet) -> str:
+    """A table of the set's provenance."""
+    rows = ["| recorded with | value |", "| --- | --- |"]
+    for key, label in _PROVENANCE_ORDER:
+        if key in ev.provenance:
+            rows.append(f"| {label} | {html.escape(str(ev.provenance[key]))} |")
+    rows.append(f"| build line | {_inline_code(ev.build)} |")
+    dates = sorted(e.date for e in ev.entries.values())
+    if dates:
+        span = dates[0] if dates[0][:10] == dates[-1][:10] else f"{dates[0]} to {dates[-1]}"
+        rows.append(f"| recorded (UTC) | {html.escape(span)} |")
+    return "\n".join(rows)
+
+
+def render_commands(ev: EvidenceSet, names: list[str]) -> str:
+    """The build line and the recorded commands, as a console block a reader can copy."""
+    lines = [f"$ {ev.build}"] + [f"$ {ev.entries[n].command}" for n in names]
+    text = "\n".join(lines)
+    fence = _fence(text)
+    return f"{fence} console\n{text}\n{fence}"

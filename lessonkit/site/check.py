@@ -1,0 +1,447 @@
+"""The whole site: every evidence set, every lesson's commands, every page; checked once or across rebuilds.
+
+`Site` checks a repository as it is now. `CheckedSite` keeps a site checked while its
+files change (`mkdocs serve`): it reloads the evidence when a file under evidence/ or code/
+changed and re-checks exactly the pages whose inputs changed (the page, the evidence sets
+it cites or names, the code files its regions come from), reusing every other page's
+result, so its errors are always those a full check of the same files would report. With the
+cache on disk (lessonkit.cache, lessonkit.site.sitecache) a new process, `check` or a build, starts
+from the results an earlier one stored for the same contents.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shlex
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from lessonkit import cache
+from lessonkit.site import sitecache
+from lessonkit.cache import HashStore, Store
+from lessonkit.errors import LessonError
+from lessonkit.evidence.sets import Evidence, load_all_evidence, set_folders
+from lessonkit.evidence.manifest import use_hash_store
+from lessonkit.pages.page import process_page
+from lessonkit.pages.state import PageResult
+from lessonkit.evidence.spec import load_spec
+
+_FRONT_MATTER_RE = re.compile(r"""\A---[ \t]*\n.*?\n(?:---|\.\.\.)[ \t]*\n""", re.DOTALL)
+_REGION_LINE_RE = re.compile(r"""^[ \t]*\{\{[ \t]*region\b(?P<args>.*?)\}\}[ \t]*$""", re.VERBOSE | re.MULTILINE)
+_BRACES_RE = re.compile(r"""\{\{(?P<body>.*?)\}\}""", re.VERBOSE)
+_NAME_TOKEN_RE = re.compile(r"""[\w-]+""", re.VERBOSE)
+# A file written this recently may be written again within the file system's timestamp
+# granularity without its stat changing (git's "racy" case): hash it again next time.
+_RACY_NS = 1_000_000_000
+MISSING = "missing"
+
+
+@dataclass
+class Site:
+    """What a build needs once: the repository root and its checked evidence."""
+
+    repo: Path
+    evidence: Evidence
+    transcripts: bool = True  # render transcript blocks; off when only the errors are wanted
+
+    @classmethod
+    def load(cls, repo: Path) -> Site:
+        """Load and check all evidence under `repo`."""
+        return cls(repo, load_all_evidence(repo))
+
+    def site_errors(self) -> list[LessonError]:
+        """Errors that belong to no page: evidence integrity and freshness, lesson READMEs."""
+        return self.evidence.errors + check_lesson_readmes(self.repo)
+
+    def page(self, markdown: str, path: str, line_offset: int = 0) -> PageResult:
+        """Expand and check one page's Markdown (`path` as messages name it)."""
+        return process_page(markdown, path, self.repo, self.evidence.sets,
+                            self.evidence.unreadable, line_offset, self.transcripts)
+
+
+def strip_front_matter(text: str) -> tuple[str, int]:
+    """The page without its YAML front matter, and how many lines were removed."""
+    m = _FRONT_MATTER_RE.match(text)
+    if not m:
+        return text, 0
+    rest = text[m.end():]
+    stripped = rest.lstrip("\n")
+    return stripped, text.count("\n") - stripped.count("\n")
+
+
+def check_lesson_readmes(repo: Path) -> list[LessonError]:
+    """Each code/<lesson>/README.md shows every build line and command of its runs.toml verbatim."""
+    errors: list[LessonError] = []
+    code = repo / "code"
+    for spec_path in sorted(code.glob("*/runs.toml")) if code.is_dir() else []:
+        lesson = spec_path.parent.name
+        try:
+            spec = load_spec(code, lesson)
+        except LessonError as exc:
+            errors.append(exc)
+            continue
+        readme = spec_path.parent / "README.md"
+        shown = f"code/{lesson}/README.md"
+        if not readme.is_file():
+            errors.append(LessonError(shown, None, "is missing; it must show the build lines and "
+                                      "commands of runs.toml"))
+            continue
+        # A command counts only as a whole line (a console block may prefix it with "$ ").
+        shown_lines = {line.strip().removeprefix("$ ")
+                       for line in readme.read_text(encoding="utf-8").splitlines()}
+        wanted = [(f"build line {arch}", line) for arch, line in spec.build.items()]
+        wanted += [(f"run {r.name!r}", r.command) for r in spec.runs]
+        for what, command in wanted:
+            if command not in shown_lines:
+                errors.append(LessonError(shown, None, f"does not show the {what} of {spec.path}: "
+                                          f"{command!r}; copy it verbatim so readers run what the "
+                                          "evidence ran"))
+    return errors
+
+
+def docs_pages(repo: Path, docs: Path | None = None) -> list[tuple[str, Path]]:
+    """Every page under docs/ as (the path messages name it by, the file)."""
+    docs = docs or repo / "docs"
+    pages = []
+    for page_path in sorted(docs.rglob("*.md")):
+        shown = (page_path.relative_to(repo).as_posix() if page_path.is_relative_to(repo)
+                 else str(page_path))
+        pages.append((shown, page_path))
+    return pages
+
+
+def check_site(repo: Path, docs: Path | None = None,
+               store: Store | None = None) -> list[LessonError]:
+    """All errors of the site: evidence, lesson READMEs and every page under docs/.
+
+    Results of unchanged inputs come from the repository's cache on disk (`store`, default:
+    the repository's unless LESSONKIT_CACHE is off); see CheckedSite.
+    """
+    return CheckedSite(repo, store=store, keep="errors").check(docs)
+
+
+class FileDigests:
+    """A file's identity for change detection, cheap to ask again and again.
+
+    A file last changed more than a second before it was first seen is identified by its stat
+    (inode, size, modification and change times): any later write changes the change time.
+    A file seen within a second of its last change could change again without its stat
+    changing (the file system's timestamps are coarse; git calls this "racy"), so it is
+    identified by a hash of its bytes, read again on every look until it has settled.
+    """
+
+    def __init__(self) -> None:
+        self._known: dict[str, tuple[tuple[int, ...], str, bool]] = {}
+
+    def digest(self, path: Path | str) -> str:
+        """The file's identity: 'stat:...' or 'sha256:...' (same file, same answer), or 'missing'."""
+        key = os.fspath(path)
+        try:
+            st = os.stat(key)
+        except OSError:
+            self._known.pop(key, None)
+            return MISSING
+        return self._identity(key, st)
+
+    def _identity(self, key: str, st: os.stat_result) -> str:
+        stamp = (*cache.stamp(st), st.st_mode)
+        known = self._known.get(key)
+        if known is not None and known[0] == stamp and known[2]:
+            return known[1]
+        settled = cache.settled(st, window_ns=_RACY_NS)
+        if (known is None or known[0] != stamp) and settled:
+            identity = "stat:" + ":".join(map(str, stamp))
+            self._known[key] = (stamp, identity, True)
+            return identity
+        try:
+            with open(key, "rb") as f:
+                identity = "sha256:" + hashlib.sha256(f.read()).hexdigest()
+        except IsADirectoryError:
+            identity = "directory"
+        except OSError:
+            return MISSING
+        self._known[key] = (stamp, identity, settled)
+        return identity
+
+
+def _combine(items: Iterable[tuple[str, str]]) -> str:
+    h = hashlib.sha256()
+    for key, value in items:
+        h.update(f"{key}\0{value}\n".encode("utf-8", "surrogateescape"))
+    return h.hexdigest()
+
+
+def region_files(markdown: str) -> set[str]:
+    """The paths under code/ that the page's `{{ region PATH NAME }}` lines read."""
+    paths = set()
+    for m in _REGION_LINE_RE.finditer(markdown):
+        args = m.group("args").split()
+        if any(q in m.group("args") for q in "\"'\\"):
+            try:
+                args = shlex.split(m.group("args"))
+            except ValueError:
+                pass  # the page check reports the unreadable directive
+        if args:
+            paths.add(args[0])
+    return paths
+
+
+@dataclass(frozen=True)
+class PageInputs:
+    """What a page's result was computed from: its text, its source file, the sets it cites or
+    names, the code files of its regions, and the list of sets (a page naming no set says which exist)."""
+
+    markdown: str
+    offset: int
+    source: tuple[str, str]
+    catalog: str
+    sets: tuple[tuple[str, str], ...]
+    files: tuple[tuple[str, str], ...]
+
+
+@dataclass
+class CheckedSite:
+    """A site kept checked across rebuilds: `refresh` once per build, then `page` for each page.
+
+    With a cache on disk (`store`, lessonkit.cache), a new process starts from what an earlier
+    one derived from the same files: the site's own errors, and each page's result (`keep` =
+    "pages", for a build) or only its errors (`keep` = "errors", for `check`, whose page results
+    then carry no transcript HTML). The evidence is loaded only when a page must be checked.
+    """
+
+    repo: Path
+    digests: FileDigests = field(default_factory=FileDigests)
+    store: Store | None = None    # None: the repository's cache, unless LESSONKIT_CACHE is off
+    keep: str = "pages"           # what the cache keeps of a page: "pages" or "errors"
+    reloads: int = 0              # times the evidence was loaded (for tests and the benchmark)
+    checks: int = 0               # page checks that ran (not answered from an earlier result)
+    cache_hits: int = 0           # results read from the cache on disk (site errors, pages)
+    _site: Site | None = None
+    _site_sets: dict[str, str] = field(default_factory=dict)  # set digests when _site was loaded
+    _tree: str = ""
+    _scanned: int = 0
+    _scans: tuple[sitecache.Scan, sitecache.Scan] = ({}, {})
+    _set_digests: dict[str, str] = field(default_factory=dict)
+    _set_folders: dict[str, str] = field(default_factory=dict)
+    _names: frozenset[str] = frozenset()
+    _catalog: str = ""
+    _site_errors: list[LessonError] = field(default_factory=list)
+    _pages: dict[str, tuple[PageInputs, PageResult]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.store is None:
+            self.store = Store.for_repo(self.repo)
+        self.hashes = HashStore(self.store)
+
+    @property
+    def site(self) -> Site:
+        """The evidence as loaded after the last refresh that saw a change (loaded on first use)."""
+        if self._site is None or self._site_sets is not self._set_digests:
+            before, before_digests = self._site, self._site_sets
+            self._site = Site.load(self.repo)
+            self._site.transcripts = self.keep == "pages"  # "errors": no transcript HTML
+            self.reloads += 1
+            sets = self._site.evidence.sets
+            if before is not None:  # a set whose files are unchanged keeps its parsed transcripts
+                for name, old in before.evidence.sets.items():
+                    if (name in sets and type(old) is type(sets[name])
+                            and before_digests.get(name) == self._set_digests.get(name)):
+                        sets[name] = old
+            self._site_sets = self._set_digests
+        return self._site
+
+    def refresh(self) -> None:
+        """Take the files under evidence/ and code/ as they are now. If any changed, the site's own
+        errors are those the cache on disk holds for these contents, or computed (and stored)."""
+        use_hash_store(self.hashes if self.store.folder is not None else None)
+        now = time.time_ns()
+        scans = self._rescan()
+        if self._tree and scans == self._scans and all(
+                sitecache.settled_since(scan, self._scanned) for scan in scans):
+            return  # no file changed since a scan that saw every file settled: their bytes are the same
+        evidence = sitecache.contents(self.repo / "evidence", scans[0])
+        code = sitecache.contents(self.repo / "code", scans[1])
+        tree = sitecache.site_key(self.repo, evidence, code)
+        if tree == self._tree:
+            self._scanned, self._scans = now, scans
+            return
+        # A set may be read from another folder than its name (evidence/.old.<set> after a
+        # refresh stopped mid-swap): its files count for the set.
+        folders = {folder.name: name for name, folder in set_folders(self.repo).items()}
+        per_set: dict[str, list[tuple[str, str]]] = {}
+        for rel, digest in evidence.items():
+            top = rel.split(os.sep, 1)[0]
+            per_set.setdefault(folders.get(top, top), []).append((rel, digest))
+        self._set_digests = {name: _combine(items) for name, items in per_set.items()}
+        self._set_folders = {name: top for top, name in folders.items()}
+        self._scanned, self._scans, self._tree = now, scans, tree
+        stored = self.store.get("site", "errors", tree)
+        try:
+            errors = sitecache.decode_errors(stored["errors"])
+            names, unreadable = set(stored["sets"]), set(stored["unreadable"])
+            self.cache_hits += 1
+        except (TypeError, KeyError, ValueError):
+            site = self.site
+            errors = site.site_errors()
+            names, unreadable = set(site.evidence.sets), set(site.evidence.unreadable)
+            lessons = (ev.lesson for ev in site.evidence.sets.values())
+            if (self.store.folder is not None
+                    and sitecache.settled_since(scans[0], now) and sitecache.settled_since(scans[1], now)
+                    and sitecache.inputs_inside(self.repo, lessons) and self._rescan() == scans):
+                self.store.put("site", "errors", tree, {
+                    "errors": sitecache.encode_errors(errors), "sets": sorted(names),
+                    "unreadable": sorted(unreadable)})
+        self._site_errors = errors
+        self._names = frozenset(names | unreadable | set(self._set_digests))
+        self._catalog = _combine([(name, "set") for name in sorted(names)]
+                                 + [(name, "unreadable") for name in sorted(unreadable)])
+        self.hashes.save()
+
+    def _rescan(self) -> tuple[sitecache.Scan, sitecache.Scan]:
+        return (sitecache.scan(self.repo / "evidence"),
+                sitecache.scan(self.repo / "code", skip_compiled=True))
+
+    def _inputs(self, markdown: str, offset: int, source: tuple[str, str]) -> PageInputs:
+        """The inputs of a page about to be checked, taken before it is (a later edit shows as a change).
+
+        A set counts when its name appears as a word of its own inside double braces
+        ('{{ evidence day62-racecheck }}', '{{ region day62-racecheck/x.cu ... }}'): a page can
+        only cite a set by naming it there (its default set in `{{ evidence SET }}`), and naming
+        a set that does not exist is an error that changes when the set appears.
+        """
+        words = _NAME_TOKEN_RE.findall(" ".join(_BRACES_RE.findall(markdown)))
+        names = self._names & set(words)
+        return PageInputs(
+            markdown, offset, source, self._catalog,
+            tuple(sorted((n, self._set_digests.get(n, MISSING)) for n in names)),
+            tuple(sorted((f, self.digests.digest(self.repo / "code" / f))
+                         for f in region_files(markdown))))
+
+    def _holds(self, inputs: PageInputs) -> bool:
+        """Whether a page's earlier result still holds for today's evidence and code."""
+        return (inputs.catalog == self._catalog
+                and all(self._set_digests.get(n, MISSING) == d for n, d in inputs.sets)
+                and all(self.digests.digest(self.repo / "code" / f) == d for f, d in inputs.files))
+
+    def _disk_key(self, inputs: PageInputs, path: str) -> str:
+        files = sitecache.code_files(self.repo, (f for f, _ in inputs.files))
+        return sitecache.page_key(self.repo, path, inputs.offset, inputs.markdown, inputs.catalog,
+                                  inputs.sets, files)
+
+    def _unchanged_since_refresh(self, inputs: PageInputs) -> bool:
+        """Whether the files a page's result was derived from had settled before the last refresh
+        and are as it found them: only then may the result be stored for their contents."""
+        now, (evidence, code) = self._scanned, self._scans
+        for name, _ in inputs.sets:
+            top = self._set_folders.get(name, name)
+            mine = {rel: stamp for rel, stamp in evidence.items() if rel.split(os.sep, 1)[0] == top}
+            again = {top + os.sep + rel: stamp
+                     for rel, stamp in sitecache.scan(self.repo / "evidence" / top).items()}
+            again.update({top + os.sep: None} if (self.repo / "evidence" / top).is_dir() else {})
+            if mine != again or not sitecache.settled_since(mine, now):
+                return False
+        for rel, _ in inputs.files:
+            stamp = code.get(os.path.normpath(rel))
+            try:
+                current = cache.stamp(os.stat(self.repo / "code" / rel))
+            except OSError:
+                current = None
+            if stamp is None or stamp != current or not sitecache.settled_since({rel: stamp}, now):
+                return False
+        return True
+
+    def _stored(self, inputs: PageInputs, path: str) -> tuple[str, PageResult | None]:
+        """The page's disk key and its result from the cache on disk, if there."""
+        key = self._disk_key(inputs, path)
+        data = self.store.get(self.keep, sitecache.entry_name(path), key)
+        if data is None:
+            return key, None
+        try:
+            result = (sitecache.decode_result(data) if self.keep == "pages"
+                      else PageResult("", sitecache.decode_errors(data)))
+        except (TypeError, KeyError, ValueError):
+            return key, None
+        self.cache_hits += 1
+        return key, result
+
+    def page(self, markdown: str, path: str, line_offset: int = 0, source: Path | None = None,
+             source_digest: str | None = None) -> PageResult:
+        """The page's result: the earlier one when none of its inputs changed, else a new check.
+
+        `source` is the page's file and `source_digest` its identity taken before it was read
+        (taken now if not given), so `needs_check` can tell when it was edited since. With
+        `keep` = "errors", a result read from the disk holds only the page's errors.
+        """
+        assert self._tree, "call refresh() first"
+        cached = self._pages.get(path)
+        if (cached is not None and cached[0].markdown == markdown and cached[0].offset == line_offset
+                and self._holds(cached[0])):
+            return cached[1]
+        if source is not None and source_digest is None:
+            source_digest = self.digests.digest(source)
+        inputs = self._inputs(markdown, line_offset,
+                              (os.fspath(source), source_digest or "") if source else ("", ""))
+        key, result = self._stored(inputs, path) if self.store.folder is not None else ("", None)
+        if result is not None:
+            self._pages[path] = (inputs, result)
+            return result
+        result = self.site.page(markdown, path, line_offset)
+        self.checks += 1
+        # Sets looked up or cited, and code files read, that the text did not show as inputs
+        # (a set name that is not one word, a region directive over several lines; not
+        # expected): depend on them all the same, and keep nothing on disk.
+        sets = ({n for n in result.looked_up if n in self.site.evidence.sets}
+                | {s for s, _ in result.cited}) - {n for n, _ in inputs.sets}
+        files = result.sources - {f for f, _ in inputs.files}
+        if sets or files:
+            inputs = replace(inputs, sets=tuple(sorted(inputs.sets + tuple(
+                (n, self._set_digests.get(n, MISSING)) for n in sets))),
+                files=tuple(sorted(inputs.files + tuple(
+                    (f, self.digests.digest(self.repo / "code" / f)) for f in files))))
+        elif key and self._unchanged_since_refresh(inputs):
+            data = (sitecache.encode_result(result) if self.keep == "pages"
+                    else sitecache.encode_errors(result.errors))
+            self.store.put(self.keep, sitecache.entry_name(path), key, data)
+        self._pages[path] = (inputs, result)
+        return result
+
+    def needs_check(self, path: str, source: Path) -> bool:
+        """Whether page `path` must be read and checked again: new, its file edited, or inputs changed."""
+        cached = self._pages.get(path)
+        return (cached is None or cached[0].source != (os.fspath(source), self.digests.digest(source))
+                or not self._holds(cached[0]))
+
+    def check_page_file(self, path: str, source: Path) -> PageResult:
+        """Read page `path` from `source` (front matter stripped) and check it."""
+        digest = self.digests.digest(source)
+        body, offset = strip_front_matter(source.read_text(encoding="utf-8"))
+        return self.page(body, path, offset, source, digest)
+
+    def site_errors(self) -> list[LessonError]:
+        """Errors that belong to no page (evidence integrity and freshness, lesson READMEs)."""
+        return list(self._site_errors)
+
+    def errors(self, pages: Iterable[tuple[str, Path]]) -> list[LessonError]:
+        """The site's errors and those of `pages` ((path as named, file)), each checked if it must be.
+
+        Results of pages no longer listed are forgotten.
+        """
+        wanted = dict(pages)
+        for path in [p for p in self._pages if p not in wanted]:
+            del self._pages[path]
+        errors = list(self._site_errors)
+        for path, source in wanted.items():
+            if self.needs_check(path, source):
+                self.check_page_file(path, source)
+            errors.extend(self._pages[path][1].errors)
+        self.hashes.save()
+        return errors
+
+    def check(self, docs: Path | None = None) -> list[LessonError]:
+        """What a full check would report, re-checking only what changed since the last call."""
+        self.refresh()
+        return self.errors(docs_pages(self.repo, docs))

@@ -1,0 +1,160 @@
+"""lessonkit as a Python-Markdown extension, for site engines that load Markdown extensions but
+not MkDocs hooks (Zensical), and for plain `markdown.markdown(...)`.
+
+    markdown_extensions:
+      - lessonkit.site.mdext:
+          repo: .            # the repository root (default: the working directory)
+
+A preprocessor expands the page's regions and transcripts and checks its claims (the same
+`Site.page` the MkDocs hooks call); any error stops the conversion with `LessonErrors`, which
+fails the build. A postprocessor fills the transcript slots once Markdown has run. The page's
+path, for messages, is found by matching the text given to Markdown against the pages under
+docs/ (Python-Markdown is not told which file it converts). Under the MkDocs hooks the
+extension is passive: the hooks do its work once per page and report every error of the site.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from markdown import Markdown
+from markdown.extensions import Extension
+from markdown.postprocessors import Postprocessor
+from markdown.preprocessors import Preprocessor
+
+from lessonkit.errors import LessonErrors
+from lessonkit.pages.state import PageResult
+from lessonkit.site.check import CheckedSite, docs_pages
+from lessonkit.site.verify import CHECKED_MARK
+
+# Before every core and pymdownx preprocessor (normalize_whitespace is 30, snippets 32).
+_PRIORITY = 40
+_sessions: dict[Path, CheckedSite] = {}
+
+
+def session_for(repo: Path) -> CheckedSite:
+    """The one CheckedSite of `repo` in this process, refreshed (reloaded only if files changed)."""
+    repo = repo.resolve()
+    session = _sessions.get(repo)
+    if session is None:
+        session = _sessions[repo] = CheckedSite(repo)
+    session.refresh()
+    return session
+
+
+def locate_page(session: CheckedSite, docs: str, text: str) -> tuple[str, int]:
+    """Which page under docs/ `text` is (as messages name it), and the lines above it in that file.
+
+    Engines strip front matter and may trim blank lines: the page is the file that contains
+    `text` without its surrounding blank lines, else the file sharing most of its lines.
+    """
+    body = text.strip("\n")
+    lead = text.count("\n", 0, len(text) - len(text.lstrip("\n")))
+    exact: list[tuple[str, int]] = []
+    best: tuple[float, str] = (0.0, "")
+    lines = set(body.split("\n"))
+    for shown, path in docs_pages(session.repo, session.repo / docs):
+        whole = _read(session, path)
+        at = whole.rfind(body) if body else -1
+        if at >= 0:
+            exact.append((shown, max(whole.count("\n", 0, at) - lead, 0)))
+        elif not exact and lines:
+            best = max(best, (len(lines & set(whole.split("\n"))) / len(lines), shown))
+    if len(exact) == 1:
+        return exact[0]
+    if exact:
+        return f"{exact[0][0]} (or one of {len(exact)} identical pages)", exact[0][1]
+    if best[0] >= 0.5:
+        return f"{best[1]} (as the engine gave it)", 0
+    return f"{docs}/(an unknown page starting {body[:40]!r})", 0
+
+
+_texts: dict[str, tuple[str, str]] = {}
+
+
+def _read(session: CheckedSite, path: Path) -> str:
+    """A page's text, read again only when its digest changed."""
+    digest = session.digests.digest(path)
+    known = _texts.get(str(path))
+    if known is None or known[0] != digest:
+        try:
+            known = (digest, path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError):
+            known = (digest, "")
+        _texts[str(path)] = known
+    return known[1]
+
+
+class _ExpandAndCheck(Preprocessor):
+    """Expand the page and check it; raise LessonErrors when anything disagrees."""
+
+    def __init__(self, md: Markdown, ext: LessonkitExtension) -> None:
+        super().__init__(md)
+        self.ext = ext
+
+    def run(self, lines: list[str]) -> list[str]:
+        self.ext.result = None
+        if self.ext.getConfig("passive"):
+            return lines
+        repo = Path(self.ext.getConfig("repo") or os.getcwd())
+        session = session_for(repo)
+        text = "\n".join(lines)
+        path = self.ext.getConfig("page")
+        offset = int(self.ext.getConfig("offset") or 0)
+        if not path:
+            path, offset = locate_page(session, self.ext.getConfig("docs_dir"), text)
+        result = session.page(text, path, offset)
+        # The site's own errors (evidence integrity, freshness) fail every page: an engine may
+        # stop at the first page that fails, and must not publish any page over bad evidence.
+        errors = session.site_errors() + result.errors
+        if errors:
+            raise LessonErrors(errors)
+        self.ext.result = result
+        # The mark goes in as raw HTML here, not in the postprocessor: Python-Markdown also runs
+        # postprocessors on fragments (the toc extension renders each heading with them).
+        return (result.markdown + "\n\n" + CHECKED_MARK.strip() + "\n").split("\n")
+
+
+class _FillSlots(Postprocessor):
+    """Put each finished transcript block into its slot."""
+
+    def __init__(self, md: Markdown, ext: LessonkitExtension) -> None:
+        super().__init__(md)
+        self.ext = ext
+
+    def run(self, text: str) -> str:
+        result: PageResult | None = self.ext.result
+        return text if result is None else result.fill(text)
+
+
+class LessonkitExtension(Extension):
+    """Expansion and checking of lessonkit pages inside Python-Markdown."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        self.config = {
+            "repo": ["", "repository root holding docs/, code/ and evidence/ (default: working dir)"],
+            "docs_dir": ["docs", "the pages' folder, relative to repo"],
+            "page": ["", "the page's path as messages name it (default: found under docs_dir)"],
+            "offset": [0, "lines above the Markdown in the page's file (front matter)"],
+            "passive": [False, "do nothing (set by the MkDocs hooks, which do the same work)"],
+        }
+        self.result: PageResult | None = None
+        super().__init__(**kwargs)
+
+    def extendMarkdown(self, md: Markdown) -> None:
+        """Register the preprocessor and the postprocessor."""
+        md.registerExtension(self)
+        md.preprocessors.register(_ExpandAndCheck(md, self), "lessonkit", _PRIORITY)
+        # Last of all postprocessors: the slots must survive raw-HTML restoring untouched.
+        md.postprocessors.register(_FillSlots(md, self), "lessonkit_fill", 0)
+
+    def reset(self) -> None:
+        """Forget the last page's result (Markdown instances are reused between pages)."""
+        self.result = None
+
+
+def makeExtension(**kwargs: Any) -> LessonkitExtension:
+    """The entry point Python-Markdown calls for `lessonkit.site.mdext`."""
+    return LessonkitExtension(**kwargs)

@@ -1,0 +1,187 @@
+"""What `CheckedSite` keeps in the cache on disk: the site's own errors and each page's result,
+each keyed by the contents it was computed from (lessonkit.cache says how entries are kept).
+
+The site's errors (evidence integrity and freshness, lesson READMEs) are derived from the files
+under evidence/ and code/: their key covers every file there (its path and sha256) and every
+folder. A page's result is derived from its text, the list of sets, the files of the sets it
+names and the code files its regions read: its key covers exactly those, as `PageInputs` does
+within a process. An entry is stored only when its inputs are known to be complete (a lesson
+whose runs.toml names inputs outside code/<lesson>/, or a page citing a set it does not name
+inside double braces, is computed afresh every time).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from lessonkit import cache
+from lessonkit.errors import LessonError
+from lessonkit.evidence.manifest import MISSING, sha256_file
+from lessonkit.pages.state import ClaimOutcome, PageResult
+from lessonkit.pages.render import Published
+from lessonkit.evidence.spec import load_spec
+
+DIRECTORY = "directory"
+
+
+Scan = dict[str, tuple[int, ...] | None]  # path under a root -> its stamp (None: a folder)
+
+
+COMPILED = (".pyc", ".pyo")
+
+
+def scan(root: Path, skip_compiled: bool = False) -> Scan:
+    """Every file and folder under `root` with its stat stamp, sorted; {} when there is no such
+    folder. A folder's name ends with the path separator; a file that cannot be stat'ed, or is
+    not a regular file, has the stamp (). `skip_compiled` leaves out compiled Python files
+    (under code/, where Python may write them at any time and no check reads them)."""
+    found: Scan = {}
+    pending = [(os.fspath(root), "")]
+    seen = {os.path.realpath(root)}
+    while pending:
+        folder, rel = pending.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            name = rel + entry.name
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            if is_dir:  # a symlinked folder is read through, once
+                found[name + os.sep] = None
+                real = os.path.realpath(entry.path)
+                if real not in seen:
+                    seen.add(real)
+                    pending.append((entry.path, name + os.sep))
+            elif not (skip_compiled and entry.name.endswith(COMPILED)):
+                try:
+                    st = entry.stat()
+                    # A fifo or device is never read (it could block); () never counts as settled.
+                    found[name] = cache.stamp(st) if stat.S_ISREG(st.st_mode) else ()
+                except OSError:
+                    found[name] = ()
+    return dict(sorted(found.items()))
+
+
+def contents(root: Path, listing: Scan) -> dict[str, str]:
+    """sha256 of each file of a scan of `root` ('directory' for a folder, 'missing' unreadable)."""
+    out: dict[str, str] = {}
+    for rel, stamp in listing.items():
+        out[rel] = DIRECTORY if stamp is None else file_content(root / rel) if stamp else MISSING
+    return out
+
+
+def file_content(path: Path) -> str:
+    """The file's sha256, 'directory', or 'missing' (cannot be read)."""
+    try:
+        return sha256_file(path)
+    except IsADirectoryError:
+        return DIRECTORY
+    except OSError:
+        return MISSING
+
+
+def settled_since(listing: Scan, now_ns: int) -> bool:
+    """Whether every file of a scan taken at `now_ns` had been unchanged for the racy window: its
+    stamp then identifies its bytes, so a later scan with the same stamps saw the same bytes."""
+    limit = now_ns - cache.RACY_NS
+    return all(stamp is None or (len(stamp) == 5 and max(stamp[3], stamp[4]) < limit)
+               for stamp in listing.values())
+
+
+def site_key(repo: Path, evidence: dict[str, str], code: dict[str, str]) -> str:
+    """The key of the site's own errors: every file and folder under evidence/ and code/."""
+    return cache.digest("site", str(repo), os.path.realpath(repo),
+                        tuple(sorted(evidence.items())), tuple(sorted(code.items())))
+
+
+def inputs_inside(repo: Path, lessons: Iterable[str]) -> bool:
+    """Whether the site's errors read only files the scans hashed: every lesson a set names is
+    a folder of code/, and every input of its runs.toml lies inside that folder and is not a
+    compiled Python file (the scan of code/ leaves those out)."""
+    for lesson in lessons:
+        if not lesson or lesson in (".", "..") or "/" in lesson or "\\" in lesson:
+            return False
+    for spec_path in sorted((repo / "code").glob("*/runs.toml")):
+        try:
+            spec = load_spec(repo / "code", spec_path.parent.name)
+        except LessonError:
+            continue  # its error is derived from its own text
+        for rel in spec.inputs + tuple(i for r in spec.runs for i in r.inputs):
+            if (os.path.isabs(rel) or ".." in Path(rel).parts or rel.startswith(("/", "\\"))
+                    or rel.endswith(COMPILED)):
+                return False
+    return True
+
+
+def page_key(repo: Path, path: str, offset: int, markdown: str, catalog: str,
+             sets: tuple[tuple[str, str], ...], files: tuple[tuple[str, str, str], ...]) -> str:
+    """The key of a page's result: its text and everything it reads."""
+    return cache.digest("page", str(repo), os.path.realpath(repo), os.path.realpath(repo / "code"),
+                        path, offset, markdown, catalog, sets, files)
+
+
+def code_files(repo: Path, paths: Iterable[str]) -> tuple[tuple[str, str, str], ...]:
+    """(path under code/, the file it resolves to, its sha256) of each file the regions read."""
+    out = []
+    for rel in sorted(paths):
+        path = repo / "code" / rel
+        out.append((rel, os.path.realpath(path), file_content(path)))
+    return tuple(out)
+
+
+def entry_name(path: str) -> str:
+    """The file name of a page's entry (one per page: a newer result replaces the older)."""
+    return hashlib.sha256(path.encode("utf-8", "surrogateescape")).hexdigest()[:40]
+
+
+# -- results as plain data ---------------------------------------------------------------------
+
+def encode_errors(errors: Iterable[LessonError]) -> list[tuple[Any, ...]]:
+    return [(e.path, e.line, e.message, e.rank) for e in errors]
+
+
+def decode_errors(data: Any) -> list[LessonError]:
+    return [LessonError(path, line, message, rank) for path, line, message, rank in data]
+
+
+def _encode_error(error: LessonError | None) -> tuple[Any, ...] | None:
+    return None if error is None else (error.path, error.line, error.message, error.rank)
+
+
+def encode_result(result: PageResult) -> dict[str, Any]:
+    """A page's result as marshal-able data."""
+    return {
+        "markdown": result.markdown,
+        "errors": encode_errors(result.errors),
+        "cited": sorted(result.cited),
+        "blocks": list(result.blocks),
+        "claims": [(c.line, c.start, c.end, c.value, c.ref_query, _encode_error(c.error), c.fix,
+                    c.skipped, c.set_name) for c in result.claims],
+        "published": [(str(p.source), p.link) for p in result.published],
+        "sources": sorted(result.sources),
+        "looked_up": sorted(result.looked_up),
+    }
+
+
+def decode_result(data: Any) -> PageResult:
+    """The page's result from `encode_result`'s data."""
+    errors = decode_errors(data["errors"])
+    by_value = {(e.path, e.line, e.message, e.rank): e for e in errors}  # shared, as when fresh
+    claims = []
+    for line, start, end, value, ref_query, error, fix, skipped, set_name in data["claims"]:
+        err = None if error is None else by_value.get(tuple(error)) or LessonError(*error)
+        claims.append(ClaimOutcome(line, start, end, value, ref_query, err, fix, skipped, set_name))
+    return PageResult(
+        markdown=data["markdown"], errors=errors, cited={tuple(c) for c in data["cited"]},
+        blocks=list(data["blocks"]), claims=claims,
+        published=[Published(Path(source), link) for source, link in data["published"]],
+        sources=set(data["sources"]), looked_up=set(data["looked_up"]))
