@@ -422,8 +422,9 @@ static int runMain(int argc, char** argv) {
     const long tile = (long)o.threads * o.perThread;
     const long n = tile * o.blocks;
 
-    std::printf("device: %s | compute capability %d.%d | %d multiprocessors | warp size %d\n", prop.name,
-                prop.major, prop.minor, prop.multiProcessorCount, prop.warpSize);
+    std::printf("device: %s | compute capability %d.%d | warp size %d\n", prop.name, prop.major, prop.minor,
+                prop.warpSize);
+    std::printf("multiprocessors: %d\n", prop.multiProcessorCount);
     std::printf("reduction: %d blocks x %d threads, %d elements a thread: %ld elements, %ld a block\n",
                 o.blocks, o.threads, o.perThread, n, tile);
     std::printf("resident at once: up to %ld blocks (%d a multiprocessor)\n", resident, perSm);
@@ -620,7 +621,7 @@ static int runMain(int argc, char** argv) {
             const Tally& t = tally[v];
             double lo = 0, hi = 0;
             clopperPearson(t.wrong, t.launches, &lo, &hi);
-            std::printf("%7s | %8ld | %13ld | %.3g to %.3g | %14ld | %18ld | %s\n", kVariantNames[v], t.launches,
+            std::printf("%7s | %8ld | %13ld | %.4g to %.4g | %14ld | %18ld | %s\n", kVariantNames[v], t.launches,
                         t.wrong, lo, hi, t.stalePartials, t.maxStaleInLaunch, gated(v) ? "yes" : "no");
             if (js) std::fprintf(js, "    {\"variant\": \"%s\", \"launches\": %ld, \"wrong\": %ld, \"rate\": %.6g, "
                                  "\"ci_low\": %.6g, \"ci_high\": %.6g, \"stale_partials\": %ld, "
