@@ -77,8 +77,9 @@ def plan_accept(repo: Path, docs: Path | None = None) -> Plan:
             seen.add((claim.file or shown, claim.start))
             where, at, written = (shown, base, text) if claim.file is None else \
                 (claim.file, 0, _read_page(repo / claim.file, claim.file))
-            if claim.set_name in troubled:
-                plan.held_back[claim.set_name] = plan.held_back.get(claim.set_name, 0) + 1
+            held = [name for name in claim.sets or (claim.set_name,) if name in troubled]
+            if held:
+                plan.held_back[held[0]] = plan.held_back.get(held[0], 0) + 1
             elif claim.fix is None:
                 plan.refused.append(claim.error)
             elif written[at + claim.start:at + claim.end] != claim.value:

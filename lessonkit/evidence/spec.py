@@ -15,6 +15,7 @@ from pathlib import Path
 from lessonkit import cache
 from lessonkit.errors import LessonError
 from lessonkit.evidence.display import Display, parse_display
+from lessonkit.evidence.harness import HarnessFormat, parse_harness
 
 _NAME_RE = re.compile(r"\A[a-z0-9][a-z0-9-]*\Z")
 
@@ -67,6 +68,9 @@ class LessonSpec:
     build: dict[str, str]
     runs: tuple[RunSpec, ...]
     compare: tuple[CompareSpec, ...] = ()
+    # How the program's own lines are read ([harness]); not hashed into freshness: it changes how
+    # evidence is read, not what was recorded.
+    harness: HarnessFormat | None = None
     display: Display = field(default_factory=Display)
 
     def compared(self, set_name: str) -> CompareSpec | None:
@@ -136,9 +140,10 @@ def parse_spec(text: str, source: str) -> LessonSpec:
             exclusive=need(raw, "exclusive", bool, where, False),
         ))
     compare = _compare(data.get("compare", []), text, source, need)
-    return LessonSpec(lesson, source, inputs, dict(build), tuple(runs), compare,
-                      parse_display(data, source, {name: r.command for r in runs
-                                                    for name in (r.name, *(a.name for a in r.artifacts))}))
+    harness = parse_harness(data.get("harness"), text, source)
+    display = parse_display(data, source, {name: r.command for r in runs
+                                           for name in (r.name, *(a.name for a in r.artifacts))})
+    return LessonSpec(lesson, source, inputs, dict(build), tuple(runs), compare, harness, display)
 
 
 _RELEASE_RE = re.compile(r"""\A\d+\.\d+\Z""")
