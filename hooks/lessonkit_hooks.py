@@ -3,7 +3,10 @@
 No checking logic lives here. The hooks check the setup, keep one `CheckedSite` across the
 rebuilds of `mkdocs serve` (so a rebuild re-checks only the pages whose inputs changed, and a
 `--dirtyreload` rebuild re-reads them too), load the core again when a file of it changed,
-and turn the core's errors into a build failure, strict or not.
+and turn the core's errors into a build failure, strict or not. Under `serve` a build with
+errors does not fail: every page of the served site becomes a page listing the errors
+(lessonkit.errorpage), so the browser reloads to it instead of waiting, and reloads to the
+site once the errors are fixed.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from mkdocs.exceptions import PluginError
 # The core sits beside mkdocs.yml; make it importable without installing the project.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import lessonkit.errorpage
 import lessonkit.render
 import lessonkit.site
 import lessonkit.siteconfig
@@ -68,6 +72,7 @@ def reload_core_if_changed() -> bool:
     importlib.invalidate_caches()
     lessonkit = importlib.import_module("lessonkit")
     importlib.import_module("lessonkit.site")
+    importlib.import_module("lessonkit.errorpage")
     importlib.import_module("lessonkit.siteconfig")
     importlib.import_module("lessonkit.verify")
     _state["core"] = digest
@@ -153,8 +158,10 @@ def on_files(files, *, config):
     pages = [(f, _shown(f, config), Path(f.abs_src_path)) for f in files.documentation_pages()]
     _state["pages"] = [(shown, path) for _, shown, path in pages]
     _state["sources"] = {}
+    # After a build that served the error page everywhere, every page must be written again.
+    rewrite_all = _state.pop("error_page_served", False) and _state["dirty"]
     for f, shown, path in pages:
-        if _state["dirty"] and session.needs_check(shown, path):
+        if rewrite_all or (_state["dirty"] and session.needs_check(shown, path)):
             f.is_modified = lambda: True
         _state["sources"][shown] = session.digests.digest(path)
     return files
@@ -255,14 +262,32 @@ def _share_compiled_templates() -> None:
 
 @_timed
 def on_env(env, *, config, files):
-    """After every page was read: fail the build, strict or not, listing every error of the site."""
+    """After every page was read: fail the build, strict or not, listing every error of the site.
+    Under `serve`, list them in the terminal and let the build finish: on_post_build puts the
+    error page in place of every page."""
     errors = _state["session"].errors(_state.get("pages", []))
-    if errors:
-        # Under serve, MkDocs logs a message only once per process (its DuplicateFilter): a
-        # rebuild that breaks the same way again would show no errors unless its header differs.
-        where = f" (rebuild {_state['builds']})" if _state["serving"] else ""
-        raise PluginError(f"lessonkit found problems{where}:\n" + lessonkit.LessonErrors(errors).report())
+    _state["errors"] = errors
+    if not errors:
+        return env
+    report = lessonkit.LessonErrors(errors).report()
+    if not _state["serving"]:
+        raise PluginError("lessonkit found problems:\n" + report)
+    # Written, not logged: under `strict`, a logged error would abort the build after the pages
+    # were written, and the server would keep the browser waiting. The rebuild's number tells
+    # a report from the one before it.
+    print(f"ERROR   -  lessonkit found problems (rebuild {_state['builds']}):\n{report}\n"
+          "The served site shows them in place of every page until they are fixed.",
+          file=sys.stderr, flush=True)
     return env
+
+
+def _serve_error_page(site_dir: Path, errors: list) -> None:
+    """Write the page listing `errors` over every HTML file of the served site (404.html too)."""
+    repo = _state["session"].repo
+    text = lessonkit.errorpage.error_page(errors, repo, note=f"Build {_state['builds']} of this server.")
+    for page in site_dir.rglob("*.html"):
+        page.write_text(text, encoding="utf-8")
+    _state["error_page_served"] = True
 
 
 def _write_timings(ok: bool) -> None:
@@ -283,7 +308,10 @@ def on_post_build(*, config):
         target = site_dir / dest
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, target)
-    _write_timings(True)
+    errors = _state.pop("errors", [])
+    if errors:  # only under serve: a build with errors stopped in on_env
+        _serve_error_page(site_dir, errors)
+    _write_timings(not errors)
 
 
 def on_build_error(*, error):

@@ -29,6 +29,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -225,11 +226,13 @@ class Serve:
             return r.read().decode("utf-8", errors="replace")
 
     def close(self) -> None:
-        self.proc.terminate()
+        """Stop the server as Ctrl-C does, so that it removes its build folder (mkdocs_*) itself."""
+        self.proc.send_signal(signal.SIGINT)
         try:
             self.proc.wait(timeout=15)
         except subprocess.TimeoutExpired:
             self.proc.kill()
+            self.proc.wait()
         self.log.close()
 
 
@@ -271,7 +274,10 @@ def measure_reloads(repo: Path, lessons: int, reloads: int) -> tuple[list[float]
             serve.wait_for(lambda t: _DONE in t, 30, "a reload")
         for what, inject, errors in expected:
             undo = inject()
-            report = serve.wait_for(lambda t, e=errors: all(line in t for line in e), 30, what)
+            # Under serve a build with errors ends as any other (its error page is served), so
+            # wait for the report and for that build's end before undoing the error.
+            report = serve.wait_for(lambda t, e=errors: all(line in t for line in e)
+                                    and t.rfind(_DONE) > max(t.find(line) for line in e), 30, what)
             if not report:
                 missed.append(what)
             undo()
@@ -366,6 +372,7 @@ def main() -> int:
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="lk-bench-"))
+    ENV["TMPDIR"] = str(work)  # what the builds and servers leave in a temporary folder goes with it
     try:
         src, where = lesson_source(work, args.rev, args.core)
         repo = args.keep or work / "site"
