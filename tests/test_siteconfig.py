@@ -212,7 +212,7 @@ def test_check_refuses_a_configuration_that_publishes_unchecked_pages(demo_repo:
     write_tree(demo_repo, {"pages/index.md": "# Home\n\nERROR SUMMARY: 7 errors\n"})
     built = mkdocs_build(demo_repo)
     assert built.returncode == 0, built.stderr  # the engine alone publishes the unchecked page
-    assert verify_main([str(demo_repo / "site")]) == 0  # and nothing unexpanded shows it
+    assert verify_main([str(demo_repo / "site")]) == 1  # nothing unexpanded shows it, but it lacks the mark
     done = subprocess.run([sys.executable, "-m", "lessonkit", "check", "--repo", str(demo_repo)],
                           capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
     assert (done.returncode, done.stdout) == (1, "")
