@@ -5,7 +5,7 @@ rebuilds of `mkdocs serve` (so a rebuild re-checks only the pages whose inputs c
 `--dirtyreload` rebuild re-reads them too), load the core again when a file of it changed,
 and turn the core's errors into a build failure, strict or not. Under `serve` a build with
 errors does not fail: every page of the served site becomes a page listing the errors
-(lessonkit.errorpage), so the browser reloads to it instead of waiting, and reloads to the
+(lessonkit.site.errorpage), so the browser reloads to it instead of waiting, and reloads to the
 site once the errors are fixed.
 """
 
@@ -29,11 +29,11 @@ from mkdocs.exceptions import PluginError
 # The core sits beside mkdocs.yml; make it importable without installing the project.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import lessonkit.errorpage
-import lessonkit.render
-import lessonkit.site
-import lessonkit.siteconfig
-import lessonkit.verify
+import lessonkit.pages.render
+import lessonkit.site.check
+import lessonkit.site.config
+import lessonkit.site.errorpage
+import lessonkit.site.verify
 
 log = logging.getLogger("mkdocs.plugins.lessonkit")
 
@@ -43,14 +43,15 @@ _state: dict = {"session": None, "spent": 0.0, "dirty": False, "serving": False,
 
 
 def _core_folder() -> Path:
-    return Path(lessonkit.site.__file__).resolve().parent
+    return Path(lessonkit.__file__).resolve().parent
 
 
 def _core_digest() -> str:
     """sha256 over the core's source files: any edit to lessonkit/ changes it."""
     h = hashlib.sha256()
-    for path in sorted(_core_folder().glob("*.py")):
-        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    core = _core_folder()
+    for path in sorted(core.rglob("*.py")):  # the base modules and every subpackage's
+        h.update(path.relative_to(core).as_posix().encode() + b"\0" + path.read_bytes())
     return h.hexdigest()
 
 
@@ -71,10 +72,10 @@ def reload_core_if_changed() -> bool:
             Path(importlib.util.cache_from_source(source)).unlink(missing_ok=True)
     importlib.invalidate_caches()
     lessonkit = importlib.import_module("lessonkit")
-    importlib.import_module("lessonkit.site")
-    importlib.import_module("lessonkit.errorpage")
-    importlib.import_module("lessonkit.siteconfig")
-    importlib.import_module("lessonkit.verify")
+    importlib.import_module("lessonkit.site.check")
+    importlib.import_module("lessonkit.site.errorpage")
+    importlib.import_module("lessonkit.site.config")
+    importlib.import_module("lessonkit.site.verify")
     _state["core"] = digest
     _state["session"] = None  # results of the old core are not evidence of the new one
     log.info("lessonkit: the core changed; loaded it again and re-checking every page")
@@ -83,9 +84,9 @@ def reload_core_if_changed() -> bool:
 
 def setup_errors(config) -> list[str]:
     """What in the site's configuration would let a page be published unchecked or shown wrongly:
-    the rules of lessonkit.siteconfig (those `lessonkit check` applies), on the file the engine read."""
+    the rules of lessonkit.site.config (those `lessonkit check` applies), on the file the engine read."""
     path = Path(config.config_file_path or "mkdocs.yml").resolve()
-    return [str(e) for e in lessonkit.siteconfig.load_site_config_errors(path.parent, path)]
+    return [str(e) for e in lessonkit.site.config.load_site_config_errors(path.parent, path)]
 
 
 def _timed(hook):
@@ -134,13 +135,13 @@ def on_config(config, **kwargs):
     problems = setup_errors(config)
     if problems:
         raise PluginError("lessonkit cannot check this site:\n" + "\n".join(problems))
-    if "lessonkit.mdext" in config.markdown_extensions:  # the hooks do its work, once
-        config.mdx_configs.setdefault("lessonkit.mdext", {})["passive"] = True
+    if "lessonkit.site.mdext" in config.markdown_extensions:  # the hooks do its work, once
+        config.mdx_configs.setdefault("lessonkit.site.mdext", {})["passive"] = True
     _state["builds"] += 1
     repo = Path(config.config_file_path).resolve().parent
     session = _state["session"]
     if session is None or session.repo != repo:
-        session = _state["session"] = lessonkit.site.CheckedSite(repo)
+        session = _state["session"] = lessonkit.site.check.CheckedSite(repo)
     session.refresh()
     _state["results"] = {}
     return config
@@ -178,7 +179,7 @@ def on_page_markdown(markdown, *, page, config, files):
                                     _state.get("sources", {}).get(shown))
     _state["results"][page.file.src_uri] = result
     # The mark goes in as raw HTML here: appended to the finished page it would copy the page.
-    return result.markdown + "\n\n" + lessonkit.verify.CHECKED_MARK.strip() + "\n"
+    return result.markdown + "\n\n" + lessonkit.site.verify.CHECKED_MARK.strip() + "\n"
 
 
 @_timed
@@ -188,7 +189,7 @@ def on_page_content(html, *, page, config, files):
     if result is None:
         return html
     # Transcripts too large for the page show head and tail and link the whole file beside it.
-    _state.setdefault("publish", {}).update(lessonkit.render.files_to_publish(result.published, page.file.dest_uri))
+    _state.setdefault("publish", {}).update(lessonkit.pages.render.files_to_publish(result.published, page.file.dest_uri))
     return result.fill(html)
 
 
@@ -284,7 +285,7 @@ def on_env(env, *, config, files):
 def _serve_error_page(site_dir: Path, errors: list) -> None:
     """Write the page listing `errors` over every HTML file of the served site (404.html too)."""
     repo = _state["session"].repo
-    text = lessonkit.errorpage.error_page(errors, repo, note=f"Build {_state['builds']} of this server.")
+    text = lessonkit.site.errorpage.error_page(errors, repo, note=f"Build {_state['builds']} of this server.")
     for page in site_dir.rglob("*.html"):
         page.write_text(text, encoding="utf-8")
     _state["error_page_served"] = True

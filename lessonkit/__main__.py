@@ -1,7 +1,7 @@
-"""`python -m lessonkit`: the command line (see lessonkit.cli)."""
+"""`python -m lessonkit`: the command line (see lessonkit.cli.commands)."""
 
 import sys
 
-from lessonkit.cli import main
+from lessonkit.cli.commands import main
 
 sys.exit(main())

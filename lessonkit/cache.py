@@ -48,8 +48,8 @@ def enabled() -> bool:
 def core_version() -> str:
     """sha256 over lessonkit's source files and the Python that reads the entries."""
     h = hashlib.sha256(f"{sys.version}\0{marshal.version}\0".encode())
-    for path in sorted(_CORE.glob("*.py")):
-        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    for path in sorted(_CORE.rglob("*.py")):  # the base modules and every subpackage's
+        h.update(path.relative_to(_CORE).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()
 
 

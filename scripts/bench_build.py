@@ -45,7 +45,7 @@ CACHE = ".lessonkit-cache"  # lessonkit.cache.FOLDER
 ENV = dict(os.environ, NO_MKDOCS_2_WARNING="1", DISABLE_MKDOCS_2_WARNING="true")
 _NAV_RE = re.compile(r"""^nav:\n(?:[ \t]+.*\n|\n)*""", re.MULTILINE)
 _HOOKS_RE = re.compile(r"""^hooks:.*\n(?:[ \t]+-.*\n)*""", re.MULTILINE)
-_MDEXT_RE = re.compile(r"""^[ \t]+-[ \t]+lessonkit\.mdext\b.*\n(?:[ \t]{4,}.*\n)*""", re.MULTILINE)
+_MDEXT_RE = re.compile(r"""^[ \t]+-[ \t]+lessonkit\.site\.mdext\b.*\n(?:[ \t]{4,}.*\n)*""", re.MULTILINE)
 _CLAIM_RE = re.compile(r"""\{\{\ (?P<value>\d+)\ @\ (?P<ref>[^{}]+?)\ \}\}""", re.VERBOSE)
 _REGION_RE = re.compile(r"""^\{\{\ region\ (?P<path>\S+)\ (?P<name>\S+)""", re.VERBOSE | re.MULTILINE)
 _LINK_RE = re.compile(r"""\]\((?P<target>[\w/.-]+\.md)(?:\#[^)]*)?\)""", re.VERBOSE)
@@ -71,7 +71,7 @@ def on_page_content(html, *, page, config, files):
 EXPAND = '''import json, sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
-from lessonkit.site import Site, docs_pages, strip_front_matter
+from lessonkit.site.check import Site, docs_pages, strip_front_matter
 repo = Path(sys.argv[1])
 site = Site.load(repo)
 out = {}
@@ -179,7 +179,7 @@ def make_site(dest: Path, lessons: int, src: Path, core: Path) -> None:
     config = _NAV_RE.sub("\n".join(nav) + "\n\n", config)
     (dest / "mkdocs.yml").write_text(config, encoding="utf-8")
     replay = _HOOKS_RE.sub("hooks:\n  - bench/replay.py\n", _MDEXT_RE.sub("", config))
-    if "bench/replay.py" not in replay or "lessonkit_hooks" in replay or "lessonkit.mdext" in replay:
+    if "bench/replay.py" not in replay or "lessonkit_hooks" in replay or "lessonkit.site.mdext" in replay:
         sys.exit("bench: cannot take lessonkit out of mkdocs.yml for the build without checking")
     (dest / "mkdocs-replay.yml").write_text(replay, encoding="utf-8")
 

@@ -10,8 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from lessonkit.manifest import Manifest, TranscriptEntry, input_hashes, sha256_file, write_manifest
-from lessonkit.site import Site
+from lessonkit.evidence.manifest import (
+    Manifest,
+    TranscriptEntry,
+    input_hashes,
+    sha256_file,
+    write_manifest,
+)
+from lessonkit.site.check import Site
 
 REPO = Path(__file__).resolve().parent.parent
 HOOKS = REPO / "hooks" / "lessonkit_hooks.py"
@@ -108,8 +114,8 @@ def record_set(repo: Path, lesson: str, transcripts: dict[str, str | list[str]],
 
     A list of texts records that many repeats of the run (NAME.r1 .. NAME.rN).
     """
-    from lessonkit.manifest import recording_file, recording_name
-    from lessonkit.spec import RunSpec, load_spec
+    from lessonkit.evidence.manifest import recording_file, recording_name
+    from lessonkit.evidence.spec import RunSpec, load_spec
 
     spec = load_spec(repo / "code", lesson)
     set_name = set_name or lesson
@@ -138,7 +144,7 @@ def record_set(repo: Path, lesson: str, transcripts: dict[str, str | list[str]],
 
 def mkdocs_yml(extra: str = "") -> str:
     """A small site config that uses the project's hooks and extension (a fast built-in theme);
-    it passes lessonkit.siteconfig's rules."""
+    it passes lessonkit.site.config's rules."""
     return f"""site_name: fixture
 theme:
   name: mkdocs
@@ -149,7 +155,7 @@ markdown_extensions:
   - pymdownx.details
   - pymdownx.superfences
   - pymdownx.highlight
-  - lessonkit.mdext
+  - lessonkit.site.mdext
 {extra}"""
 
 
@@ -166,7 +172,7 @@ def demo_repo(tmp_path: Path) -> Path:
 
 def mkdocs_build(repo: Path, *args: str) -> subprocess.CompletedProcess:
     """Run `mkdocs build` in repo as CI does; returns the finished process (lessonkit importable
-    from anywhere, as CI's editable install makes it, for lessonkit.mdext)."""
+    from anywhere, as CI's editable install makes it, for lessonkit.site.mdext)."""
     env = dict(os.environ, NO_MKDOCS_2_WARNING="1", PYTHONPATH=str(REPO))
     return subprocess.run([sys.executable, "-m", "mkdocs", "build", "-q", "-d", str(repo / "site"), *args],
                           cwd=repo, capture_output=True, text=True, env=env, timeout=120)

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from conftest import BARE, PAGE, RACE, record_set
 
-from lessonkit.accept import EXIT_DONE, EXIT_REFUSED, EXIT_UNCONFIRMED, main
-from lessonkit.site import check_site
+from lessonkit.cli.accept import EXIT_DONE, EXIT_REFUSED, EXIT_UNCONFIRMED, main
+from lessonkit.site.check import check_site
 
 STALE = "{{ 120 @ race:reports[severity=Error].hazards }}"
 
@@ -147,7 +147,7 @@ def test_rounded_claims_stay_rounded(demo_repo: Path):
 
 
 def test_the_command_line_runs_accept(rerecorded: Path, capsys):
-    from lessonkit.cli import main as cli
+    from lessonkit.cli.commands import main as cli
     assert cli(["accept", "--repo", str(rerecorded), "--yes"]) == EXIT_DONE
     assert capsys.readouterr().out.startswith("docs/index.md:7: 120 -> 110\u2013140\n")
     assert cli(["accept", "--repo", str(rerecorded)]) == EXIT_DONE

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO, mkdocs_build
 
-from lessonkit.regions import parse_regions
+from lessonkit.pages.regions import parse_regions
 
 ARTIFACTS = REPO / "tests" / "artifacts"
 CHROMIUM = "/usr/bin/chromium"

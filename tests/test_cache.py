@@ -1,4 +1,4 @@
-"""The cache on disk (lessonkit.cache, lessonkit.sitecache): a warm check reports exactly what a
+"""The cache on disk (lessonkit.cache, lessonkit.site.sitecache): a warm check reports exactly what a
 check without it reports, and no entry outlives the contents, the stat or the core it came from."""
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 from conftest import PAGE, REPO, write_tree
 
-from lessonkit import cache, sitecache
+from lessonkit import cache
 from lessonkit.cache import FOLDER, HashStore, Store
-from lessonkit.site import CheckedSite, check_site
+from lessonkit.site import sitecache
+from lessonkit.site.check import CheckedSite, check_site
 
 SETTLE_S = cache.RACY_NS / 1e9 + 0.2  # until every file written so far counts as settled
 
@@ -105,7 +106,8 @@ def test_editing_lessonkit_ignores_every_entry(settled: Path, tmp_path_factory, 
     warm = CheckedSite(settled, keep="errors")
     warm.check()
     assert warm.cache_hits == 2
-    (core / "claims.py").write_text((core / "claims.py").read_text() + "\n# an edit\n")
+    edited = core / "pages" / "claims.py"  # a module of a subpackage counts as a base one does
+    edited.write_text(edited.read_text() + "\n# an edit\n")
     monkeypatch.setattr(cache, "_CORE", core)
     cache.core_version.cache_clear()
     try:
@@ -253,7 +255,7 @@ def test_a_set_behind_a_symlinked_folder_is_read_through(settled: Path, tmp_path
 
 
 def test_a_transcript_read_in_its_racy_window_is_not_kept_parsed(demo_repo: Path):
-    from lessonkit import evidence
+    from lessonkit.evidence import sets as evidence
 
     site = CheckedSite(demo_repo, store=Store(None))
     site.refresh()

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from conftest import BARE, RACE, errs, record_set, run_page
 
-from lessonkit.claims import (
+from lessonkit.errors import LessonErrors
+from lessonkit.pages.claims import (
     ClaimValueError,
     Found,
     Sample,
@@ -16,9 +17,8 @@ from lessonkit.claims import (
     number,
     parse_claim_value,
 )
-from lessonkit.errors import LessonErrors
-from lessonkit.render import files_to_publish
-from lessonkit.site import Site
+from lessonkit.pages.render import files_to_publish
+from lessonkit.site.check import Site
 
 ERROR_HAZARDS = (118, 120, 125, 121, 119)
 

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from conftest import REPO, write_tree
 
-from lessonkit import cli
+from lessonkit.cli import commands as cli
 from lessonkit.errors import LessonError
+from lessonkit.repo import find_repo
 from lessonkit.textio import decode_utf8, read_text
 
 
@@ -46,12 +47,12 @@ def test_check_finds_the_repository_from_a_folder_inside_it(demo_repo: Path):
 
 def test_find_repo_walks_up_to_mkdocs_yml(tmp_path: Path):
     write_tree(tmp_path, {"site/mkdocs.yml": "", "site/code/a/a.cu": "", "site/docs/deep/er/p.md": ""})
-    assert cli.find_repo(tmp_path / "site/docs/deep/er") == (tmp_path / "site").resolve()
+    assert find_repo(tmp_path / "site/docs/deep/er") == (tmp_path / "site").resolve()
 
 
 def test_find_repo_skips_a_mkdocs_yml_without_code_or_evidence(tmp_path: Path):
     write_tree(tmp_path, {"mkdocs.yml": "", "evidence/x/manifest.json": "", "docs/mkdocs.yml": "", "docs/p.md": ""})
-    assert cli.find_repo(tmp_path / "docs") == tmp_path.resolve()
+    assert find_repo(tmp_path / "docs") == tmp_path.resolve()
 
 
 def test_check_outside_any_repository(tmp_path: Path):
@@ -202,7 +203,7 @@ def test_transcript_of_a_run_shows_every_recording(demo_repo, capsys):
 
     from conftest import RACE, record_set
 
-    from lessonkit.cli import main as cli_main
+    from lessonkit.cli.commands import main as cli_main
     runs = demo_repo / "code/demo/runs.toml"
     runs.write_text(runs.read_text().replace('name = "race"', 'name = "race"\nrepeat = 3'))
     record_set(demo_repo, "demo", {"race": [RACE, RACE.replace("[120 hazards]", "[125 hazards]"), RACE],
@@ -215,6 +216,6 @@ def test_transcript_of_a_run_shows_every_recording(demo_repo, capsys):
 
 
 def test_transcript_of_an_unknown_run_names_the_runs(demo_repo, capsys):
-    from lessonkit.cli import main as cli_main
+    from lessonkit.cli.commands import main as cli_main
     assert cli_main(["transcript", "demo/nope", "--repo", str(demo_repo)]) == 1
     assert capsys.readouterr().err.strip() == "demo/nope: set 'demo' has no run 'nope'; it has: bare, race"

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from lessonkit.regions import parse_regions
-from lessonkit.spec import load_spec
+from lessonkit.evidence.spec import load_spec
+from lessonkit.pages.regions import parse_regions
 
 SOURCE = REPO / "code/day62-racecheck/racecheck.cu"
 USAGE = "usage: ./racecheck [buggy|fixed|all]\n       ./racecheck stayalive 32|256\n"
@@ -99,6 +99,6 @@ def test_runs_that_vary_are_repeated_and_the_sweep_runs_alone():
     exclusive = sorted(r["name"] for r in raw["run"] if r.get("exclusive", False))
     assert {name for name, n in repeats.items() if n > 1} == {
         "bare-all", "racecheck-buggy-analysis", "racecheck-buggy-hazard", "racecheck-buggy-xml",
-        "synccheck-buggy", "sweep", "synccheck-stayalive-256"}
-    assert {n for n in repeats.values()} == {1, 5}
+        "synccheck-buggy", "sweep", "synccheck-stayalive-256", "racecheck-buggy-info", "initcheck-buggy-shared"}
+    assert {n for n in repeats.values()} == {1, 3, 5}
     assert exclusive == ["sweep"]

@@ -15,15 +15,15 @@ import pytest
 from conftest import HOOKS, PAGE, REPO, mkdocs_yml
 
 from lessonkit.errors import LessonErrors
-from lessonkit.verify import CHECKED_MARK, unexpanded
-from lessonkit.verify import main as verify_main
+from lessonkit.site.verify import CHECKED_MARK, unexpanded
+from lessonkit.site.verify import main as verify_main
 
-# PYTHONPATH: a site that lists lessonkit.mdext imports it while the engine reads mkdocs.yml.
+# PYTHONPATH: a site that lists lessonkit.site.mdext imports it while the engine reads mkdocs.yml.
 ENV = dict(os.environ, NO_MKDOCS_2_WARNING="1", DISABLE_MKDOCS_2_WARNING="true", PYTHONPATH=str(REPO))
 WRONG_CLAIM = ("docs/index.md:7: claim '121' (race:reports[severity=Error].hazards) disagrees with "
                "evidence/demo/race.txt; it says '120' (line 7)")
 FIX = ("the engine published it without lessonkit; MkDocs and ProperDocs need "
-       "'hooks: [hooks/lessonkit_hooks.py]', other engines 'markdown_extensions: [lessonkit.mdext]'")
+       "'hooks: [hooks/lessonkit_hooks.py]', other engines 'markdown_extensions: [lessonkit.site.mdext]'")
 
 
 def engine_build(repo: Path, engine: str, config: str = "mkdocs.yml") -> subprocess.CompletedProcess:
@@ -62,7 +62,7 @@ def test_engine_refuses_a_wrong_claim(demo_repo: Path, engine: str):
 
 def test_verify_site_names_page_and_text_when_hooks_are_off(demo_repo: Path, capsys):
     (demo_repo / "mkdocs.yml").write_text(mkdocs_yml().replace(f"hooks:\n  - {HOOKS}\n", "hooks: []\n")
-                                          .replace("  - lessonkit.mdext\n", ""))
+                                          .replace("  - lessonkit.site.mdext\n", ""))
     done = engine_build(demo_repo, "mkdocs")
     assert done.returncode == 0, done.stderr  # an engine that ignores lessonkit publishes the raw page
     assert verify_main([str(demo_repo / "site")]) == 1
@@ -136,7 +136,7 @@ def test_verify_site_refuses_a_site_that_lacks_a_page_of_its_build(demo_repo: Pa
 def test_verify_site_refuses_a_page_lessonkit_never_checked(demo_repo: Path, capsys):
     """An engine without lessonkit publishes a page with no claim: nothing unexpanded, but unchecked."""
     (demo_repo / "mkdocs.yml").write_text(mkdocs_yml().replace(f"hooks:\n  - {HOOKS}\n", "hooks: []\n")
-                                          .replace("  - lessonkit.mdext\n", ""))
+                                          .replace("  - lessonkit.site.mdext\n", ""))
     (demo_repo / "docs/index.md").write_text("# Home\n\nERROR SUMMARY: 7 errors\n")
     assert engine_build(demo_repo, "mkdocs").returncode == 0
     assert verify_main([str(demo_repo / "site")]) == 1
@@ -165,9 +165,9 @@ def test_cli_runs_verify_site(demo_repo: Path):
 # The Python-Markdown extension, as an engine without hooks (Zensical) uses it.
 
 def convert(repo: Path, text: str, **config) -> str:
-    md = markdown.Markdown(extensions=["lessonkit.mdext", "pymdownx.superfences", "pymdownx.highlight",
+    md = markdown.Markdown(extensions=["lessonkit.site.mdext", "pymdownx.superfences", "pymdownx.highlight",
                                        "pymdownx.details"],
-                           extension_configs={"lessonkit.mdext": {"repo": str(repo), **config}})
+                           extension_configs={"lessonkit.site.mdext": {"repo": str(repo), **config}})
     return md.convert(text)
 
 
@@ -206,7 +206,7 @@ def test_passive_extension_leaves_the_page_to_the_hooks(demo_repo: Path):
 
 
 def test_hooks_and_extension_together_check_once(demo_repo: Path):
-    assert "  - lessonkit.mdext\n" in mkdocs_yml()
+    assert "  - lessonkit.site.mdext\n" in mkdocs_yml()
     done = engine_build(demo_repo, "mkdocs")
     assert done.returncode == 0, done.stderr
     assert (demo_repo / "site/index.html").read_text().count(CHECKED_MARK.strip()) == 1

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from lessonkit.errors import LessonError
-from lessonkit.evidence import load_all_evidence, load_evidence_set
+from lessonkit.evidence.sets import load_all_evidence, load_evidence_set
 
 FIX = "refresh on a GPU machine: python3 scripts/refresh.py demo --only"
 
@@ -100,7 +100,7 @@ def test_recording_names_follow_their_repeat(demo_repo: Path):
 
 
 def test_non_utf8_transcript_is_an_error_with_its_line(demo_repo: Path):
-    from lessonkit.evidence import load_evidence_set
+    from lessonkit.evidence.sets import load_evidence_set
     ev = load_evidence_set(demo_repo, "demo")
     (demo_repo / "evidence/demo/race.txt").write_bytes(b"ok\nbad \xff here\n")
     with pytest.raises(LessonError) as info:
@@ -181,7 +181,7 @@ def test_run_without_transcript(demo_repo: Path):
 
 
 def test_lesson_readme_must_show_every_command(demo_repo: Path):
-    from lessonkit.site import check_lesson_readmes
+    from lessonkit.site.check import check_lesson_readmes
     readme = demo_repo / "code/demo/README.md"
     readme.write_text(readme.read_text().replace("\n./demo\n", "\n./demo --fast\n"))
     assert [str(e) for e in check_lesson_readmes(demo_repo)] == [

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lessonkit.errors import LessonError
-from lessonkit.manifest import (
+from lessonkit.evidence.manifest import (
     Manifest,
     TranscriptEntry,
     manifest_to_text,
@@ -95,7 +95,7 @@ def test_a_damaged_manifest_is_refused_with_its_field():
 def test_a_rewrite_that_restores_size_and_mtime_gets_a_new_hash(tmp_path):
     import os
 
-    from lessonkit.manifest import sha256_file
+    from lessonkit.evidence.manifest import sha256_file
     f = tmp_path / "t.txt"
     f.write_text("aaaa")
     old = os.stat(f)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from conftest import PAGE, RACE, errs, record_set, run_page
 
-from lessonkit.site import Site, check_site, strip_front_matter
+from lessonkit.site.check import Site, check_site, strip_front_matter
 
 
 def test_good_page_expands(demo_repo: Path):

@@ -16,12 +16,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lessonkit.errors import LessonError, LessonErrors
-from lessonkit.evidence import parse_manifest
-from lessonkit.jsontranscript import parse_json_transcript
-from lessonkit.page import process_page
-from lessonkit.regions import parse_regions
-from lessonkit.spec import parse_spec
-from lessonkit.transcript import parse_summary, parse_transcript
+from lessonkit.evidence.jsontranscript import parse_json_transcript
+from lessonkit.evidence.sets import parse_manifest
+from lessonkit.evidence.spec import parse_spec
+from lessonkit.evidence.transcript import parse_summary, parse_transcript
+from lessonkit.pages.page import process_page
+from lessonkit.pages.regions import parse_regions
 
 # Pieces of the real formats, so that generated text reaches deep into the parsers.
 FRAGMENTS = [

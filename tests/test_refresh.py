@@ -84,7 +84,7 @@ def test_records_a_set_with_provenance(lab):
     assert "total   3 recordings in " in done.stdout and "3 concurrent in " in done.stdout
     assert "0 exclusive in " in done.stdout
     assert "check   every page claim agrees" in done.stdout
-    from lessonkit.evidence import load_all_evidence
+    from lessonkit.evidence.sets import load_all_evidence
     assert load_all_evidence(repo).errors == []
 
 
@@ -209,7 +209,7 @@ def test_repeats_are_recorded_one_entry_each(lab):
         assert (repo / "evidence/demo" / entry["file"]).is_file()
     assert "total   6 recordings in " in done.stdout and "4 concurrent in " in done.stdout
     assert "2 exclusive in " in done.stdout
-    from lessonkit.evidence import load_all_evidence
+    from lessonkit.evidence.sets import load_all_evidence
     ev = load_all_evidence(repo)
     assert ev.errors == [] and ev.sets["demo"].groups["race"] == ("race.r1", "race.r2", "race.r3")
 
@@ -256,8 +256,8 @@ def test_missing_input_is_named_before_anything_runs(lab):
 
 
 def test_refresh_does_not_import_the_page_modules():
-    code = ("import sys, lessonkit.refresh; bad = [m for m in ('lessonkit.page', 'lessonkit.site', "
-            "'lessonkit.query', 'lessonkit.render', 'mkdocs') if m in sys.modules]; print(bad)")
+    code = ("import sys, lessonkit.evidence.refresh; bad = [m for m in ('lessonkit.pages.page', 'lessonkit.site.check', "
+            "'lessonkit.pages.query', 'lessonkit.pages.render', 'mkdocs') if m in sys.modules]; print(bad)")
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
     assert done.stdout.strip() == "[]", done.stderr
 
@@ -274,7 +274,7 @@ def test_report_ends_with_the_accept_command(lab):
 # -- crashes at every point of the swap, on both paths ---------------------------------------
 
 def _sets_found(repo: Path) -> dict[str, Path]:
-    from lessonkit.evidence import set_folders
+    from lessonkit.evidence.sets import set_folders
     return set_folders(repo)
 
 
@@ -283,8 +283,8 @@ def _sets_found(repo: Path) -> dict[str, Path]:
     ("fallback", "scratch-written"), ("fallback", "old-moved"), ("fallback", "new-moved"),
 ])
 def test_a_crash_at_any_swap_point_leaves_exactly_one_set(lab, path, point):
-    from lessonkit.evidence import load_all_evidence
-    from lessonkit.refresh import CRASH_AT_ENV, NO_EXCHANGE_ENV
+    from lessonkit.evidence.refresh import CRASH_AT_ENV, NO_EXCHANGE_ENV
+    from lessonkit.evidence.sets import load_all_evidence
     repo, env = lab
     assert refresh(repo, env, FAKE_HAZARDS="111").returncode == 0
     old = snapshot(repo / "evidence/demo")
@@ -311,7 +311,7 @@ def test_a_crash_at_any_swap_point_leaves_exactly_one_set(lab, path, point):
 
 
 def test_recover_after_a_completed_fallback_swap_removes_the_old_set(tmp_path):
-    from lessonkit.refresh import old_folder, recover
+    from lessonkit.evidence.refresh import old_folder, recover
     target = tmp_path / "evidence/demo"
     target.mkdir(parents=True)
     (target / "new").write_text("n")
@@ -323,7 +323,7 @@ def test_recover_after_a_completed_fallback_swap_removes_the_old_set(tmp_path):
 
 
 def test_recover_between_the_renames_restores_the_old_set(tmp_path):
-    from lessonkit.refresh import old_folder, recover
+    from lessonkit.evidence.refresh import old_folder, recover
     target = tmp_path / "evidence/demo"
     old = old_folder(target)
     old.mkdir(parents=True)
@@ -336,7 +336,7 @@ def test_recover_between_the_renames_restores_the_old_set(tmp_path):
 
 
 def test_scratch_folders_of_other_sets_are_left_alone(tmp_path):
-    from lessonkit.refresh import recover
+    from lessonkit.evidence.refresh import recover
     base = tmp_path / "evidence"
     (base / "day62").mkdir(parents=True)
     other = base / ".refresh.day62-t4.999999999"
@@ -349,7 +349,7 @@ def test_scratch_folders_of_other_sets_are_left_alone(tmp_path):
 
 def test_swap_never_deletes_before_the_new_set_is_in_place(tmp_path, monkeypatch):
     """Without an atomic exchange the old set is moved aside, never deleted, until the new one is in place."""
-    import lessonkit.refresh as rf
+    import lessonkit.evidence.refresh as rf
     monkeypatch.setenv(rf.NO_EXCHANGE_ENV, "1")
     target = tmp_path / "evidence/demo"
     target.mkdir(parents=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from lessonkit.errors import LessonError, LessonErrors
-from lessonkit.regions import load_region, parse_regions
+from lessonkit.pages.regions import load_region, parse_regions
 
 WHERE = LessonError("docs/p.md", 7, "asked for by region 'a'")
 
@@ -114,7 +114,7 @@ def test_marker_error_names_page_and_source(code: Path):
 
 def test_a_misspelt_region_name_gets_a_suggestion(tmp_path):
     from lessonkit.errors import LessonError
-    from lessonkit.regions import load_region
+    from lessonkit.pages.regions import load_region
     (tmp_path / "l").mkdir()
     (tmp_path / "l/a.cu").write_text("// snippet: racy-step\nx;\n// end snippet\n// snippet: fixed\ny;\n// end snippet\n")
     where = LessonError("docs/p.md", 3, "asked for by region 'racy-stpe'")

@@ -30,7 +30,7 @@ from conftest import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lessonkit.site import CheckedSite, FileDigests, check_site
+from lessonkit.site.check import CheckedSite, FileDigests, check_site
 
 OTHER_PAGE = """\
 # Other
@@ -178,7 +178,7 @@ class Serve:
     def __init__(self, repo: Path, *args: str):
         self.log_path = repo / "serve.log"
         self.log = open(self.log_path, "w")  # noqa: SIM115 (open while the server runs)
-        env = dict(os.environ, NO_MKDOCS_2_WARNING="1", PYTHONPATH=str(REPO))  # lessonkit.mdext
+        env = dict(os.environ, NO_MKDOCS_2_WARNING="1", PYTHONPATH=str(REPO))  # lessonkit.site.mdext
         self.port = free_port()
         self.proc = subprocess.Popen([sys.executable, "-m", "mkdocs", "serve", *args, "-a",
                                       f"127.0.0.1:{self.port}"], cwd=repo, env=env,
@@ -270,7 +270,7 @@ def test_an_edit_of_the_core_takes_effect_on_the_next_rebuild(tmp_path: Path):
     serve = Serve(repo)
     try:
         assert "Documentation built in" in serve.first and "lessonkit found" not in serve.first
-        with open(repo / "lessonkit/site.py", "a") as f:
+        with open(repo / "lessonkit/site/check.py", "a") as f:
             f.write(EDITED_CORE)
         report = serve.expect("errors found")
         assert ("docs/index.md:1: the edited core rejects every page\n"

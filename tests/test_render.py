@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lessonkit.evidence import load_evidence_set
-from lessonkit.regions import Region
-from lessonkit.render import render_provenance, render_region
+from lessonkit.evidence.sets import load_evidence_set
+from lessonkit.pages.regions import Region
+from lessonkit.pages.render import render_provenance, render_region
 
 
 def test_region_is_dedented_and_numbered_with_the_file_lines():

@@ -11,8 +11,8 @@ import pytest
 from conftest import mkdocs_build
 from test_reload import SERVED, Serve, two_lessons
 
-from lessonkit.errorpage import error_page, split_fix
 from lessonkit.errors import LessonError
+from lessonkit.site.errorpage import error_page, split_fix
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",

@@ -1,4 +1,4 @@
-"""The site's configuration (lessonkit.siteconfig): one test per rule, asserting the whole message,
+"""The site's configuration (lessonkit.site.config): one test per rule, asserting the whole message,
 then the files beside mkdocs.yml, then `lessonkit check` on a configuration that publishes
 unchecked pages while the engine and verify-site pass."""
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 from conftest import HOOKS, REPO, mkdocs_build, write_tree
 
-from lessonkit.siteconfig import load_site_config_errors, read_site_config, site_config_errors
-from lessonkit.verify import main as verify_main
+from lessonkit.site.config import load_site_config_errors, read_site_config, site_config_errors
+from lessonkit.site.verify import main as verify_main
 
 GOOD = """\
 site_name: fixture
@@ -21,7 +21,7 @@ hooks:
 markdown_extensions:
   - pymdownx.superfences
   - pymdownx.highlight
-  - lessonkit.mdext
+  - lessonkit.site.mdext
 """
 HOOKS_FIX = "hooks must be exactly [hooks/lessonkit_hooks.py]"
 
@@ -84,12 +84,12 @@ def test_lessonkits_hooks_twice():
 
 
 def test_required_extensions_missing():
-    assert errors(GOOD.replace("  - pymdownx.highlight\n  - lessonkit.mdext\n", "")) == [
+    assert errors(GOOD.replace("  - pymdownx.highlight\n  - lessonkit.site.mdext\n", "")) == [
         ("mkdocs.yml:4: markdown_extensions lacks pymdownx.highlight: lessonkit's regions are numbered "
         "with their file's own lines and highlighted by it; add '- pymdownx.highlight' under "
         "markdown_extensions"),
-        ("mkdocs.yml:4: markdown_extensions lacks lessonkit.mdext: lessonkit's checks run through it in "
-        "engines that ignore hooks (Zensical); add '- lessonkit.mdext' under markdown_extensions")]
+        ("mkdocs.yml:4: markdown_extensions lacks lessonkit.site.mdext: lessonkit's checks run through it in "
+        "engines that ignore hooks (Zensical); add '- lessonkit.site.mdext' under markdown_extensions")]
 
 
 def test_no_markdown_extensions_at_all():
@@ -99,7 +99,7 @@ def test_no_markdown_extensions_at_all():
             ("pymdownx.superfences", ("code regions and transcripts are fenced blocks (plain Markdown and "
                                      "fenced_code show them as raw fences)")),
             ("pymdownx.highlight", "regions are numbered with their file's own lines and highlighted by it"),
-            ("lessonkit.mdext", "checks run through it in engines that ignore hooks (Zensical)")]]
+            ("lessonkit.site.mdext", "checks run through it in engines that ignore hooks (Zensical)")]]
 
 
 def test_an_extension_that_includes_files():
@@ -115,10 +115,10 @@ def test_an_extension_lessonkit_does_not_know():
     assert errors(GOOD + "  - zz\n  - markdown.extensions.smarty\n") == [
         ("mkdocs.yml:8: markdown extension 'zz' is not on lessonkit's list: its code runs on every page "
         "after the check and could change what the page says; remove it, or review its code and add "
-        "it to ALLOWED_EXTENSIONS in lessonkit/siteconfig.py"),
+        "it to ALLOWED_EXTENSIONS in lessonkit/site/config.py"),
         ("mkdocs.yml:9: markdown extension 'markdown.extensions.smarty' is not on lessonkit's list: its "
         "code runs on every page after the check and could change what the page says; remove it, or "
-        "review its code and add it to ALLOWED_EXTENSIONS in lessonkit/siteconfig.py")]
+        "review its code and add it to ALLOWED_EXTENSIONS in lessonkit/site/config.py")]
 
 
 def test_a_misspelt_extension_gets_a_suggestion():
@@ -128,9 +128,9 @@ def test_a_misspelt_extension_gets_a_suggestion():
 
 
 def test_the_extension_with_options():
-    assert errors(GOOD.replace("  - lessonkit.mdext\n", "  - lessonkit.mdext:\n      passive: true\n")) == [
-        ("mkdocs.yml:7: lessonkit.mdext is given options ('passive'): they can switch its checks off or "
-        "point them at another repository; list it as '- lessonkit.mdext' alone")]
+    assert errors(GOOD.replace("  - lessonkit.site.mdext\n", "  - lessonkit.site.mdext:\n      passive: true\n")) == [
+        ("mkdocs.yml:7: lessonkit.site.mdext is given options ('passive'): they can switch its checks off or "
+        "point them at another repository; list it as '- lessonkit.site.mdext' alone")]
 
 
 def test_a_plugin_other_than_search():
@@ -208,7 +208,7 @@ def test_check_refuses_a_configuration_that_publishes_unchecked_pages(demo_repo:
     config = demo_repo / "mkdocs.yml"
     text = config.read_text()
     config.write_text("docs_dir: pages\n" + text.replace(f"hooks:\n  - {HOOKS}\n", "")
-                      .replace("  - lessonkit.mdext\n", "#  - lessonkit.mdext\n"))
+                      .replace("  - lessonkit.site.mdext\n", "#  - lessonkit.site.mdext\n"))
     write_tree(demo_repo, {"pages/index.md": "# Home\n\nERROR SUMMARY: 7 errors\n"})
     built = mkdocs_build(demo_repo)
     assert built.returncode == 0, built.stderr  # the engine alone publishes the unchecked page
@@ -221,6 +221,6 @@ def test_check_refuses_a_configuration_that_publishes_unchecked_pages(demo_repo:
         "'hooks: [hooks/lessonkit_hooks.py]'"),
         ("mkdocs.yml:1: docs_dir is 'pages': lessonkit checks the pages under docs/, so the site would "
         "publish pages it never checked; remove docs_dir or write 'docs_dir: docs'"),
-        ("mkdocs.yml:5: markdown_extensions lacks lessonkit.mdext: lessonkit's checks run through it in "
-        "engines that ignore hooks (Zensical); add '- lessonkit.mdext' under markdown_extensions"),
+        ("mkdocs.yml:5: markdown_extensions lacks lessonkit.site.mdext: lessonkit's checks run through it in "
+        "engines that ignore hooks (Zensical); add '- lessonkit.site.mdext' under markdown_extensions"),
         "3 errors found"]

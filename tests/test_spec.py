@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lessonkit.errors import LessonError
-from lessonkit.spec import parse_spec
+from lessonkit.evidence.spec import parse_spec
 
 HEAD = 'lesson = "a"\ninputs = ["a.cu"]\n'
 BUILD = '\n[build]\nsm_90 = "nvcc -o a a.cu"\n'
@@ -14,7 +14,7 @@ BUILD = '\n[build]\nsm_90 = "nvcc -o a a.cu"\n'
 def test_real_spec_parses():
     from pathlib import Path
 
-    from lessonkit.spec import load_spec
+    from lessonkit.evidence.spec import load_spec
     spec = load_spec(Path(__file__).resolve().parent.parent / "code", "day62-racecheck")
     assert spec.run("bare-all").gate and spec.run("sweep-results").name == "sweep"
     assert "-lineinfo" in spec.build["sm_90"] and "-lineinfo" in spec.build["sm_75"]

@@ -76,8 +76,8 @@ def test_summarize_counts_launches_and_elements():
 
 
 def test_json_shape_is_queryable_by_the_site():
-    from lessonkit.jsontranscript import parse_json_transcript
-    from lessonkit.query import show
+    from lessonkit.evidence.jsontranscript import parse_json_transcript
+    from lessonkit.pages.query import show
     cell = sweep.summarize("scanTileRacy", 64, 100, np.array([1]), np.array([3]), 0.1)
     text = json.dumps(sweep.results_json([cell], {"format": 1, "wall_s": 1.0}))
     t = parse_json_transcript(text, "sweep.json")

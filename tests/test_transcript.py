@@ -6,8 +6,8 @@ import pytest
 from conftest import RACE
 
 from lessonkit.errors import LessonError
-from lessonkit.jsontranscript import parse_json_transcript
-from lessonkit.transcript import iter_summary_mentions, parse_summary, parse_transcript
+from lessonkit.evidence.jsontranscript import parse_json_transcript
+from lessonkit.evidence.transcript import iter_summary_mentions, parse_summary, parse_transcript
 
 ANALYSIS_REVERSED = """\
 ========= COMPUTE-SANITIZER
@@ -51,6 +51,60 @@ SYNCCHECK = """\
 ========= ERROR SUMMARY: 2 errors
 ========= ERROR SUMMARY: 7 errors were not printed. Use --print-limit option to adjust the number of printed errors
 """
+
+# initcheck with --initcheck-address-space shared: the shapes of compute-sanitizer's manual and
+# of the records it prints for __global__ memory, with a line of a shape not read here.
+INITCHECK = """\
+========= COMPUTE-SANITIZER
+========= Uninitialized __shared__ memory read of size 4 bytes
+=========     at reverseTilesDivergentBarrier+0x2f0 in racecheck.cu:91
+=========     by thread (96,0,0) in block (7,0,0)
+=========     Saved host backtrace up to driver entry point at kernel launch time
+=========         Host Frame: run() [0xa1eb] in racecheck
+========= 
+========= Uninitialized __global__ memory read of size 8 bytes
+=========     at k(double *)+0x30 in k.cu:9
+=========     by thread (1,0,0) in block (0,0,0)
+========= 
+========= Some future kind of report the parser does not know
+=========     at k(double *)+0x40 in k.cu:10
+========= 
+========= ERROR SUMMARY: 2 errors
+"""
+
+INFO_LEVEL = """\
+========= COMPUTE-SANITIZER
+========= Info: Race reported between Write access at k+0x10 in k.cu:4
+=========     and Read access at k+0x20 in k.cu:5 [2 hazards]
+========= 
+========= RACECHECK SUMMARY: 1 hazard displayed (0 errors, 0 warnings, 1 info)
+"""
+
+
+def test_initcheck_records():
+    t = parse_transcript(INITCHECK, "i")
+    got = [u.fields() for u in t.uninitialized]
+    assert [(u["space"], u["size"], u["kernel"], u["line"], u["thread"], u["block"]) for u in got] == [
+        ("__shared__", 4, "reverseTilesDivergentBarrier", 91, "(96,0,0)", "(7,0,0)"),
+        ("__global__", 8, "k", 9, "(1,0,0)", "(0,0,0)")]
+    assert t.collections()["uninitialized"][0]["location"] == "racecheck.cu:91"
+    assert t.scalars["error_count"] == 2 and not t.barriers and not t.reports
+    assert t.to_json()["uninitialized"][1]["line_in_transcript"] == 8
+
+
+def test_initcheck_record_with_an_unreadable_location():
+    bad = "========= Uninitialized __shared__ memory read of size 4 bytes\n=========     at ???\n"
+    with pytest.raises(LessonError) as exc:
+        parse_transcript(bad, "i.txt")
+    assert (exc.value.line, "cannot read the access location in '???'" in str(exc.value)) == (2, True)
+
+
+def test_info_level_race_reports_and_summary():
+    t = parse_transcript(INFO_LEVEL, "r")
+    assert [(r.fields()["severity"], r.fields()["hazards"]) for r in t.reports] == [("Info", 2)]
+    assert (t.scalars["hazards_displayed"], t.scalars["race_infos"]) == (1, 1)
+    assert parse_summary("RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)")[1] == (
+        ("displayed", 0), ("errors", 0), ("warnings", 0))
 
 
 def test_analysis_reports():

@@ -1,9 +1,11 @@
 // Parallel GPU litmus tests: MP, SB, LB and CoRR, run as millions of instances per launch.
 //
 // Every access under test is a relaxed load or store at GPU scope, written as inline PTX
-// with a "memory" clobber, so that neither the compiler nor ptxas may merge or reorder it
-// (tests/test_litmus.py reads the PTX and SASS to show that); a weak outcome is then the
-// hardware's. Fences are the CUDA built-ins, one template argument per side; the "fence"
+// with a "memory" clobber. `asm volatile` with that clobber keeps the front end (NVVM) from
+// merging or moving it; it binds nothing in ptxas, which may still reorder relaxed accesses
+// to different addresses, so the SASS is what shows the order (tests/test_litmus.py reads
+// the PTX and the SASS of every kernel; the page shows the SASS). Two MP variants
+// (kMPPlain, kMPVolatile) use plain C++ accesses instead, as a learner would write them. Fences are the CUDA built-ins, one template argument per side; the "fence"
 // kRelAcq instead makes MP's flag store a release and its flag load an acquire (GPU scope).
 //
 // Each testing thread plays the first role of one instance and the second role of
@@ -17,7 +19,10 @@
 typedef unsigned int u32;
 
 enum Fence { kNone = 0, kCta = 1, kGpu = 2, kSys = 3, kRelAcq = 4 };
-enum Test { kMP = 0, kSB = 1, kLB = 2, kCoRR = 3 };
+// kMPPlain and kMPVolatile are MP as a learner writes it in CUDA C++, with __threadfence()
+// on both sides (F0 = F1 = kGpu): plain accesses throughout (the flag is weak: a data race
+// in the model), or a volatile flag with plain data (the flag is then strong).
+enum Test { kMP = 0, kSB = 1, kLB = 2, kCoRR = 3, kMPPlain = 4, kMPVolatile = 5 };
 
 // snippet: accesses
 __device__ __forceinline__ void st_relaxed(u32* p, u32 v) {
@@ -145,6 +150,28 @@ __device__ __forceinline__ void litmus(const Args& a) {
         a.r0[j] = r0;                   // weak: r0 == 1 && r1 == 0
         a.r1[j] = r1;
         // end snippet
+    } else if constexpr (T == kMPPlain) {
+        // snippet: mp-plain
+        *xi = 1u;                       // plain C++ stores: st.global, weak
+        __threadfence();
+        *yi = 1u;
+        const u32 r0 = *yj;             // plain C++ loads: ld.global, weak (L1-cacheable)
+        __threadfence();
+        const u32 r1 = *xj;
+        // end snippet
+        a.r0[j] = r0;
+        a.r1[j] = r1;
+    } else if constexpr (T == kMPVolatile) {
+        // snippet: mp-volatile
+        *xi = 1u;                                 // the data: plain
+        __threadfence();
+        *(volatile u32*)yi = 1u;                  // the flag: volatile (st.volatile)
+        const u32 r0 = *(volatile const u32*)yj;  // ld.volatile
+        __threadfence();
+        const u32 r1 = *xj;                       // the data: plain
+        // end snippet
+        a.r0[j] = r0;
+        a.r1[j] = r1;
     } else if constexpr (T == kSB) {
         st_relaxed(xi, 1u);
         fence<F0>();
@@ -194,6 +221,8 @@ LITMUS(mp_sys, kMP, kSys, kSys)
 LITMUS(mp_gpu_writer, kMP, kGpu, kNone)
 LITMUS(mp_gpu_reader, kMP, kNone, kGpu)
 LITMUS(mp_rel_acq, kMP, kRelAcq, kRelAcq)
+LITMUS(mp_gpu_plain, kMPPlain, kGpu, kGpu)
+LITMUS(mp_gpu_volatile, kMPVolatile, kGpu, kGpu)
 LITMUS(sb_none, kSB, kNone, kNone)
 LITMUS(sb_gpu, kSB, kGpu, kGpu)
 LITMUS(lb_none, kLB, kNone, kNone)

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from lessonkit.errors import LessonError
-from lessonkit.transcript import Transcript
+from lessonkit.evidence.transcript import Transcript
 
 _KINDS = {list: "an array", str: "a string", bool: "true or false", int: "a number", float: "a number",
           type(None): "null"}

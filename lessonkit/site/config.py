@@ -37,20 +37,20 @@ OTHER_CONFIGS = {
 DOCS_DIR = "docs"
 HOOKS_FILE = "hooks/lessonkit_hooks.py"
 # The hooks that ship beside this package: a site elsewhere (a test's) may name them by path.
-SHIPPED_HOOKS = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", HOOKS_FILE))
+SHIPPED_HOOKS = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", HOOKS_FILE))
 
 # Extensions the pages' expansions need, and why (named in the refusal).
 REQUIRED_EXTENSIONS = {
     "pymdownx.superfences": "code regions and transcripts are fenced blocks (plain Markdown and "
                             "fenced_code show them as raw fences)",
     "pymdownx.highlight": "regions are numbered with their file's own lines and highlighted by it",
-    "lessonkit.mdext": "checks run through it in engines that ignore hooks (Zensical)",
+    "lessonkit.site.mdext": "checks run through it in engines that ignore hooks (Zensical)",
 }
 # Markdown extensions whose code may run on the pages: each renders what the page says, reads
 # no other file and puts no other text in its place. Any other extension (a module of the
 # repository, say) runs after the check and could change a checked figure.
 ALLOWED_EXTENSIONS = frozenset({
-    "lessonkit.mdext",
+    "lessonkit.site.mdext",
     "abbr", "admonition", "attr_list", "codehilite", "def_list", "fenced_code", "footnotes",
     "md_in_html", "sane_lists", "tables", "toc",
     "pymdownx.arithmatex", "pymdownx.betterem", "pymdownx.caret", "pymdownx.details",
@@ -311,15 +311,15 @@ def _extension_errors(config: SiteConfig) -> list[LessonError]:
         elif name not in ALLOWED_EXTENSIONS:
             near = difflib.get_close_matches(name, sorted(ALLOWED_EXTENSIONS), n=1, cutoff=0.8)
             fix = (f"did you mean {near[0]!r}?" if near else "remove it, or review its code and add "
-                   "it to ALLOWED_EXTENSIONS in lessonkit/siteconfig.py")
+                   "it to ALLOWED_EXTENSIONS in lessonkit/site/config.py")
             errors.append(_error(config, entry.line, f"markdown extension {entry.name!r} is not on "
                                  "lessonkit's list: its code runs on every page after the check and "
                                  f"could change what the page says; {fix}"))
-        elif name == "lessonkit.mdext" and entry.options:
-            errors.append(_error(config, entry.line, f"lessonkit.mdext is given options "
+        elif name == "lessonkit.site.mdext" and entry.options:
+            errors.append(_error(config, entry.line, f"lessonkit.site.mdext is given options "
                                  f"({', '.join(map(repr, entry.options))}): they can switch its checks "
                                  "off or point them at another repository; list it as "
-                                 "'- lessonkit.mdext' alone"))
+                                 "'- lessonkit.site.mdext' alone"))
     return errors
 
 

@@ -4,7 +4,7 @@ An author's loop is refresh, review, accept, commit. Accept lists every claim th
 longer holds as `page:line: old -> new` and, once confirmed, replaces only the value
 before the claim's `@`; every other byte of the page stays as it was. The new value is
 exact when every recording agrees, a rounded `~V` when a rounded claim's values all round
-to one V, and otherwise a range around every value (lessonkit.claims.accepted_value).
+to one V, and otherwise a range around every value (lessonkit.pages.claims.accepted_value).
 A claim whose reference or query is broken, or whose evidence set has errors, is refused:
 its error is printed and nothing is changed for it. Running it twice changes nothing.
 """
@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import TextIO
 
 from lessonkit.errors import LessonError
-from lessonkit.site import Site, strip_front_matter
+from lessonkit.repo import find_repo
+from lessonkit.site.check import Site, strip_front_matter
 from lessonkit.textio import decode_utf8
 
 EXIT_DONE = 0         # every claim holds, or every stale one was rewritten
@@ -135,8 +136,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, stdin: TextIO | None = None, out: TextIO | None = None) -> int:
     """Run accept with parsed arguments; returns EXIT_DONE, EXIT_UNCONFIRMED or EXIT_REFUSED."""
-    from lessonkit.cli import find_repo  # the command line's rule for finding the repository
-
     stdin = stdin or sys.stdin
     out = out or sys.stdout
     repo = args.repo.resolve() if args.repo is not None else find_repo(Path.cwd())

@@ -13,8 +13,8 @@ from typing import Any
 
 from lessonkit import cache
 from lessonkit.errors import LessonError
-from lessonkit.jsontranscript import parse_json_transcript
-from lessonkit.manifest import (  # noqa: F401
+from lessonkit.evidence.jsontranscript import parse_json_transcript
+from lessonkit.evidence.manifest import (  # noqa: F401
     BUILD_INPUT,
     FORMAT,
     MANIFEST,
@@ -25,10 +25,10 @@ from lessonkit.manifest import (  # noqa: F401
     read_manifest,
     sha256_file,
 )
-from lessonkit.manifest import parse_manifest as _parse_manifest_text
-from lessonkit.spec import LessonSpec, load_spec
+from lessonkit.evidence.manifest import parse_manifest as _parse_manifest_text
+from lessonkit.evidence.spec import LessonSpec, load_spec
+from lessonkit.evidence.transcript import Transcript, parse_transcript
 from lessonkit.textio import decode_utf8
-from lessonkit.transcript import Transcript, parse_transcript
 
 OLD_PREFIX = ".old."         # evidence/.old.<set>: the previous set while a refresh swaps (fallback path)
 SCRATCH_PREFIX = ".refresh."  # evidence/.refresh.<set>.<pid>: a refresh's work in progress
@@ -52,7 +52,7 @@ class EvidenceSet:
     entries: dict[str, TranscriptEntry]
     groups: dict[str, tuple[str, ...]] = field(default_factory=dict)
     _parsed: dict[str, Transcript] = field(default_factory=dict, repr=False, compare=False)
-    # What queries worked out from this set's recordings (lessonkit.query), kept with them.
+    # What queries worked out from this set's recordings (lessonkit.pages.query), kept with them.
     memo: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property

@@ -1,5 +1,5 @@
 """Rules over a whole expanded page: quoted sanitizer summaries, and table rows' labels.
-(What a reader sees against what the checks read: lessonkit.pagetext.)
+(What a reader sees against what the checks read: lessonkit.pages.text.)
 
 Summaries. Any line that mentions `RACECHECK SUMMARY` or `ERROR SUMMARY` (any case, any
 spacing) followed by a figure quotes a summary. From the mention on, the expanded line must
@@ -18,16 +18,13 @@ table's claims filter on must be the one this row's claims select.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
-from lessonkit.claims import Found, Sample, judge
 from lessonkit.errors import LessonError
-from lessonkit.pagescan import OutLine, Section, Span, section_of, split_cells, tables
-from lessonkit.pagetext import CHAR_REF_RE, SUMMARY_MENTION_RE, is_invisible, refused_ref, visible
-from lessonkit.transcript import Summary
-
-if TYPE_CHECKING:
-    from lessonkit.page import ShownClaim, _Page
+from lessonkit.evidence.transcript import Summary
+from lessonkit.pages.claims import Found, Sample, judge
+from lessonkit.pages.scan import OutLine, Section, Span, section_of, split_cells, tables
+from lessonkit.pages.state import PageState, ShownClaim
+from lessonkit.pages.text import CHAR_REF_RE, SUMMARY_MENTION_RE, is_invisible, refused_ref, visible
 
 _MAYBE_MENTION_RE = re.compile(r"""racecheck|error|summary""", re.IGNORECASE)
 # A line that starts a new block: a soft line break before it is not a space inside a sentence.
@@ -49,7 +46,7 @@ _CODE_LABEL_RE = re.compile(r"""^`(?P<text>[^`]+)`$""")
 
 # -- summaries -----------------------------------------------------------------------------------
 
-def check_summaries(page: _Page, out: list[OutLine], in_fence: list[bool], sections: list[Section]) -> None:
+def check_summaries(page: PageState, out: list[OutLine], in_fence: list[bool], sections: list[Section]) -> None:
     """Every summary a line quotes is a summary line of every recording of a run its section cites."""
     cites = _Citations(page, sections)
     for i, first in enumerate(out):
@@ -71,7 +68,7 @@ def check_summaries(page: _Page, out: list[OutLine], in_fence: list[bool], secti
             _check_disguised(page, line, len(first.text), quoted)
 
 
-def _check_disguised(page: _Page, line: OutLine, first_len: int, quoted: set[int]) -> None:
+def _check_disguised(page: PageState, line: OutLine, first_len: int, quoted: set[int]) -> None:
     """A summary quote that formatting splits for the checks but not for a reader
     ('**RACECHECK** SUMMARY: 0 …', '`RACECHECK SUMMARY:` 0 …', 'SUMMARY: <b>0</b> …') is refused."""
     if "summary" not in _MARKUP_FREE_RE.sub("", line.text).lower():
@@ -117,14 +114,14 @@ def _shown(stretch: str) -> str:
 class _Citations:
     """The runs each section cites, and the sections citing an unreadable set (found once a page)."""
 
-    def __init__(self, page: _Page, sections: list[Section]) -> None:
+    def __init__(self, page: PageState, sections: list[Section]) -> None:
         self.runs: dict[Section, set[tuple[str, str]]] = {}
         for src, set_name, group in page.citations:
             self.runs.setdefault(section_of(sections, src), set()).add((set_name, group))
         self.unknowable = {section_of(sections, src) for src in page.unknowable}
 
 
-def _check_quote(page: _Page, line: OutLine, at: int, tool: str, quote: str, sections: list[Section],
+def _check_quote(page: PageState, line: OutLine, at: int, tool: str, quote: str, sections: list[Section],
                  cites: _Citations) -> None:
     section = section_of(sections, line.src)
     cited = sorted(cites.runs.get(section, ()))
@@ -150,7 +147,7 @@ def _check_quote(page: _Page, line: OutLine, at: int, tool: str, quote: str, sec
                f"cited in {section.named()}; they say: {instead}")
 
 
-def _summaries(page: _Page, set_name: str, group: str) -> list[tuple[str, tuple[Summary, ...]]] | None:
+def _summaries(page: PageState, set_name: str, group: str) -> list[tuple[str, tuple[Summary, ...]]] | None:
     """(path, summaries) of every recording of a run, or None when one cannot be read."""
     ev = page.sets[set_name]
     found = []
@@ -205,7 +202,7 @@ def _what_they_say(group: str, recordings: list[tuple[str, tuple[Summary, ...]]]
 
 # -- row labels ----------------------------------------------------------------------------------
 
-def check_row_labels(page: _Page, out: list[OutLine], in_fence: list[bool]) -> None:
+def check_row_labels(page: PageState, out: list[OutLine], in_fence: list[bool]) -> None:
     """A table row's number labels, and its labels that name filter values, agree with its claims' filters."""
     for rows in tables(out, in_fence):
         filters = {r: _row_filters(out[r]) for r in rows}

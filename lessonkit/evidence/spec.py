@@ -14,7 +14,6 @@ from pathlib import Path
 
 from lessonkit import cache
 from lessonkit.errors import LessonError
-from lessonkit.manifest import sha256_file, sha256_text  # noqa: F401  (re-exported for callers)
 
 _NAME_RE = re.compile(r"\A[a-z0-9][a-z0-9-]*\Z")
 

@@ -27,8 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from lessonkit.errors import LessonError
-from lessonkit.evidence import OLD_PREFIX, SCRATCH_PREFIX, load_evidence_set
-from lessonkit.manifest import (
+from lessonkit.evidence.manifest import (
     MISSING,
     Manifest,
     TranscriptEntry,
@@ -38,7 +37,8 @@ from lessonkit.manifest import (
     sha256_file,
     write_manifest,
 )
-from lessonkit.spec import LessonSpec, RunSpec, load_spec
+from lessonkit.evidence.sets import OLD_PREFIX, SCRATCH_PREFIX, load_evidence_set
+from lessonkit.evidence.spec import LessonSpec, RunSpec, load_spec
 
 # Test hooks: stop the process dead at a named point of the swap, or pretend renameat2 is missing.
 CRASH_AT_ENV = "LESSONKIT_REFRESH_CRASH_AT"
@@ -450,7 +450,7 @@ def report_claims(repo: Path, out=print) -> int:
     exactly what `python3 -m lessonkit check` would say.
     """
     done = subprocess.run([sys.executable, "-m", "lessonkit", "check", "--repo", str(repo)],
-                          cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True)
+                          cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True)
     if done.returncode == 0:
         out("check   every page claim agrees with the new evidence")
         return 0

@@ -21,10 +21,10 @@ from typing import Any
 
 from lessonkit import cache
 from lessonkit.errors import LessonError
-from lessonkit.manifest import MISSING, sha256_file
-from lessonkit.page import ClaimOutcome, PageResult
-from lessonkit.render import Published
-from lessonkit.spec import load_spec
+from lessonkit.evidence.manifest import MISSING, sha256_file
+from lessonkit.pages.state import ClaimOutcome, PageResult
+from lessonkit.pages.render import Published
+from lessonkit.evidence.spec import load_spec
 
 DIRECTORY = "directory"
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lessonkit.evidence import EvidenceSet, TranscriptEntry
-from lessonkit.regions import Region
+from lessonkit.evidence.sets import EvidenceSet, TranscriptEntry
+from lessonkit.pages.regions import Region
 
 _LANGUAGES = {".cu": "cuda", ".cuh": "cuda", ".py": "python", ".cpp": "cpp", ".h": "cpp",
               ".sh": "bash", ".toml": "toml"}

@@ -5,7 +5,7 @@ files change (`mkdocs serve`): it reloads the evidence when a file under evidenc
 changed and re-checks exactly the pages whose inputs changed (the page, the evidence sets
 it cites or names, the code files its regions come from), reusing every other page's
 result, so its errors are always those a full check of the same files would report. With the
-cache on disk (lessonkit.cache, lessonkit.sitecache) a new process, `check` or a build, starts
+cache on disk (lessonkit.cache, lessonkit.site.sitecache) a new process, `check` or a build, starts
 from the results an earlier one stored for the same contents.
 """
 
@@ -20,13 +20,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from lessonkit import cache, sitecache
+from lessonkit import cache
+from lessonkit.site import sitecache
 from lessonkit.cache import HashStore, Store
 from lessonkit.errors import LessonError
-from lessonkit.evidence import Evidence, load_all_evidence, set_folders
-from lessonkit.manifest import use_hash_store
-from lessonkit.page import PageResult, process_page
-from lessonkit.spec import load_spec
+from lessonkit.evidence.sets import Evidence, load_all_evidence, set_folders
+from lessonkit.evidence.manifest import use_hash_store
+from lessonkit.pages.page import process_page
+from lessonkit.pages.state import PageResult
+from lessonkit.evidence.spec import load_spec
 
 _FRONT_MATTER_RE = re.compile(r"""\A---[ \t]*\n.*?\n(?:---|\.\.\.)[ \t]*\n""", re.DOTALL)
 _REGION_LINE_RE = re.compile(r"""^[ \t]*\{\{[ \t]*region\b(?P<args>.*?)\}\}[ \t]*$""", re.VERBOSE | re.MULTILINE)

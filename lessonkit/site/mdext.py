@@ -2,7 +2,7 @@
 not MkDocs hooks (Zensical), and for plain `markdown.markdown(...)`.
 
     markdown_extensions:
-      - lessonkit.mdext:
+      - lessonkit.site.mdext:
           repo: .            # the repository root (default: the working directory)
 
 A preprocessor expands the page's regions and transcripts and checks its claims (the same
@@ -25,9 +25,9 @@ from markdown.postprocessors import Postprocessor
 from markdown.preprocessors import Preprocessor
 
 from lessonkit.errors import LessonErrors
-from lessonkit.page import PageResult
-from lessonkit.site import CheckedSite, docs_pages
-from lessonkit.verify import CHECKED_MARK
+from lessonkit.pages.state import PageResult
+from lessonkit.site.check import CheckedSite, docs_pages
+from lessonkit.site.verify import CHECKED_MARK
 
 # Before every core and pymdownx preprocessor (normalize_whitespace is 30, snippets 32).
 _PRIORITY = 40
@@ -156,5 +156,5 @@ class LessonkitExtension(Extension):
 
 
 def makeExtension(**kwargs: Any) -> LessonkitExtension:
-    """The entry point Python-Markdown calls for `lessonkit.mdext`."""
+    """The entry point Python-Markdown calls for `lessonkit.site.mdext`."""
     return LessonkitExtension(**kwargs)

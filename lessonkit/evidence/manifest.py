@@ -18,14 +18,12 @@ import os
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lessonkit import cache
+from lessonkit.cache import HashStore
 from lessonkit.errors import LessonError
-
-if TYPE_CHECKING:  # only for type hints: spec imports nothing from here at run time
-    from lessonkit.cache import HashStore
-    from lessonkit.spec import LessonSpec, RunSpec
+from lessonkit.evidence.spec import LessonSpec, RunSpec
 
 MANIFEST = "manifest.json"
 FORMAT = 2

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any
 
-from lessonkit.claims import Found, Sample
 from lessonkit.errors import LessonError
-from lessonkit.evidence import EvidenceSet
-from lessonkit.transcript import Transcript
+from lessonkit.evidence.sets import EvidenceSet
+from lessonkit.evidence.transcript import Transcript
+from lessonkit.pages.claims import Found, Sample
 
 WILDCARD = "*"
 

@@ -21,14 +21,16 @@ _TOOL_LINE_RE = re.compile(r"""^=========(?P<cont>\s{5})?\s?(?P<body>.*)$""")
 _ACCESS_RE = re.compile(
     r"""(?P<kernel>.+?)\+0x(?P<offset>[0-9a-fA-F]+)(?:\s+in\s+(?P<file>.+?):(?P<line>\d+))?""",
     re.VERBOSE)
+# Severities: Error and Warning by default; `--racecheck-detect-level info` adds the lowest level,
+# whose word is read as printed.
 _RACE_RE = re.compile(
-    r"""^(?P<severity>Error|Warning):\s+Race\ reported\ between\s+(?P<kind>Read|Write)\ access\ at\s+(?P<rest>.*)$""",
+    r"""^(?P<severity>Error|Warning|Info\w*):\s+Race\ reported\ between\s+(?P<kind>Read|Write)\ access\ at\s+(?P<rest>.*)$""",
     re.VERBOSE)
 _RACE_AND_RE = re.compile(
     r"""^and\s+(?P<kind>Read|Write)\ access\ at\s+(?P<rest>.*?)\s*\[(?P<hazards>\d+)\ hazards?\]\s*$""",
     re.VERBOSE)
 _HAZARD_RE = re.compile(
-    r"""^(?P<severity>Error|Warning):\s+(?P<warp>\(Warp\ Level\ Programming\)\s+)?Potential\s+
+    r"""^(?P<severity>Error|Warning|Info\w*):\s+(?P<warp>\(Warp\ Level\ Programming\)\s+)?Potential\s+
         (?P<type>RAW|WAR|WAW)\ hazard\ detected\ at\s+__shared__\s+0x(?P<address>[0-9a-fA-F]+)\s+
         in\ block\s+\((?P<block>[\d,\s]+)\)\s*:?\s*$""",
     re.VERBOSE)
@@ -42,7 +44,12 @@ _BARRIER_BY_RE = re.compile(
     re.VERBOSE)
 _RACECHECK_SUMMARY_RE = re.compile(
     r"""RACECHECK\ SUMMARY:\s+(?P<displayed>\d+)\ hazards?\ displayed\s+
-        \((?P<errors>\d+)\ errors?,\s+(?P<warnings>\d+)\ warnings?\)""",
+        \((?P<errors>\d+)\ errors?,\s+(?P<warnings>\d+)\ warnings?(?:,\s+(?P<infos>\d+)\ infos?)?\)""",
+    re.VERBOSE)
+# initcheck: `Uninitialized __global__ memory read of size 4 bytes` (or __shared__ with
+# `--initcheck-address-space shared`), then `at KERNEL+0xOFF in FILE:LINE` and `by thread ...`.
+_UNINIT_RE = re.compile(
+    r"""^Uninitialized\s+(?P<space>__\w+__)\s+memory\s+read\s+of\s+size\s+(?P<size>\d+)\s+bytes?\s*$""",
     re.VERBOSE)
 _NOT_PRINTED_RE = re.compile(
     r"""ERROR\ SUMMARY:\s+(?P<count>\d+)\ errors?\ (?:was|were)\ not\ printed\.(?:\ Use\ --print-limit\ option\ to\ adjust\ the\ number\ of\ printed\ errors)?""",
@@ -50,7 +57,8 @@ _NOT_PRINTED_RE = re.compile(
 _ERROR_SUMMARY_RE = re.compile(r"""ERROR\ SUMMARY:\s+(?P<count>\d+)\ errors?\b(?!\ (?:was|were))""", re.VERBOSE)
 # (regex, ((value name, regex group), ...)): the "not printed" form is tried before the plain one.
 _SUMMARY_FORMS = (
-    (_RACECHECK_SUMMARY_RE, (("displayed", "displayed"), ("errors", "errors"), ("warnings", "warnings"))),
+    (_RACECHECK_SUMMARY_RE, (("displayed", "displayed"), ("errors", "errors"), ("warnings", "warnings"),
+                             ("infos", "infos"))),
     (_NOT_PRINTED_RE, (("not_printed", "count"),)),
     (_ERROR_SUMMARY_RE, (("errors", "count"),)),
 )
@@ -196,6 +204,32 @@ class BarrierError:
 
 
 @dataclass(frozen=True)
+class UninitializedRead:
+    """An initcheck finding: a read of memory that nothing wrote, with where and by whom."""
+
+    at: int
+    space: str
+    size: int
+    access: Access | None = None
+    thread: str | None = None
+    block: str | None = None
+
+    def fields(self) -> dict[str, Any]:
+        """The values a page may quote, by name."""
+        return {
+            "space": self.space,
+            "size": self.size,
+            "kernel": self.access.kernel if self.access else None,
+            "file": self.access.file if self.access else None,
+            "line": self.access.line if self.access else None,
+            "location": self.access.location if self.access else None,
+            "thread": f"({self.thread})" if self.thread else None,
+            "block": f"({self.block})" if self.block else None,
+            "_line": self.at,
+        }
+
+
+@dataclass(frozen=True)
 class HarnessRow:
     """One row of the harness table."""
 
@@ -247,6 +281,7 @@ class Transcript:
     reports: tuple[RaceReport, ...] = ()
     hazards: tuple[HazardRecord, ...] = ()
     barriers: tuple[BarrierError, ...] = ()
+    uninitialized: tuple[UninitializedRead, ...] = ()
     rows: tuple[HarnessRow, ...] = ()
     summaries: tuple[Summary, ...] = ()
     scalars: dict[str, Any] = field(default_factory=dict)
@@ -263,6 +298,7 @@ class Transcript:
             "reports": tuple(r.fields() for r in self.reports),
             "hazards": tuple(h.fields() for h in self.hazards),
             "barriers": tuple(b.fields() for b in self.barriers),
+            "uninitialized": tuple(u.fields() for u in self.uninitialized),
             "rows": tuple(r.fields() for r in self.rows),
             "tiling": tuple(t.fields() for t in self.tiling),
         }
@@ -302,7 +338,8 @@ def parse_summary(text: str) -> tuple[str, tuple[tuple[str, int], ...]] | None:
     for regex, names in _SUMMARY_FORMS:
         m = regex.search(text)
         if m:
-            return m.group(0), tuple((name, int(m.group(group))) for name, group in names)
+            return m.group(0), tuple((name, int(m.group(group))) for name, group in names
+                                     if m.group(group) is not None)
     return None
 
 
@@ -322,6 +359,7 @@ def parse_transcript(text: str, source: str) -> Transcript:
     reports: list[RaceReport] = []
     hazards: list[HazardRecord] = []
     barriers: list[BarrierError] = []
+    uninitialized: list[UninitializedRead] = []
     summaries: list[Summary] = []
     scalars: dict[str, Any] = {"tool": None}
     program = _HarnessReader(source, scalars)
@@ -331,14 +369,14 @@ def parse_transcript(text: str, source: str) -> Transcript:
     for number, raw in enumerate(lines, start=1):
         split = _split_tool_line(raw)
         if split is None:
-            current = _finish(current, reports, hazards, barriers)
+            current = _finish(current, reports, hazards, barriers, uninitialized)
             program.read(raw.strip(), number)
             continue
         cont, body = split
         if body.startswith("COMPUTE-SANITIZER"):
             continue
         if not cont:
-            current = _finish(current, reports, hazards, barriers)
+            current = _finish(current, reports, hazards, barriers, uninitialized)
             if not body:
                 continue
             if _ANY_SUMMARY_RE.match(body):
@@ -354,10 +392,11 @@ def parse_transcript(text: str, source: str) -> Transcript:
         # A continuation line belongs to the record opened above it.
         current = _continue_record(current, body, number, source)
 
-    _finish(current, reports, hazards, barriers)
+    _finish(current, reports, hazards, barriers, uninitialized)
     _summary_scalars(summaries, scalars)
     return Transcript(source, lines, reports=tuple(reports), hazards=tuple(hazards),
-                      barriers=tuple(barriers), rows=tuple(program.rows), summaries=tuple(summaries),
+                      barriers=tuple(barriers), uninitialized=tuple(uninitialized), rows=tuple(program.rows),
+                      summaries=tuple(summaries),
                       scalars=scalars, tiling=tuple(program.tiling))
 
 
@@ -445,7 +484,9 @@ def _start_record(body: str, number: int, source: str) -> Any:
                             m.group("address"), re.sub(r"\s", "", m.group("block")))
     if m := _BARRIER_RE.match(body):
         return BarrierError(number, m.group("what"))
-    return None
+    if m := _UNINIT_RE.match(body):
+        return UninitializedRead(number, m.group("space"), int(m.group("size")))
+    return None  # a line of a shape not read here (another tool's, a new one): harmless
 
 
 def _continue_record(current: Any, body: str, number: int, source: str) -> Any:
@@ -477,19 +518,29 @@ def _continue_record(current: Any, body: str, number: int, source: str) -> Any:
                                 re.sub(r"\s", "", m.group("thread")),
                                 re.sub(r"\s", "", m.group("block")))
         return current
+    if isinstance(current, UninitializedRead):
+        if (m := _BARRIER_AT_RE.match(body)) and current.access is None:
+            access = _parse_access("Read", m.group("rest"), source, number)
+            return UninitializedRead(current.at, current.space, current.size, access, current.thread, current.block)
+        if m := _BARRIER_BY_RE.match(body):
+            return UninitializedRead(current.at, current.space, current.size, current.access,
+                                     re.sub(r"\s", "", m.group("thread")), re.sub(r"\s", "", m.group("block")))
+        return current
     if body.startswith("and ") and "access at" in body:
         raise LessonError(source, number, f"race continuation {body!r} follows no race report")
     return current
 
 
 def _finish(current: Any, reports: list[RaceReport], hazards: list[HazardRecord],
-            barriers: list[BarrierError]) -> None:
+            barriers: list[BarrierError], uninitialized: list[UninitializedRead]) -> None:
     if isinstance(current, RaceReport):
         reports.append(current)
     elif isinstance(current, HazardRecord):
         hazards.append(current)
     elif isinstance(current, BarrierError):
         barriers.append(current)
+    elif isinstance(current, UninitializedRead):
+        uninitialized.append(current)
 
 
 def _summary_scalars(summaries: list[Summary], scalars: dict[str, Any]) -> None:
@@ -499,6 +550,8 @@ def _summary_scalars(summaries: list[Summary], scalars: dict[str, Any]) -> None:
         if "displayed" in values:
             scalars.update(hazards_displayed=values["displayed"], race_errors=values["errors"],
                            race_warnings=values["warnings"])
+            if "infos" in values:
+                scalars["race_infos"] = values["infos"]
             scalars["summary"] = s.text  # racecheck's summary is the run's headline
         elif "not_printed" in values:
             scalars["not_printed"] = values["not_printed"]

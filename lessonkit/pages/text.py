@@ -11,7 +11,7 @@ detected"): recorded output comes in through `{{ transcript RUN }}`. A summary l
 held to the recordings by the summary rule.
 
 `visible` gives the text a reader sees of a line, with each character's column on the page:
-the summary rule uses it to refuse a quote that formatting splits (lessonkit.pagerules).
+the summary rule uses it to refuse a quote that formatting splits (lessonkit.pages.rules).
 """
 
 from __future__ import annotations
@@ -19,12 +19,9 @@ from __future__ import annotations
 import html
 import re
 import unicodedata
-from typing import TYPE_CHECKING
 
-from lessonkit.pagescan import OutLine
-
-if TYPE_CHECKING:
-    from lessonkit.page import _Page
+from lessonkit.pages.scan import OutLine
+from lessonkit.pages.state import PageState
 
 # "RACECHECK SUMMARY" or "ERROR SUMMARY", as a page may space it: a mention of a sanitizer's summary.
 SUMMARY_MENTION_RE = re.compile(
@@ -99,7 +96,7 @@ def _in_code_span(text: str, at: int) -> bool:
     return any(m.start() < at < m.end() for m in _CODE_SPAN_RE.finditer(text))
 
 
-def check_hidden_text(page: _Page, out: list[OutLine], in_fence: list[bool]) -> None:
+def check_hidden_text(page: PageState, out: list[OutLine], in_fence: list[bool]) -> None:
     """No text that the checks read differently from a reader: see the module's docstring."""
     in_comment: tuple[int, int] | None = None  # (line, column) where an open comment began
     for i, line in enumerate(out):
@@ -115,7 +112,7 @@ def check_hidden_text(page: _Page, out: list[OutLine], in_fence: list[bool]) -> 
         in_comment = _comments(page, line, in_comment)
 
 
-def _invisible(page: _Page, line: OutLine, first_of_file: bool) -> None:
+def _invisible(page: PageState, line: OutLine, first_of_file: bool) -> None:
     if line.text.isascii():
         return  # every invisible character is outside ASCII: the common line costs one pass in C
     seen: set[str] = set()
@@ -140,7 +137,7 @@ _LOOKALIKES = frozenset("\u0410\u0412\u0421\u0415\u041d\u0406\u0408\u041a\u041c\
                         "\u03a7\u03bf\u03b9\u03ba\u03bd\u03c1\u03c5")
 
 
-def _mixed_scripts(page: _Page, line: OutLine) -> None:
+def _mixed_scripts(page: PageState, line: OutLine) -> None:
     """A Latin word with a Cyrillic or Greek look-alike letter in it ('RAСECHECK' with a Cyrillic С)."""
     if line.text.isascii():
         return
@@ -158,7 +155,7 @@ def _ascii_beside(text: str, col: int) -> bool:
     return any(0 <= k < len(text) and text[k].isascii() and text[k].isalnum() for k in (col - 1, col + 1))
 
 
-def _char_refs(page: _Page, line: OutLine) -> None:
+def _char_refs(page: PageState, line: OutLine) -> None:
     for m in CHAR_REF_RE.finditer(line.text):
         char = _refused_char(m.group())
         if char is None or _in_code_span(line.text, m.start()):
@@ -187,7 +184,7 @@ def _refused_char(ref: str) -> str | None:
     return None
 
 
-def _hiding(page: _Page, line: OutLine) -> None:
+def _hiding(page: PageState, line: OutLine) -> None:
     for m in _HIDING_RE.finditer(line.text):
         if not _in_code_span(line.text, m.start()):
             if m.group("table"):
@@ -204,7 +201,7 @@ def is_invisible(c: str) -> bool:
     return c in _INVISIBLE_EXTRA or unicodedata.category(c) == "Cf"
 
 
-def _comments(page: _Page, line: OutLine, open_at: tuple[int, int] | None) -> tuple[int, int] | None:
+def _comments(page: PageState, line: OutLine, open_at: tuple[int, int] | None) -> tuple[int, int] | None:
     """Report claims inside comments and comments between text on one line; the comment still open."""
     text = line.text
     start = 0 if open_at is not None else None
@@ -222,7 +219,7 @@ def _comments(page: _Page, line: OutLine, open_at: tuple[int, int] | None) -> tu
     return open_at
 
 
-def _one_comment(page: _Page, line: OutLine, start: int, end: int, whole_line_before: bool,
+def _one_comment(page: PageState, line: OutLine, start: int, end: int, whole_line_before: bool,
                  still_open: bool = False) -> None:
     if any(s.start < end and s.end > start for s in line.spans):
         page.error(line.src, "a claim inside an HTML comment is checked but never shown, while the text "
@@ -245,7 +242,7 @@ _TOOL_LINE_RE = re.compile(
 _PREFIXED_RE = re.compile(r"""^\s*={6,}[ \t]+\S""")
 
 
-def check_typed_output(page: _Page, out: list[OutLine], in_fence: list[bool]) -> None:
+def check_typed_output(page: PageState, out: list[OutLine], in_fence: list[bool]) -> None:
     """No code block that types a sanitizer's report lines (one error a block), and no line outside a
     fence that starts with the tool's prefix (an indented code block, a raw <pre>)."""
     reported = False

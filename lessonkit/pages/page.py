@@ -5,11 +5,11 @@ Syntax, each inside double braces, which may span lines within a paragraph:
   `{{ transcript RUN [open] [title="…"] }}`, `{{ evidence SET }}` (the page's default set),
   `{{ provenance SET }}` or `{{ commands SET [RUN ...] }}`;
 - anywhere, a claim `{{ VALUE @ REF:QUERY }}`: VALUE is exact, a range LOW–HIGH or rounded ~V
-  (lessonkit.claims), checked against every recording of the run; the page shows VALUE.
+  (lessonkit.pages.claims), checked against every recording of the run; the page shows VALUE.
 REF is SET/RUN, RUN of the default set, or SET alone for the set's provenance. A `{{` that
 is never closed is an error; `\\{{` writes literal braces.
 
-Two rules read the expanded page (lessonkit.pagerules): a sanitizer summary quoted anywhere
+Two rules read the expanded page (lessonkit.pages.rules): a sanitizer summary quoted anywhere
 must be the summary line of a run its section cites, and a table row's labels must be the
 filter values of the claims in that row.
 """
@@ -19,204 +19,29 @@ from __future__ import annotations
 import re
 import shlex
 import unicodedata
-from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from lessonkit.claims import ClaimValue, ClaimValueError, judge, parse_claim_value
 from lessonkit.errors import LessonError, LessonErrors
-from lessonkit.evidence import EvidenceSet
-from lessonkit.pagescan import LineIndex, OutLine, Span, Token, scan, stands_alone, structure
-from lessonkit.pagetext import SUMMARY_MENTION_RE, visible
-from lessonkit.query import Query, QueryError, parse_query, resolve
-from lessonkit.regions import load_region
-from lessonkit.render import (
-    Published,
+from lessonkit.evidence.sets import EvidenceSet
+from lessonkit.pages.regions import load_region
+from lessonkit.pages.render import (
     large_recordings,
     render_commands,
     render_provenance,
     render_region,
     render_transcript,
 )
-
-PAGE_RANK = 2  # what a page claims comes after the evidence and sources it depends on
+from lessonkit.pages.rules import check_row_labels, check_summaries
+from lessonkit.pages.scan import LineIndex, OutLine, Span, Token, scan, stands_alone, structure
+from lessonkit.pages.state import PageResult, PageState
+from lessonkit.pages.text import SUMMARY_MENTION_RE, check_hidden_text, check_typed_output, visible
 
 _DIRECTIVES = ("region", "transcript", "evidence", "provenance", "commands")
 _CLAIM_AT_RE = re.compile(r"""\s@\s""")
 _NEWLINE_RUN_RE = re.compile(r"""[ \t\r]*\n[ \t\r]*""")
 _HIGHLIGHT_RE = re.compile(r"""^(?P<line>\d+)(?:@(?P<claim>.+))?$""")
 _WORD_RE = re.compile(r"""[^ \t\r\n]+""")
-_SLOT_RE = re.compile(r"""<div\ data-lk-slot="(?P<n>\d+)"></div>""", re.VERBOSE)
-
-
-@dataclass(frozen=True)
-class ClaimOutcome:
-    """One claim of a page: where its value is written, and whether it holds.
-
-    `start`/`end` are offsets of the value in the processed Markdown. `error` is None when
-    the claim holds; `fix` is a value that would hold, or None when the reference or query
-    is broken (or no single value can hold); `skipped` marks a claim on an unreadable set.
-    """
-
-    line: int
-    start: int
-    end: int
-    value: str
-    ref_query: str
-    error: LessonError | None = None
-    fix: str | None = None
-    skipped: bool = False
-    set_name: str | None = None
-
-
-@dataclass
-class PageResult:
-    """The expanded Markdown, its errors, the runs it cites, HTML for its slots, its claims, what it links and reads."""
-
-    markdown: str
-    errors: list[LessonError] = field(default_factory=list)
-    cited: set[tuple[str, str]] = field(default_factory=set)
-    blocks: list[str] = field(default_factory=list)
-    claims: list[ClaimOutcome] = field(default_factory=list)
-    published: list[Published] = field(default_factory=list)
-    sources: set[str] = field(default_factory=set)  # paths under code/ its region directives read
-    looked_up: set[str] = field(default_factory=set)  # names it looked up among the evidence sets
-
-    def slot(self, html: str) -> str:
-        """A placeholder for finished HTML, filled in by `fill` once Markdown has run."""
-        self.blocks.append(html)
-        return f'\n<div data-lk-slot="{len(self.blocks) - 1}"></div>\n'
-
-    def fill(self, html: str) -> str:
-        """The page's HTML with every slot replaced by its block."""
-        return _SLOT_RE.sub(lambda m: self.blocks[int(m.group("n"))], html)
-
-
-@dataclass(frozen=True)
-class ShownClaim:
-    """A claim as the page rules see it: its parsed value and query (None when unreadable)."""
-
-    value: ClaimValue | None
-    query: Query | None
-
-
-@dataclass
-class _Page:
-    path: str
-    offset: int
-    repo: Path
-    sets: dict[str, EvidenceSet]
-    broken_sets: set[str]
-    default_set: str | None = None
-    result: PageResult = field(default_factory=lambda: PageResult(""))
-    citations: list[tuple[int, str, str]] = field(default_factory=list)  # (source line, set, run)
-    unknowable: list[int] = field(default_factory=list)  # source lines citing an unreadable set
-    transcripts: bool = True  # render transcript blocks (not needed for the errors alone)
-
-    def error(self, index: int, message: str) -> LessonError:
-        """Record an error at 0-based source line `index`."""
-        err = LessonError(self.path, index + 1 + self.offset, message, rank=PAGE_RANK)
-        self.result.errors.append(err)
-        return err
-
-    def lookup(self, index: int, ref: str) -> tuple[EvidenceSet, str | None] | None:
-        """Resolve REF to (set, run or None); records an error (or a skip) and returns None if it names nothing."""
-        set_name, sep, group = ref.partition("/")
-        default = self.sets.get(self.default_set or "")
-        if not sep:
-            if default is not None and (ref in default.groups or ref in default.entries):
-                set_name, group = default.name, ref
-            elif ref in self.sets:
-                return self.sets[ref], None
-            elif ref in self.broken_sets or (default is None and self.default_set in self.broken_sets):
-                self.unknowable.append(index)
-                return None
-            elif default is not None:
-                self.error(index, f"no transcript {ref!r} in the page's set {default.name!r} and no set "
-                           f"of that name; transcripts: {', '.join(sorted(default.groups))}")
-                return None
-        ev = self.sets.get(set_name)
-        if ev is None:
-            if set_name in self.broken_sets:
-                self.unknowable.append(index)  # the unreadable manifest is the one error to report
-                return None
-            self.error(index, f"no evidence set {set_name!r}; the sets are: {', '.join(sorted(self.sets)) or 'none'}")
-            return None
-        if not group:
-            return ev, None
-        if group not in ev.groups:
-            entry = ev.entries.get(group)
-            if entry is not None:
-                self.error(index, f"{group!r} is recording {entry.repeat} of {entry.repeats} of {entry.group!r}; "
-                           f"cite the run {entry.group!r}: a claim holds for every recording")
-            else:
-                self.error(index, f"evidence set {ev.name!r} has no transcript {group!r}; it has: "
-                           f"{', '.join(sorted(ev.groups))}")
-            return None
-        self.cite(index, ev.name, group)
-        return ev, group
-
-    def cite(self, index: int, set_name: str, group: str) -> None:
-        """Note that source line `index` cites run `group` of `set_name`."""
-        self.result.cited.add((set_name, group))
-        self.citations.append((index, set_name, group))
-
-    def check_claim(self, index: int, value: str, ref_query: str, start: int, end: int,
-                    whole_number: bool = False) -> ShownClaim:
-        """Check `value` against every value REF:QUERY names; records the outcome and any error.
-
-        `whole_number`: only a plain integer can replace the value (a highlighted line).
-        """
-        ref, sep, query = (p.strip() for p in ref_query.partition(":"))
-        shown = f"{ref}:{query}" if sep else ref_query
-        line = index + 1 + self.offset
-        set_name: list[str] = []
-
-        def outcome(error: LessonError | None = None, fix: str | None = None, skipped: bool = False) -> None:
-            if fix is not None and whole_number and not fix.isdigit():
-                fix = None
-            self.result.claims.append(ClaimOutcome(line, start, end, value, shown, error, fix, skipped,
-                                                   set_name[0] if set_name else None))
-
-        parsed_query = _try_query(query) if sep else None
-        if not sep:
-            outcome(self.error(index, f"claim {value!r} names {ref_query!r}; expected REF:QUERY, "
-                               "e.g. day62-racecheck/bare-all:rows[threads=32,kernel=scanTileRacy].mismatches"))
-            return ShownClaim(None, None)
-        try:
-            claim = parse_claim_value(value)
-        except ClaimValueError as exc:
-            outcome(self.error(index, f"claim {value!r} ({shown}): {exc}"))
-            return ShownClaim(None, parsed_query)
-        errors_before = len(self.result.errors)
-        found = self.lookup(index, ref)
-        if found is None:
-            new = self.result.errors[errors_before:]
-            outcome(new[0] if new else None, skipped=not new)
-            return ShownClaim(claim, parsed_query)
-        ev, group = found
-        set_name.append(ev.name)
-        try:
-            sample = resolve(ev, group, query)
-        except QueryError as exc:
-            outcome(self.error(index, f"claim {value!r} ({shown}): {exc}"))
-            return ShownClaim(claim, parsed_query)
-        except LessonError as exc:  # a recording is missing or malformed
-            outcome(self.error(index, f"claim {value!r} ({shown}) cannot be checked: {exc}"))
-            return ShownClaim(claim, parsed_query)
-        verdict = judge(claim, sample)
-        if verdict.holds:
-            outcome()
-        else:
-            outcome(self.error(index, f"claim {value!r} ({shown}) {verdict.problem}"), verdict.fix)
-        return ShownClaim(claim, parsed_query)
-
-
-def _try_query(text: str) -> Query | None:
-    try:
-        return parse_query(text)
-    except QueryError:
-        return None
 
 
 def process_page(markdown: str, path: str, repo: Path, sets: dict[str, EvidenceSet],
@@ -227,14 +52,8 @@ def process_page(markdown: str, path: str, repo: Path, sets: dict[str, EvidenceS
     `transcripts=False` leaves transcript slots empty: the same Markdown and errors, for a caller
     that wants only the errors (the blocks are finished HTML that no check reads).
     """
-    from lessonkit.pagerules import (  # they read what this module builds
-        check_row_labels,
-        check_summaries,
-    )
-    from lessonkit.pagetext import check_hidden_text, check_typed_output
-
     sets = _Reads(sets)
-    page = _Page(path, line_offset, repo, sets, set(broken_sets), transcripts=transcripts)
+    page = PageState(path, line_offset, repo, sets, set(broken_sets), transcripts=transcripts)
     page.result.looked_up = sets.names
     lines = LineIndex(markdown)
     tokens, unclosed = scan(markdown, lines)
@@ -285,7 +104,7 @@ def _directive_word(token: Token) -> str | None:
     return None
 
 
-def _expand(page: _Page, text: str, lines: LineIndex, tokens: list[Token]) -> list[OutLine]:
+def _expand(page: PageState, text: str, lines: LineIndex, tokens: list[Token]) -> list[OutLine]:
     """The page with claims replaced by their values and directives by what they pull in."""
     out = [OutLine(0)]
 
@@ -329,7 +148,7 @@ _UNIT_AFTER_RE = re.compile(r"""^(?:s|ms|us|\u00b5s|ns|x|st|nd|rd|th)(?![\w])"""
 _NEXT_CLAIM_RE = re.compile(r"""^\{\{\s*(?P<value>.*?)\s@\s""", re.DOTALL)
 
 
-def _check_edges(page: _Page, token: Token, text: str) -> None:
+def _check_edges(page: PageState, token: Token, text: str) -> None:
     """A claim's figure must not run into a digit, letter or sign beside it, as a reader sees the page:
     '{{ 2 @ … }}0', '{{ 2 @ … }}<b>0</b>' and two figure claims side by side all show "20", and
     '-{{ 40 @ … }}' or '&minus;{{ 40 @ … }}' shows "-40"; none of that is what the claim checked."""
@@ -373,7 +192,7 @@ def _last_at(body: str) -> re.Match[str] | None:
     return m
 
 
-def _inline(page: _Page, line: OutLine, token: Token, word: str | None, source: str) -> None:
+def _inline(page: PageState, line: OutLine, token: Token, word: str | None, source: str) -> None:
     """Append a claim's value to `line` (checking it), or the token as written with its error."""
     if word is not None:
         page.error(token.line, f"'{word}' must stand alone on its line(s): {_one_line(source)!r}")
@@ -407,7 +226,7 @@ def _words(text: str) -> list[str]:
     return _WORD_RE.findall(text)
 
 
-def _directive(page: _Page, token: Token, word: str, text: str) -> str:
+def _directive(page: PageState, token: Token, word: str, text: str) -> str:
     index = token.line
     try:
         parts = _words(token.body.split(None, 1)[1] if len(token.body.split()) > 1 else "")
@@ -447,7 +266,7 @@ def _directive(page: _Page, token: Token, word: str, text: str) -> str:
     return render_commands(ev, [ev.recordings(n)[0] for n in names])
 
 
-def _transcript(page: _Page, index: int, ev: EvidenceSet, group: str, options: list[str]) -> str:
+def _transcript(page: PageState, index: int, ev: EvidenceSet, group: str, options: list[str]) -> str:
     opened, title = False, None
     for option in options:
         key, sep, value = option.partition("=")
@@ -491,7 +310,7 @@ def _command_words(command: str) -> frozenset[str]:
     return frozenset(words)
 
 
-def _check_title(page: _Page, index: int, ev: EvidenceSet, command: str, title: str) -> None:
+def _check_title(page: PageState, index: int, ev: EvidenceSet, command: str, title: str) -> None:
     """A transcript's title may not say what the run did not do: no summary quote (it would go
     unchecked), no number its command lacks, and no word that tells the set's runs apart (a tool,
     a mode, an argument) unless this run's command has it."""
@@ -509,7 +328,7 @@ def _check_title(page: _Page, index: int, ev: EvidenceSet, command: str, title: 
             return
 
 
-def _check_recorded(page: _Page, index: int, relpath: str) -> None:
+def _check_recorded(page: PageState, index: int, relpath: str) -> None:
     """A region shows code that ran: its file is an input of a recording in its lesson's evidence set
     (and the freshness check holds that input to the hash recorded)."""
     lesson = relpath.split("/", 1)[0]
@@ -525,7 +344,7 @@ def _check_recorded(page: _Page, index: int, relpath: str) -> None:
                "and refresh the evidence")
 
 
-def _region(page: _Page, token: Token, parts: list[str], text: str) -> str:
+def _region(page: PageState, token: Token, parts: list[str], text: str) -> str:
     index = token.line
     if len(parts) < 2:
         page.error(index, "the region directive needs a path under code/ and a region name: "

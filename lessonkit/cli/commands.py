@@ -19,14 +19,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from lessonkit import accept, verify
 from lessonkit.cache import FOLDER, Store
+from lessonkit.cli import accept
 from lessonkit.errors import LessonError, LessonErrors
-from lessonkit.jsontranscript import parse_json_transcript
-from lessonkit.regions import parse_regions
-from lessonkit.site import check_site
+from lessonkit.evidence.jsontranscript import parse_json_transcript
+from lessonkit.evidence.transcript import parse_transcript
+from lessonkit.pages.regions import parse_regions
+from lessonkit.repo import find_repo
+from lessonkit.site import verify
+from lessonkit.site.check import check_site
 from lessonkit.textio import read_text
-from lessonkit.transcript import parse_transcript
 
 EXIT_OK = 0
 EXIT_ERRORS = 1
@@ -41,16 +43,6 @@ class Command:
     help: str
     add_arguments: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace], int]
-
-
-def find_repo(start: Path) -> Path:
-    """The nearest folder at or above `start` holding mkdocs.yml beside code/ or evidence/."""
-    start = start.resolve()
-    for folder in (start, *start.parents):
-        if (folder / "mkdocs.yml").is_file() and ((folder / "code").is_dir() or (folder / "evidence").is_dir()):
-            return folder
-    raise LessonError(str(start), None, "is not inside a course repository: no folder from here up holds "
-                      "mkdocs.yml beside code/ or evidence/; run from inside one, or name it with --repo PATH")
 
 
 def _read(path: str) -> str:
@@ -84,7 +76,7 @@ def _check(args: argparse.Namespace) -> int:
             return EXIT_USAGE
     # Imported here: only `check` reads mkdocs.yml (with PyYAML); the other commands, run on a
     # GPU machine too, need the standard library alone.
-    from lessonkit.siteconfig import load_site_config_errors
+    from lessonkit.site.config import load_site_config_errors
 
     errors = load_site_config_errors(repo) + check_site(repo, store=Store(None) if args.no_cache else None)
     if errors:
@@ -119,7 +111,7 @@ def _transcript(args: argparse.Namespace) -> int:
 
 def _recordings(args: argparse.Namespace) -> int:
     """SET/RUN: every recording of the run, each with how it was recorded and what it says."""
-    from lessonkit.evidence import load_all_evidence
+    from lessonkit.evidence.sets import load_all_evidence
 
     repo = args.repo.resolve() if args.repo is not None else find_repo(Path.cwd())
     set_name, _, group = args.file.partition("/")

@@ -30,7 +30,7 @@ _TOKEN_RE = re.compile(r"""\{\{(?P<body>[^{}\n]{1,400}?)\}\}""", re.VERBOSE)
 _DIRECTIVE_RE = re.compile(rf"""^\s*(?P<word>{'|'.join(_DIRECTIVES)})\b""", re.VERBOSE)
 _SLOT_RE = re.compile(r"""<div\ data-lk-slot="\d+"></div>""", re.VERBOSE)
 _FIX = ("the engine published it without lessonkit; MkDocs and ProperDocs need "
-        "'hooks: [hooks/lessonkit_hooks.py]', other engines 'markdown_extensions: [lessonkit.mdext]'")
+        "'hooks: [hooks/lessonkit_hooks.py]', other engines 'markdown_extensions: [lessonkit.site.mdext]'")
 
 
 def unexpanded(text: str, shown: str) -> list[LessonError]:

@@ -1,0 +1,193 @@
+"""The state of one page while lessonkit.pages.page processes it, and what the processing yields.
+
+The page rules (lessonkit.pages.text, lessonkit.pages.rules) read and write a `PageState`;
+lessonkit.pages.page builds it. Both import it from here, so neither imports the other.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lessonkit.errors import LessonError
+from lessonkit.evidence.sets import EvidenceSet
+from lessonkit.pages.claims import ClaimValue, ClaimValueError, judge, parse_claim_value
+from lessonkit.pages.query import Query, QueryError, parse_query, resolve
+from lessonkit.pages.render import Published
+
+PAGE_RANK = 2  # what a page claims comes after the evidence and sources it depends on
+
+_SLOT_RE = re.compile(r"""<div\ data-lk-slot="(?P<n>\d+)"></div>""", re.VERBOSE)
+
+
+@dataclass(frozen=True)
+class ClaimOutcome:
+    """One claim of a page: where its value is written, and whether it holds.
+
+    `start`/`end` are offsets of the value in the processed Markdown. `error` is None when
+    the claim holds; `fix` is a value that would hold, or None when the reference or query
+    is broken (or no single value can hold); `skipped` marks a claim on an unreadable set.
+    """
+
+    line: int
+    start: int
+    end: int
+    value: str
+    ref_query: str
+    error: LessonError | None = None
+    fix: str | None = None
+    skipped: bool = False
+    set_name: str | None = None
+
+
+@dataclass
+class PageResult:
+    """The expanded Markdown, its errors, the runs it cites, HTML for its slots, its claims, what it links and reads."""
+
+    markdown: str
+    errors: list[LessonError] = field(default_factory=list)
+    cited: set[tuple[str, str]] = field(default_factory=set)
+    blocks: list[str] = field(default_factory=list)
+    claims: list[ClaimOutcome] = field(default_factory=list)
+    published: list[Published] = field(default_factory=list)
+    sources: set[str] = field(default_factory=set)  # paths under code/ its region directives read
+    looked_up: set[str] = field(default_factory=set)  # names it looked up among the evidence sets
+
+    def slot(self, html: str) -> str:
+        """A placeholder for finished HTML, filled in by `fill` once Markdown has run."""
+        self.blocks.append(html)
+        return f'\n<div data-lk-slot="{len(self.blocks) - 1}"></div>\n'
+
+    def fill(self, html: str) -> str:
+        """The page's HTML with every slot replaced by its block."""
+        return _SLOT_RE.sub(lambda m: self.blocks[int(m.group("n"))], html)
+
+
+@dataclass(frozen=True)
+class ShownClaim:
+    """A claim as the page rules see it: its parsed value and query (None when unreadable)."""
+
+    value: ClaimValue | None
+    query: Query | None
+
+
+@dataclass
+class PageState:
+    """What a page's checks share while it is processed: its sets, citations, errors and result."""
+
+    path: str
+    offset: int
+    repo: Path
+    sets: dict[str, EvidenceSet]
+    broken_sets: set[str]
+    default_set: str | None = None
+    result: PageResult = field(default_factory=lambda: PageResult(""))
+    citations: list[tuple[int, str, str]] = field(default_factory=list)  # (source line, set, run)
+    unknowable: list[int] = field(default_factory=list)  # source lines citing an unreadable set
+    transcripts: bool = True  # render transcript blocks (not needed for the errors alone)
+
+    def error(self, index: int, message: str) -> LessonError:
+        """Record an error at 0-based source line `index`."""
+        err = LessonError(self.path, index + 1 + self.offset, message, rank=PAGE_RANK)
+        self.result.errors.append(err)
+        return err
+
+    def lookup(self, index: int, ref: str) -> tuple[EvidenceSet, str | None] | None:
+        """Resolve REF to (set, run or None); records an error (or a skip) and returns None if it names nothing."""
+        set_name, sep, group = ref.partition("/")
+        default = self.sets.get(self.default_set or "")
+        if not sep:
+            if default is not None and (ref in default.groups or ref in default.entries):
+                set_name, group = default.name, ref
+            elif ref in self.sets:
+                return self.sets[ref], None
+            elif ref in self.broken_sets or (default is None and self.default_set in self.broken_sets):
+                self.unknowable.append(index)
+                return None
+            elif default is not None:
+                self.error(index, f"no transcript {ref!r} in the page's set {default.name!r} and no set "
+                           f"of that name; transcripts: {', '.join(sorted(default.groups))}")
+                return None
+        ev = self.sets.get(set_name)
+        if ev is None:
+            if set_name in self.broken_sets:
+                self.unknowable.append(index)  # the unreadable manifest is the one error to report
+                return None
+            self.error(index, f"no evidence set {set_name!r}; the sets are: {', '.join(sorted(self.sets)) or 'none'}")
+            return None
+        if not group:
+            return ev, None
+        if group not in ev.groups:
+            entry = ev.entries.get(group)
+            if entry is not None:
+                self.error(index, f"{group!r} is recording {entry.repeat} of {entry.repeats} of {entry.group!r}; "
+                           f"cite the run {entry.group!r}: a claim holds for every recording")
+            else:
+                self.error(index, f"evidence set {ev.name!r} has no transcript {group!r}; it has: "
+                           f"{', '.join(sorted(ev.groups))}")
+            return None
+        self.cite(index, ev.name, group)
+        return ev, group
+
+    def cite(self, index: int, set_name: str, group: str) -> None:
+        """Note that source line `index` cites run `group` of `set_name`."""
+        self.result.cited.add((set_name, group))
+        self.citations.append((index, set_name, group))
+
+    def check_claim(self, index: int, value: str, ref_query: str, start: int, end: int,
+                    whole_number: bool = False) -> ShownClaim:
+        """Check `value` against every value REF:QUERY names; records the outcome and any error.
+
+        `whole_number`: only a plain integer can replace the value (a highlighted line).
+        """
+        ref, sep, query = (p.strip() for p in ref_query.partition(":"))
+        shown = f"{ref}:{query}" if sep else ref_query
+        line = index + 1 + self.offset
+        set_name: list[str] = []
+
+        def outcome(error: LessonError | None = None, fix: str | None = None, skipped: bool = False) -> None:
+            if fix is not None and whole_number and not fix.isdigit():
+                fix = None
+            self.result.claims.append(ClaimOutcome(line, start, end, value, shown, error, fix, skipped,
+                                                   set_name[0] if set_name else None))
+
+        parsed_query = _try_query(query) if sep else None
+        if not sep:
+            outcome(self.error(index, f"claim {value!r} names {ref_query!r}; expected REF:QUERY, "
+                               "e.g. day62-racecheck/bare-all:rows[threads=32,kernel=scanTileRacy].mismatches"))
+            return ShownClaim(None, None)
+        try:
+            claim = parse_claim_value(value)
+        except ClaimValueError as exc:
+            outcome(self.error(index, f"claim {value!r} ({shown}): {exc}"))
+            return ShownClaim(None, parsed_query)
+        errors_before = len(self.result.errors)
+        found = self.lookup(index, ref)
+        if found is None:
+            new = self.result.errors[errors_before:]
+            outcome(new[0] if new else None, skipped=not new)
+            return ShownClaim(claim, parsed_query)
+        ev, group = found
+        set_name.append(ev.name)
+        try:
+            sample = resolve(ev, group, query)
+        except QueryError as exc:
+            outcome(self.error(index, f"claim {value!r} ({shown}): {exc}"))
+            return ShownClaim(claim, parsed_query)
+        except LessonError as exc:  # a recording is missing or malformed
+            outcome(self.error(index, f"claim {value!r} ({shown}) cannot be checked: {exc}"))
+            return ShownClaim(claim, parsed_query)
+        verdict = judge(claim, sample)
+        if verdict.holds:
+            outcome()
+        else:
+            outcome(self.error(index, f"claim {value!r} ({shown}) {verdict.problem}"), verdict.fix)
+        return ShownClaim(claim, parsed_query)
+
+
+def _try_query(text: str) -> Query | None:
+    try:
+        return parse_query(text)
+    except QueryError:
+        return None
