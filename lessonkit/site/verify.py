@@ -125,9 +125,17 @@ HELP = ("check a built site: every page its search index lists is there and was 
         "lessonkit, and no page shows a claim or directive unexpanded; exit 1 naming each page otherwise")
 
 
+DESCRIPTION = ("Check a folder a build wrote (mkdocs build, properdocs build, zensical build): every "
+               "page the build lists in its search index is there and was expanded and checked by "
+               "lessonkit, no page shows a claim {{ ... @ ... }} or a directive unexpanded, and no "
+               "checked page is left from an earlier build. Refuses a folder that is not a built "
+               "site (an empty folder, docs/). Exit 0 when all holds, 1 naming each page otherwise.")
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments of `verify-site`."""
-    parser.add_argument("site_dir", type=Path, help="the folder a build wrote (e.g. site/)")
+    parser.add_argument("site_dir", type=Path, metavar="SITE_DIR",
+                        help="the folder a build wrote (site/, or the folder given to build -d)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -145,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m lessonkit verify-site SITE_DIR` on its own; returns the exit status."""
-    parser = argparse.ArgumentParser(prog="python -m lessonkit verify-site", description=HELP)
+    parser = argparse.ArgumentParser(prog="python -m lessonkit verify-site", description=DESCRIPTION)
     add_arguments(parser)
     return run(parser.parse_args(argv))
 
