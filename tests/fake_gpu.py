@@ -78,3 +78,27 @@ def install(bin_dir: Path, tools: tuple[str, ...] = ("nvcc", "compute-sanitizer"
     env["FAKE_PROGRAM"] = str(bin_dir / "fake_program.py")
     env["PYTHONUNBUFFERED"] = "1"
     return env
+
+
+def install_toolkit(root: Path, release: str = "12.4", patch: str = "131", sanitizer: str = "2024.1.1.0",
+                    hazards: str = "215", layout: str = "subfolder") -> Path:
+    """Write a fake CUDA toolkit folder at root, as /work/shared/tools/cuda-toolkit-12.4.sh lays one out:
+    root/bin/nvcc (release `release`) and compute-sanitizer (version `sanitizer`, whose racecheck
+    reports `hazards` hazards unless FAKE_HAZARDS says otherwise) at
+    root/compute-sanitizer/compute-sanitizer (layout "subfolder", with a link in bin/ as that
+    script makes) or root/bin/compute-sanitizer (layout "bin", a stock install). Returns root."""
+    (root / "bin").mkdir(parents=True, exist_ok=True)
+    nvcc = NVCC.replace("release 13.0, V13.0.88", f"release {release}, V{release}.{patch}")
+    tool = SANITIZER.replace("Version 2025.3.1.0", f"Version {sanitizer}").replace(
+        '"FAKE_HAZARDS", "120"', f'"FAKE_HAZARDS", "{hazards}"')
+    (root / "bin" / "nvcc").write_text(nvcc)
+    (root / "bin" / "nvcc").chmod(0o755)
+    if layout == "subfolder":
+        (root / "compute-sanitizer").mkdir(exist_ok=True)
+        (root / "compute-sanitizer" / "compute-sanitizer").write_text(tool)
+        (root / "compute-sanitizer" / "compute-sanitizer").chmod(0o755)
+        (root / "bin" / "compute-sanitizer").symlink_to("../compute-sanitizer/compute-sanitizer")
+    elif layout == "bin":
+        (root / "bin" / "compute-sanitizer").write_text(tool)
+        (root / "bin" / "compute-sanitizer").chmod(0o755)
+    return root

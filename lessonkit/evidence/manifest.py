@@ -60,6 +60,7 @@ class TranscriptEntry:
     exclusive: bool = False
     started: float | None = None
     ended: float | None = None
+    refresh_id: str | None = None  # the refresh that made it (UTC start/pid): runs recorded together share it
 
     def fields(self) -> dict[str, Any]:
         """The values a page may quote about how the recording was made."""
@@ -71,6 +72,8 @@ class TranscriptEntry:
         """The entry as the manifest stores it (its name is the key, not a field)."""
         data = asdict(self)
         del data["name"]
+        if data["refresh_id"] is None:  # recorded before refreshes were told apart: written as it was read
+            del data["refresh_id"]
         return data
 
 
@@ -154,6 +157,10 @@ def _parse_entry(shown: str, name: str, raw: Any, fmt: int) -> TranscriptEntry:
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in raw["inputs"].items()):
         raise _error(shown, f"transcript {name!r}: 'inputs' must map names to sha256 strings")
     extra = {k: raw[k] for k in _GROUP_FIELDS if k in raw} if fmt >= 2 else {"group": name}
+    if "refresh_id" in raw:
+        if not isinstance(raw["refresh_id"], str):
+            raise _error(shown, f"transcript {name!r}: field 'refresh_id' is not a string")
+        extra["refresh_id"] = raw["refresh_id"]
     return TranscriptEntry(
         name=name, file=raw["file"], command=raw["command"], exit_code=raw["exit_code"],
         timed_out=raw["timed_out"], wall_s=float(raw["wall_s"]), date=raw["date"],

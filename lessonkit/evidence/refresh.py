@@ -39,6 +39,16 @@ from lessonkit.evidence.manifest import (
 )
 from lessonkit.evidence.sets import OLD_PREFIX, SCRATCH_PREFIX, load_evidence_set
 from lessonkit.evidence.spec import LessonSpec, RunSpec, load_spec
+from lessonkit.evidence.toolkit import (
+    Toolkit,
+    ToolkitError,
+    default_set_name,
+    find_toolkit,
+    leaks,
+    matches_release,
+    refresh_command,
+    release,
+)
 
 # Test hooks: stop the process dead at a named point of the swap, or pretend renameat2 is missing.
 CRASH_AT_ENV = "LESSONKIT_REFRESH_CRASH_AT"
@@ -88,6 +98,7 @@ class SwapState:
     """Where the swap stands, so an interruption can say which evidence is in place."""
 
     phase: str = "recording"  # recording -> swapping -> swapped
+    target: str = ""          # evidence/<set>, once the set's name is known
 
 
 _live: set[subprocess.Popen] = set()
@@ -105,9 +116,9 @@ def _crash_point(name: str) -> None:
         os._exit(137)
 
 
-def _capture(argv: list[str], cwd: Path | None = None) -> str:
+def _capture(argv: list[str], cwd: Path | None = None, env: dict[str, str] | None = None) -> str:
     try:
-        done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=60)
+        done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise RefreshError(f"{argv[0]}: {exc}") from exc
     if done.returncode != 0:
@@ -116,14 +127,27 @@ def _capture(argv: list[str], cwd: Path | None = None) -> str:
     return done.stdout
 
 
-def preflight(runs: list[RunSpec]) -> dict[str, str]:
-    """Check that nvcc, compute-sanitizer (if used) and a GPU are there; return the provenance."""
+def preflight(runs: list[RunSpec], toolkit: Toolkit | None = None) -> dict[str, str]:
+    """Check that nvcc, compute-sanitizer (if used) and a GPU are there; return the provenance.
+
+    With a toolkit, nvcc and compute-sanitizer are the toolkit's own (its versions are recorded,
+    and its folder under 'toolkit'); without one, the ones on PATH.
+    """
     missing = []
     needed = ["nvcc", "nvidia-smi"]
     if any("compute-sanitizer" in r.command for r in runs):
         needed.append("compute-sanitizer")
+    tools = {tool: shutil.which(tool) for tool in needed}
+    if toolkit is not None:
+        tools["nvcc"] = str(toolkit.nvcc)
+        if "compute-sanitizer" in needed:
+            if toolkit.sanitizer is None:
+                raise RefreshError(f"--toolkit {toolkit.root} has no compute-sanitizer (looked for "
+                                   f"{toolkit.root / 'compute-sanitizer' / 'compute-sanitizer'} and "
+                                   f"{toolkit.root / 'bin' / 'compute-sanitizer'}), and the runs use it")
+            tools["compute-sanitizer"] = str(toolkit.sanitizer)
     for tool in needed:
-        if shutil.which(tool) is None:
+        if tools[tool] is None:
             missing.append(tool)
     if missing:
         what = {"nvcc": "the CUDA compiler", "nvidia-smi": "the NVIDIA driver's tool (no GPU driver?)",
@@ -136,11 +160,13 @@ def preflight(runs: list[RunSpec]) -> dict[str, str]:
     if len(parts) != 3:
         raise RefreshError(f"no GPU found: nvidia-smi printed {smi.strip()!r}")
     prov = {"gpu": parts[0], "compute_capability": parts[1], "driver": parts[2]}
-    m = re.search(r"release [\d.]+, V(\S+)", _capture(["nvcc", "--version"]))
+    m = re.search(r"release [\d.]+, V(\S+)", _capture([tools["nvcc"], "--version"]))
     prov["nvcc"] = m.group(1) if m else "unknown"
     if "compute-sanitizer" in needed:
-        m = re.search(r"Version (\S+)", _capture(["compute-sanitizer", "--version"]))
+        m = re.search(r"Version (\S+)", _capture([tools["compute-sanitizer"], "--version"]))
         prov["compute_sanitizer"] = m.group(1) if m else "unknown"
+    if toolkit is not None:
+        prov["toolkit"] = str(toolkit.root)
     prov["python"] = platform.python_version()
     for package, key in (("numpy", "numpy"), ("cupy-cuda13x", "cupy"), ("cupy-cuda12x", "cupy"), ("cupy", "cupy")):
         try:
@@ -150,13 +176,13 @@ def preflight(runs: list[RunSpec]) -> dict[str, str]:
     return prov
 
 
-def _execute(job: Job, cwd: Path) -> RunResult:
+def _execute(job: Job, cwd: Path, env: dict[str, str] | None = None) -> RunResult:
     """Run one recording with a timeout; stdout and stderr together, in order; a hang is killed and recorded."""
     run = job.run
     started = time.time()
     start = time.monotonic()
     date = _utc_now()
-    proc = subprocess.Popen(shlex.split(run.command), cwd=cwd, stdout=subprocess.PIPE,
+    proc = subprocess.Popen(shlex.split(run.command), cwd=cwd, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, start_new_session=True)
     with _live_lock:
         _live.add(proc)
@@ -278,10 +304,25 @@ def recover(target: Path) -> list[str]:
 
 
 def refresh(repo: Path, lesson: str, set_name: str | None = None, only: list[str] | None = None,
-            arch: str | None = None, out=print) -> int:
-    """Re-record a lesson's evidence; returns 0 if the pages still agree, 1 if not, 2 if nothing was recorded."""
+            arch: str | None = None, out=print, toolkit_dir: str | None = None) -> int:
+    """Re-record a lesson's evidence; returns 0 if the pages still agree, 1 if not, 2 if nothing was recorded.
+
+    With `toolkit_dir`, the build and every run use that toolkit folder's nvcc and compute-sanitizer
+    (lessonkit.evidence.toolkit), and the set is named after its release unless `set_name` is given.
+    """
     spec = load_spec(repo / "code", lesson)
-    set_name = set_name or lesson
+    toolkit, env, cuda_release = None, dict(os.environ), None
+    if toolkit_dir is not None:
+        try:
+            toolkit = find_toolkit(toolkit_dir)
+        except ToolkitError as exc:
+            raise RefreshError(str(exc)) from None
+        env = toolkit.path_env(env)
+        cuda_release = release(_capture([str(toolkit.nvcc), "--version"], env=env))
+        if cuda_release is None:
+            raise RefreshError(f"{toolkit.nvcc} --version names no release; cannot name the set after it")
+    set_name = set_name or default_set_name(lesson, cuda_release)
+    swap_state.target = f"evidence/{set_name}"
     target = repo / "evidence" / set_name
     for line in recover(target):
         out(f"recover {line}")
@@ -301,11 +342,18 @@ def refresh(repo: Path, lesson: str, set_name: str | None = None, only: list[str
     if missing:
         raise RefreshError(f"{spec.path} names inputs that do not exist: {', '.join(sorted(set(missing)))}; "
                            "nothing was run")
-    provenance = preflight(runs)
+    provenance = preflight(runs, toolkit)
+    _check_declared(spec, set_name, toolkit, provenance["nvcc"])
     arch = arch or "sm_" + provenance["compute_capability"].replace(".", "")
     if arch not in spec.build:
         raise RefreshError(f"{spec.path} has no build line for {arch}; it has: {', '.join(spec.build)}")
     build_line = spec.build[arch]
+    if toolkit is not None:
+        commands = [("the build line", build_line)] + [(f"run {r.name!r}", r.command) for r in runs]
+        leaked = leaks(toolkit, commands, env, cwd=repo / "code" / lesson)
+        if leaked:
+            raise RefreshError(f"--toolkit {toolkit.root}: a command of {spec.path} would reach another "
+                               "toolkit's tool; nothing was run:\n  " + "\n  ".join(leaked))
 
     target.parent.mkdir(parents=True, exist_ok=True)
     # A fixed build folder named like the repository's own, so paths that tools write into their
@@ -319,18 +367,19 @@ def refresh(repo: Path, lesson: str, set_name: str | None = None, only: list[str
             if path.is_file():
                 shutil.copy2(path, build_dir / path.name)
         out(f"build   {build_line}")
-        done = subprocess.run(shlex.split(build_line), cwd=build_dir, capture_output=True, text=True)
+        done = subprocess.run(shlex.split(build_line), cwd=build_dir, env=env, capture_output=True, text=True)
         if done.returncode != 0:
             raise RefreshError(f"the build failed (exit {done.returncode}); nothing was recorded:\n"
                                f"{done.stdout}{done.stderr}")
-        results = _run_all(runs, build_dir, work / "runs", out)
+        results = _run_all(runs, build_dir, work / "runs", out, env)
         failed_gates = [r for r in results if r.run.gate and (r.timed_out or r.exit_code != 0)]
         if failed_gates:
             text = "\n".join(f"--- {r.job.name} ({'timed out' if r.timed_out else f'exit {r.exit_code}'}):\n"
                              f"{r.output}" for r in failed_gates)
             raise RefreshError("a gated run failed, so the fixed kernels are not right; the old evidence "
                                f"is kept and nothing was recorded:\n{text}")
-        _record(repo, spec, set_name, build_line, arch, provenance, results, bool(only))
+        refresh_cmd = refresh_command(lesson, set_name, str(toolkit.root) if toolkit else None, cuda_release)
+        _record(repo, spec, set_name, build_line, arch, provenance, results, bool(only), refresh_cmd)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return report_claims(repo, out)
@@ -345,7 +394,25 @@ def _job_dir(build_dir: Path, runs_dir: Path, job: Job) -> Path:
     return cwd
 
 
-def _run_all(runs: list[RunSpec], build_dir: Path, runs_dir: Path, out) -> list[RunResult]:
+def _check_declared(spec: LessonSpec, set_name: str, toolkit: Toolkit | None, nvcc: str) -> None:
+    """A set the lesson declares under [[compare]] is recorded only with its toolkit."""
+    declared = spec.compared(set_name)
+    if declared is None:
+        return
+    where = f"{spec.path}:{declared.line}" if declared.line else spec.path
+    command = refresh_command(spec.lesson, set_name, declared.toolkit_dir, declared.toolkit)
+    if not matches_release(nvcc, declared.toolkit):
+        used = toolkit.nvcc if toolkit is not None else shutil.which("nvcc")
+        raise RefreshError(f"{where} declares set {set_name!r} as recorded with CUDA {declared.toolkit}, but "
+                           f"{used} is nvcc {nvcc}; record it with: {command}")
+    if declared.toolkit_dir is not None and toolkit is None:
+        raise RefreshError(f"{where} declares set {set_name!r} as recorded with the toolkit in "
+                           f"{declared.toolkit_dir}; record it with --toolkit, so that every command is "
+                           f"held to that toolkit's tools: {command}")
+
+
+def _run_all(runs: list[RunSpec], build_dir: Path, runs_dir: Path, out,
+             env: dict[str, str] | None = None) -> list[RunResult]:
     """Every recording: the shared ones concurrently, then each exclusive one with the GPU to itself."""
     jobs = [Job(r, k) for r in runs for k in range(1, r.repeat + 1)]
     shared = [j for j in jobs if not j.run.exclusive]
@@ -361,7 +428,7 @@ def _run_all(runs: list[RunSpec], build_dir: Path, runs_dir: Path, out) -> list[
     start = time.monotonic()
     workers = max(1, min(len(shared), os.cpu_count() or 4))
     with futures.ThreadPoolExecutor(max_workers=workers) as pool:
-        pending = [pool.submit(_execute, j, _job_dir(build_dir, runs_dir, j)) for j in shared]
+        pending = [pool.submit(_execute, j, _job_dir(build_dir, runs_dir, j), env) for j in shared]
         try:
             for fut in futures.as_completed(pending):
                 report(fut.result())
@@ -371,7 +438,7 @@ def _run_all(runs: list[RunSpec], build_dir: Path, runs_dir: Path, out) -> list[
     concurrent = time.monotonic() - start
     for job in exclusive:  # after the pool has drained: nothing else of the refresh is running
         try:
-            report(_execute(job, _job_dir(build_dir, runs_dir, job)))
+            report(_execute(job, _job_dir(build_dir, runs_dir, job), env))
         except BaseException:
             _kill_all()
             raise
@@ -384,17 +451,18 @@ def _run_all(runs: list[RunSpec], build_dir: Path, runs_dir: Path, out) -> list[
 
 
 def _entry(res: RunResult, name: str, file: str, sha: str, inputs: dict[str, str], fmt: str,
-           group: str) -> TranscriptEntry:
+           group: str, refresh_id: str) -> TranscriptEntry:
     return TranscriptEntry(
         name=name, file=file, command=res.run.command, exit_code=res.exit_code, timed_out=res.timed_out,
         wall_s=round(res.wall_s, 2), date=res.date, inputs=inputs, sha256=sha, format=fmt, group=group,
         repeat=res.job.repeat, repeats=res.run.repeat, exclusive=res.run.exclusive,
-        started=round(res.started, 3), ended=round(res.ended, 3))
+        started=round(res.started, 3), ended=round(res.ended, 3), refresh_id=refresh_id)
 
 
 def _record(repo: Path, spec: LessonSpec, set_name: str, build_line: str, arch: str,
-            provenance: dict[str, str], results: list[RunResult], partial: bool) -> None:
+            provenance: dict[str, str], results: list[RunResult], partial: bool, refresh_cmd: str) -> None:
     target = repo / "evidence" / set_name
+    refresh_id = f"{_utc_now()}/{os.getpid()}"  # this refresh: its recordings were made together
     scratch = scratch_folder(target)
     scratch.mkdir()
     try:
@@ -406,6 +474,11 @@ def _record(repo: Path, spec: LessonSpec, set_name: str, build_line: str, arch: 
                 if entry.group not in redone:
                     shutil.copy2(target / entry.file, scratch / entry.file)
                     entries[name] = entry
+            for key in ("nvcc", "toolkit", "compute_sanitizer"):
+                if (key in provenance or key != "compute_sanitizer") and old.provenance.get(key) != provenance.get(key):
+                    raise RefreshError(f"--only would mix toolkits in evidence/{set_name}: it was recorded with "
+                                       f"{key} {old.provenance.get(key)!r}, this refresh has {provenance.get(key)!r}; "
+                                       f"re-record the whole set: {refresh_cmd}")
             provenance = {**old.provenance, **provenance}
         for res in results:
             inputs = input_hashes(repo, spec, res.run, build_line)
@@ -416,7 +489,7 @@ def _record(repo: Path, spec: LessonSpec, set_name: str, build_line: str, arch: 
             file = recording_file(f"{res.run.name}.txt", k, n)
             (scratch / file).write_text(res.output, encoding="utf-8")
             entries[res.job.name] = _entry(res, res.job.name, file, sha256_file(scratch / file), inputs,
-                                           "text", res.run.name)
+                                           "text", res.run.name, refresh_id)
             for art in res.run.artifacts:
                 src = res.cwd / art.file
                 if not src.is_file() or src.is_symlink():
@@ -424,9 +497,8 @@ def _record(repo: Path, spec: LessonSpec, set_name: str, build_line: str, arch: 
                 file = recording_file(art.file, k, n)
                 shutil.copy2(src, scratch / file)
                 name = recording_name(art.name, k, n)
-                entries[name] = _entry(res, name, file, sha256_file(scratch / file), inputs, art.format, art.name)
-        refresh_cmd = f"python3 scripts/refresh.py {spec.lesson}" + (
-            "" if set_name == spec.lesson else f" --set {set_name}")
+                entries[name] = _entry(res, name, file, sha256_file(scratch / file), inputs, art.format, art.name,
+                                       refresh_id)
         write_manifest(scratch, Manifest(spec.lesson, arch, build_line, refresh_cmd, provenance, entries))
         _crash_point("scratch-written")
         # Signals wait until the swap is done, so an interruption never leaves it half made.
@@ -467,7 +539,12 @@ def main(argv: list[str] | None = None) -> int:
     """Command line of scripts/refresh.py."""
     parser = argparse.ArgumentParser(prog="scripts/refresh.py", description=__doc__)
     parser.add_argument("lesson", help="folder under code/, e.g. day62-racecheck")
-    parser.add_argument("--set", dest="set_name", help="evidence set name (default: the lesson's name)")
+    parser.add_argument("--set", dest="set_name",
+                        help="evidence set name (default: the lesson's name; with --toolkit, LESSON-cudaRELEASE)")
+    parser.add_argument("--toolkit", metavar="DIR",
+                        help="build and run with this CUDA toolkit folder's nvcc and compute-sanitizer "
+                             "(DIR/bin/nvcc; DIR/compute-sanitizer/compute-sanitizer or DIR/bin/compute-sanitizer), "
+                             "refusing any command that would reach another toolkit's tool")
     parser.add_argument("--only", action="append",
                         help="re-record these runs (comma-separated, or repeated), keeping the others")
     parser.add_argument("--arch", help="build line to use, e.g. sm_90 (default: from the GPU)")
@@ -475,14 +552,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     only = [n.strip() for item in args.only or [] for n in item.split(",") if n.strip()] or None
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind, so the scratch folder is removed
-    target = f"evidence/{args.set_name or args.lesson}"
     try:
         return refresh(Path(args.repo).resolve(), args.lesson, args.set_name, only, args.arch,
-                       out=lambda s: print(s, flush=True))
+                       out=lambda s: print(s, flush=True), toolkit_dir=args.toolkit)
     except (RefreshError, LessonError) as exc:
         print(f"refresh: {exc}", file=sys.stderr)
         return 2
     except (KeyboardInterrupt, SystemExit) as exc:
+        target = swap_state.target or f"evidence/{args.set_name or args.lesson}"
         code = 130 if isinstance(exc, KeyboardInterrupt) else (exc.code if isinstance(exc.code, int) else 1)
         if swap_state.phase == "swapped":
             print(f"refresh: interrupted after the swap; {target} holds the NEW evidence", file=sys.stderr)

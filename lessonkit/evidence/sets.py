@@ -13,6 +13,7 @@ from typing import Any
 
 from lessonkit import cache
 from lessonkit.errors import LessonError
+from lessonkit.evidence.declared import check_declared
 from lessonkit.evidence.jsontranscript import parse_json_transcript
 from lessonkit.evidence.manifest import (  # noqa: F401
     BUILD_INPUT,
@@ -279,7 +280,10 @@ def set_folders(repo: Path) -> dict[str, Path]:
 
 
 def load_all_evidence(repo: Path) -> Evidence:
-    """Load every evidence set and check its integrity and freshness."""
+    """Load every evidence set and check its integrity and freshness, and the sets lessons declare
+    (lessonkit.evidence.declared): a declared set that is missing or recorded with the wrong toolkit is one
+    error, and counts as unreadable (its claims are not checked)."""
+
     sets: dict[str, EvidenceSet] = {}
     errors: list[LessonError] = []
     unreadable: set[str] = set()
@@ -291,6 +295,12 @@ def load_all_evidence(repo: Path) -> Evidence:
             unreadable.add(name)
             continue
         sets[ev.name] = ev
+    declared_errors, refused = check_declared(repo, sets, unreadable)
+    errors.extend(declared_errors)
+    for name in refused:
+        sets.pop(name, None)
+        unreadable.add(name)
+    for ev in sets.values():
         errors.extend(check_integrity(ev))
         try:
             spec = load_spec(repo / "code", ev.lesson)

@@ -42,6 +42,21 @@ class RunSpec:
 
 
 @dataclass(frozen=True)
+class CompareSpec:
+    """A `[[compare]]` table: an evidence set the lesson's page compares, and the toolkit it is recorded with.
+
+    `toolkit` is nvcc's release ('12.4'): the set's recorded nvcc must be of it. `toolkit_dir`,
+    when given, is the toolkit folder the refresh is run with (`--toolkit DIR`); without it the
+    set is recorded with the GPU machine's own toolkit. `line` is the table's line in runs.toml.
+    """
+
+    set: str
+    toolkit: str
+    toolkit_dir: str | None = None
+    line: int | None = None
+
+
+@dataclass(frozen=True)
 class LessonSpec:
     """code/<lesson>/runs.toml as data."""
 
@@ -50,6 +65,11 @@ class LessonSpec:
     inputs: tuple[str, ...]
     build: dict[str, str]
     runs: tuple[RunSpec, ...]
+    compare: tuple[CompareSpec, ...] = ()
+
+    def compared(self, set_name: str) -> CompareSpec | None:
+        """The `[[compare]]` declaration of `set_name`, or None."""
+        return next((c for c in self.compare if c.set == set_name), None)
 
     def run(self, name: str) -> RunSpec | None:
         """The run that records transcript or artifact `name`, or None."""
@@ -113,7 +133,47 @@ def parse_spec(text: str, source: str) -> LessonSpec:
             repeat=_repeat(need(raw, "repeat", int, where, 1), source, where),
             exclusive=need(raw, "exclusive", bool, where, False),
         ))
-    return LessonSpec(lesson, source, inputs, dict(build), tuple(runs))
+    compare = _compare(data.get("compare", []), text, source, need)
+    return LessonSpec(lesson, source, inputs, dict(build), tuple(runs), compare)
+
+
+_RELEASE_RE = re.compile(r"""\A\d+\.\d+\Z""")
+_SET_RE = re.compile(r"""\A[a-z0-9][a-z0-9-]*(?:\.[0-9]+)*[a-z0-9-]*\Z""")
+_COMPARE_HEADER_RE = re.compile(r"""^\s*\[\[\s*compare\s*\]\]""")
+
+
+def _compare(raw: object, text: str, source: str, need) -> tuple[CompareSpec, ...]:
+    """The `[[compare]]` tables, each with its line (the n-th `[[compare]]` header of the text)."""
+    if not isinstance(raw, list):
+        raise LessonError(source, None, "'compare' must be an array of tables: [[compare]]")
+    headers = [i for i, line in enumerate(text.splitlines(), start=1) if _COMPARE_HEADER_RE.match(line)]
+    found: list[CompareSpec] = []
+    for i, table in enumerate(raw):
+        line = headers[i] if i < len(headers) else None
+        where = f"[[compare]] number {i + 1}"
+        try:
+            name = need(table, "set", str, where)
+            release = need(table, "toolkit", str, where)
+            folder = need(table, "toolkit_dir", (str, type(None)), where)
+        except LessonError as exc:
+            raise LessonError(source, line, exc.message) from None
+        unknown = sorted(set(table) - {"set", "toolkit", "toolkit_dir"})
+        if unknown:
+            raise LessonError(source, line, f"{where}: unknown key {unknown[0]!r}; a [[compare]] table has set, "
+                              "toolkit (nvcc's release, e.g. \"12.4\") and toolkit_dir (optional)")
+        if not _SET_RE.match(name):
+            raise LessonError(source, line, f"{where}: set {name!r} is not a set name (lowercase letters, digits, "
+                              "'-', and a release such as cuda12.4)")
+        if not _RELEASE_RE.match(release):
+            raise LessonError(source, line, f"{where}: toolkit {release!r} is not nvcc's release MAJOR.MINOR, "
+                              "e.g. \"12.4\"")
+        if folder is not None and not folder.startswith("/"):
+            raise LessonError(source, line, f"{where}: toolkit_dir {folder!r} must be an absolute path on the GPU "
+                              "machine, e.g. \"/opt/cuda-12.4\"")
+        if any(c.set == name for c in found):
+            raise LessonError(source, line, f"{where}: set {name!r} is declared twice")
+        found.append(CompareSpec(name, release, folder, line))
+    return tuple(found)
 
 
 def _timeout(value: float, source: str, where: str) -> float:

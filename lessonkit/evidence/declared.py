@@ -1,0 +1,73 @@
+"""The evidence sets a lesson declares in its runs.toml (`[[compare]]`), held to their toolkit.
+
+A lesson whose page compares sets (CUDA 12.4 beside 13.0) declares each one with the nvcc
+release it is recorded with, and where the GPU machine has that toolkit:
+
+    [[compare]]
+    set = "day62-racecheck-cuda12.4"
+    toolkit = "12.4"
+    toolkit_dir = "/opt/cuda-12.4"
+
+so the check knows the set is expected. A declared set that is missing is one error naming
+the refresh command that records it; one whose manifest's nvcc is of another release, or one
+declared with a toolkit folder but recorded without `--toolkit` (so nothing held its commands
+to that toolkit's tools), is refused: one error, and its claims are not checked. A declared
+set's stale recordings name the declared refresh command.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from lessonkit.errors import LessonError
+from lessonkit.evidence.spec import load_spec
+from lessonkit.evidence.toolkit import matches_release, refresh_command
+
+
+def check_declared(repo: Path, sets: dict[str, Any], unreadable: set[str]) -> tuple[list[LessonError], set[str]]:
+    """(errors, the declared sets to treat as unreadable: missing or recorded with the wrong toolkit).
+
+    Sets the declarations accept get the declared refresh command (`ev.refresh`), so their
+    freshness errors name it.
+    """
+    errors: list[LessonError] = []
+    refused: set[str] = set()
+    code = repo / "code"
+    for spec_path in sorted(code.glob("*/runs.toml")) if code.is_dir() else []:
+        lesson = spec_path.parent.name
+        try:
+            spec = load_spec(code, lesson)
+        except LessonError:
+            continue  # reported with the lesson's README and its sets
+        for decl in spec.compare:
+            where = f"{spec.path}:{decl.line}" if decl.line else spec.path
+            command = refresh_command(lesson, decl.set, decl.toolkit_dir, decl.toolkit)
+            if decl.set in unreadable:
+                continue  # its manifest's error is the cause to report
+            ev = sets.get(decl.set)
+            if ev is None:
+                errors.append(LessonError(spec.path, decl.line, f"declares evidence set {decl.set!r}, recorded with "
+                                          f"CUDA {decl.toolkit}, for its page to compare, and evidence/{decl.set} "
+                                          f"does not exist; record it on a GPU machine: {command}"))
+                refused.add(decl.set)
+                continue
+            shown = f"{ev.shown}/manifest.json"
+            nvcc = str(ev.provenance.get("nvcc", "unknown"))
+            problem = None
+            if ev.lesson != lesson:
+                problem = f"was recorded for lesson {ev.lesson!r}, but {where} declares it as lesson {lesson!r}'s"
+            elif not matches_release(nvcc, decl.toolkit):
+                problem = (f"was recorded with nvcc {nvcc}, but {where} declares it as the CUDA {decl.toolkit} "
+                           "set")
+            elif decl.toolkit_dir is not None and "toolkit" not in ev.provenance:
+                problem = (f"was recorded without --toolkit, but {where} declares it as recorded with the toolkit "
+                           f"in {decl.toolkit_dir}; only --toolkit holds every command to that toolkit's nvcc "
+                           "and compute-sanitizer")
+            if problem is not None:
+                errors.append(LessonError(shown, None, f"{problem}; its claims are not checked; re-record it on a "
+                                          f"GPU machine: {command}"))
+                refused.add(decl.set)
+                continue
+            ev.refresh = command
+    return errors, refused

@@ -1,0 +1,274 @@
+"""The refresh with --toolkit DIR, and the sets a lesson declares under [[compare]], with fake GPU tools."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO, mkdocs_yml, run_page, write_tree
+from fake_gpu import install, install_toolkit
+
+from lessonkit.errors import LessonError
+from lessonkit.evidence.sets import load_all_evidence
+from lessonkit.evidence.spec import parse_spec
+from lessonkit.evidence.toolkit import find_toolkit, leaks
+
+RUNS = """\
+lesson = "demo"
+inputs = ["demo.cu"]
+
+[build]
+sm_90 = "nvcc -lineinfo -arch=sm_90 -o demo demo.cu"
+
+[[run]]
+name = "bare"
+command = "./demo all"
+gate = true
+timeout = 30
+
+[[run]]
+name = "race"
+command = "compute-sanitizer --tool racecheck ./demo buggy"
+timeout = 30
+"""
+
+README = """```console
+nvcc -lineinfo -arch=sm_90 -o demo demo.cu
+./demo all
+compute-sanitizer --tool racecheck ./demo buggy
+```
+"""
+
+
+def declare(toolkit_dir: str | None = "/opt/cuda-12.4", release: str = "12.4", name: str = "demo-cuda12.4") -> str:
+    text = f'\n[[compare]]\nset = "{name}"\ntoolkit = "{release}"\n'
+    return text + (f'toolkit_dir = "{toolkit_dir}"\n' if toolkit_dir else "")
+
+
+@pytest.fixture
+def lab(tmp_path: Path):
+    repo = tmp_path / "repo"
+    write_tree(repo, {"code/demo/demo.cu": "// v1\n", "code/demo/runs.toml": RUNS,
+                      "code/demo/README.md": README, "docs/index.md": "# hi\n", "mkdocs.yml": mkdocs_yml()})
+    env = install(tmp_path / "bin")  # CUDA 13.0's fake tools, first on PATH
+    (tmp_path / "tmp").mkdir()
+    env["TMPDIR"] = str(tmp_path / "tmp")
+    toolkit = install_toolkit(tmp_path / "cuda-12.4")
+    return repo, env, toolkit
+
+
+def refresh(repo: Path, env: dict, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(REPO / "scripts/refresh.py"), "demo", "--repo", str(repo), *args],
+                          env=env, capture_output=True, text=True, timeout=120)
+
+
+def manifest(repo: Path, set_name: str) -> dict:
+    return json.loads((repo / "evidence" / set_name / "manifest.json").read_text())
+
+
+# -- the refresh ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("layout", ["subfolder", "bin"])
+def test_toolkit_names_the_set_and_records_its_versions(lab, layout):
+    repo, env, toolkit = lab
+    if layout == "bin":
+        shutil.rmtree(toolkit)
+        install_toolkit(toolkit, layout="bin")
+    done = refresh(repo, env, "--toolkit", str(toolkit))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not (repo / "evidence/demo").exists()
+    data = manifest(repo, "demo-cuda12.4")
+    prov = data["provenance"]
+    assert prov["nvcc"] == "12.4.131" and prov["compute_sanitizer"] == "2024.1.1.0"
+    assert prov["toolkit"] == str(toolkit)
+    assert data["refresh"] == f"python3 scripts/refresh.py demo --toolkit {toolkit}"
+    # The run used the toolkit's sanitizer (215 hazards), not the 13.0 one first on the caller's PATH (120).
+    assert "[215 hazards]" in (repo / "evidence/demo-cuda12.4/race.txt").read_text()
+    assert load_all_evidence(repo).errors == []
+
+
+def test_without_toolkit_the_path_tools_are_recorded(lab):
+    repo, env, _ = lab
+    assert refresh(repo, env).returncode == 0
+    prov = manifest(repo, "demo")["provenance"]
+    assert prov["nvcc"] == "13.0.88" and "toolkit" not in prov
+    assert "[120 hazards]" in (repo / "evidence/demo/race.txt").read_text()
+
+
+def test_set_option_overrides_the_toolkit_name(lab):
+    repo, env, toolkit = lab
+    assert refresh(repo, env, "--toolkit", str(toolkit), "--set", "demo-old").returncode == 0
+    assert manifest(repo, "demo-old")["refresh"] == f"python3 scripts/refresh.py demo --toolkit {toolkit} --set demo-old"
+
+
+def test_a_tool_outside_the_toolkit_is_refused_naming_both_paths(lab, tmp_path):
+    repo, env, toolkit = lab
+    other = tmp_path / "bin" / "compute-sanitizer"
+    (repo / "code/demo/runs.toml").write_text(RUNS.replace('command = "compute-sanitizer', f'command = "{other}'))
+    done = refresh(repo, env, "--toolkit", str(toolkit))
+    assert done.returncode == 2
+    assert str(other) in done.stderr and str(toolkit / "compute-sanitizer" / "compute-sanitizer") in done.stderr
+    assert "run 'race'" in done.stderr and "nothing was run" in done.stderr
+    assert "run     " not in done.stdout and not (repo / "evidence").exists()
+
+
+def test_a_tool_the_toolkit_lacks_found_on_path_is_refused(lab, tmp_path):
+    repo, env, toolkit = lab
+    (tmp_path / "bin" / "cuobjdump").write_text("#!/bin/sh\n")
+    (tmp_path / "bin" / "cuobjdump").chmod(0o755)
+    (repo / "code/demo/runs.toml").write_text(RUNS + '\n[[run]]\nname = "dump"\ncommand = "cuobjdump -sass demo"\n')
+    (repo / "code/demo/README.md").write_text(README.replace("```\n", "cuobjdump -sass demo\n```\n"))
+    done = refresh(repo, env, "--toolkit", str(toolkit))
+    assert done.returncode == 2
+    assert f"resolves to {tmp_path / 'bin' / 'cuobjdump'}, outside the toolkit {toolkit}" in done.stderr
+    assert not (repo / "evidence").exists()
+
+
+def test_a_link_out_of_the_toolkit_is_refused(lab, tmp_path):
+    repo, env, toolkit = lab
+    (toolkit / "bin" / "nvcc").unlink()
+    (toolkit / "bin" / "nvcc").symlink_to(tmp_path / "bin" / "nvcc")  # 13.0's nvcc, reached through 12.4's folder
+    done = refresh(repo, env, "--toolkit", str(toolkit))
+    assert done.returncode == 2
+    assert f"(a link to {tmp_path / 'bin' / 'nvcc'})" in done.stderr and "the build line" in done.stderr
+
+
+def test_leaks_checks_every_word_with_the_run_path(tmp_path):
+    toolkit = find_toolkit(str(install_toolkit(tmp_path / "tk")))
+    other = tmp_path / "other"
+    install(other)
+    env = toolkit.path_env({"PATH": str(other)})
+    clean = [("b", "nvcc -o x x.cu"), ("r", "compute-sanitizer --tool racecheck ./x"), ("p", "python3 s.py")]
+    assert leaks(toolkit, clean, env) == []
+    # The same commands with the toolkit not first on PATH reach the other toolkit.
+    found = leaks(toolkit, clean, {"PATH": str(other)})
+    assert len(found) == 2 and all(str(other) in line for line in found)
+    quoted = leaks(toolkit, [("r", f"sh -c '{other}/compute-sanitizer ./x'")], env)
+    assert len(quoted) == 1 and f"{other}/compute-sanitizer" in quoted[0]
+
+
+def test_a_folder_without_nvcc_is_refused(lab, tmp_path):
+    repo, env, _ = lab
+    (tmp_path / "empty").mkdir()
+    done = refresh(repo, env, "--toolkit", str(tmp_path / "empty"))
+    assert done.returncode == 2 and f"no executable {tmp_path / 'empty' / 'bin' / 'nvcc'}" in done.stderr
+
+
+# -- declared sets ----------------------------------------------------------------------------
+
+def test_the_refresh_refuses_a_declared_set_with_the_wrong_toolkit(lab):
+    repo, env, _ = lab
+    (repo / "code/demo/runs.toml").write_text(RUNS + declare())
+    done = refresh(repo, env, "--set", "demo-cuda12.4")
+    assert done.returncode == 2
+    assert "code/demo/runs.toml:18 declares set 'demo-cuda12.4' as recorded with CUDA 12.4" in done.stderr
+    assert "is nvcc 13.0.88" in done.stderr
+    assert "python3 scripts/refresh.py demo --toolkit /opt/cuda-12.4" in done.stderr
+    assert not (repo / "evidence").exists()
+
+
+def test_a_set_recorded_with_the_wrong_toolkit_is_refused(lab):
+    repo, env, _ = lab
+    assert refresh(repo, env, "--set", "demo-cuda12.4").returncode == 0  # CUDA 13.0's tools
+    (repo / "code/demo/runs.toml").write_text(RUNS + declare())
+    evidence = load_all_evidence(repo)
+    messages = [str(e) for e in evidence.errors]
+    assert messages == [("evidence/demo-cuda12.4/manifest.json: was recorded with nvcc 13.0.88, but "
+                        "code/demo/runs.toml:18 declares it as the CUDA 12.4 set; its claims are not checked; "
+                        "re-record it on a GPU machine: python3 scripts/refresh.py demo --toolkit /opt/cuda-12.4")]
+    assert "demo-cuda12.4" in evidence.unreadable and "demo-cuda12.4" not in evidence.sets
+    # Its claims are not reported one by one: the set's error is the cause.
+    page = run_page(repo, "{{ 999 @ demo-cuda12.4/race:race_errors }}\n")
+    assert page.errors == [] and page.claims[0].skipped
+
+
+def test_a_declared_set_recorded_without_toolkit_is_refused(lab, tmp_path):
+    repo, env, toolkit = lab
+    env = {**env, "PATH": f"{toolkit / 'bin'}:{env['PATH']}"}  # the right nvcc, but nothing holds the rest to it
+    assert refresh(repo, env, "--set", "demo-cuda12.4").returncode == 0
+    (repo / "code/demo/runs.toml").write_text(RUNS + declare())
+    messages = [str(e) for e in load_all_evidence(repo).errors]
+    assert len(messages) == 1 and "was recorded without --toolkit" in messages[0]
+
+
+def test_a_missing_declared_set_names_its_refresh_command(lab):
+    repo, env, _ = lab
+    assert refresh(repo, env).returncode == 0
+    (repo / "code/demo/runs.toml").write_text(RUNS + declare())
+    evidence = load_all_evidence(repo)
+    assert [str(e) for e in evidence.errors] == [
+        ("code/demo/runs.toml:18: declares evidence set 'demo-cuda12.4', recorded with CUDA 12.4, for its page to "
+        "compare, and evidence/demo-cuda12.4 does not exist; record it on a GPU machine: "
+        "python3 scripts/refresh.py demo --toolkit /opt/cuda-12.4")]
+    page = run_page(repo, "{{ 120 @ demo-cuda12.4/race:race_errors }} and {{ 1 @ demo/race:race_errors }}\n")
+    assert page.errors == [] and page.claims[0].skipped
+
+
+def test_a_stale_declared_set_names_the_declared_refresh_command(lab):
+    repo, env, toolkit = lab
+    assert refresh(repo, env, "--toolkit", str(toolkit)).returncode == 0
+    (repo / "code/demo/runs.toml").write_text(RUNS + declare())
+    assert load_all_evidence(repo).errors == []
+    (repo / "code/demo/demo.cu").write_text("// v2\n")
+    messages = [str(e) for e in load_all_evidence(repo).errors]
+    assert len(messages) == 1 and "2 transcripts stale (bare, race)" in messages[0]
+    # The lesson's declaration, not the folder this set happened to be recorded from.
+    assert messages[0].endswith("refresh on a GPU machine: python3 scripts/refresh.py demo --toolkit /opt/cuda-12.4")
+
+
+def test_the_default_toolkit_set_may_be_declared_too(lab):
+    repo, env, toolkit = lab
+    assert refresh(repo, env).returncode == 0
+    (repo / "code/demo/runs.toml").write_text(RUNS + declare(None, "13.0", "demo") + declare(str(toolkit)))
+    assert refresh(repo, env, "--toolkit", str(toolkit)).returncode == 0
+    assert load_all_evidence(repo).errors == []
+    (repo / "code/demo/runs.toml").write_text(RUNS + declare(None, "12.9", "demo") + declare(str(toolkit)))
+    messages = [str(e) for e in load_all_evidence(repo).errors]
+    assert messages == [("evidence/demo/manifest.json: was recorded with nvcc 13.0.88, but code/demo/runs.toml:18 "
+                        "declares it as the CUDA 12.9 set; its claims are not checked; re-record it on a GPU "
+                        "machine: python3 scripts/refresh.py demo")]
+
+
+@pytest.mark.parametrize("table, message", [
+    ('set = "x"\n', "'toolkit' is missing"),
+    ('set = "x"\ntoolkit = "12"\n', "toolkit '12' is not nvcc's release"),
+    ('set = "x"\ntoolkit = "12.4"\ntoolkit_dir = "opt/cuda"\n', "must be an absolute path"),
+    ('set = "x"\ntoolkit = "12.4"\ndir = "/opt"\n', "unknown key 'dir'"),
+    ('set = "X Y"\ntoolkit = "12.4"\n', "is not a set name"),
+])
+def test_a_malformed_declaration_names_file_and_line(table, message):
+    with pytest.raises(LessonError) as info:
+        parse_spec(RUNS + "\n[[compare]]\n" + table, "code/demo/runs.toml")
+    assert info.value.line == 18 and message in info.value.message
+
+
+def test_refresh_py_help_names_the_toolkit_option():
+    done = subprocess.run([sys.executable, str(REPO / "scripts/refresh.py"), "--help"], capture_output=True,
+                          text=True, env={**os.environ, "COLUMNS": "200"})
+    assert "--toolkit DIR" in done.stdout
+
+
+def test_recordings_name_the_refresh_that_made_them(lab):
+    repo, env, _ = lab
+    assert refresh(repo, env).returncode == 0
+    first = manifest(repo, "demo")["transcripts"]
+    assert first["bare"]["refresh_id"] == first["race"]["refresh_id"]
+    assert refresh(repo, env, "--only", "race").returncode == 0
+    second = manifest(repo, "demo")["transcripts"]
+    assert second["bare"]["refresh_id"] == first["bare"]["refresh_id"]  # kept as recorded
+    assert second["race"]["refresh_id"] != first["race"]["refresh_id"]
+
+
+def test_only_refuses_to_mix_toolkits_in_one_set(lab):
+    repo, env, toolkit = lab
+    assert refresh(repo, env, "--set", "demo-cuda12.4").returncode == 0  # 13.0's tools
+    before = (repo / "evidence/demo-cuda12.4/manifest.json").read_bytes()
+    done = refresh(repo, env, "--toolkit", str(toolkit), "--only", "race")
+    assert done.returncode == 2
+    assert "--only would mix toolkits in evidence/demo-cuda12.4: it was recorded with nvcc '13.0.88'" in done.stderr
+    assert (repo / "evidence/demo-cuda12.4/manifest.json").read_bytes() == before
