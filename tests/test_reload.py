@@ -175,12 +175,12 @@ def free_port() -> int:
 class Serve:
     """`python -m mkdocs serve` in repo, its log read as it grows."""
 
-    def __init__(self, repo: Path, *args: str):
+    def __init__(self, repo: Path, *args: str, engine: str = "mkdocs"):
         self.log_path = repo / "serve.log"
         self.log = open(self.log_path, "w")  # noqa: SIM115 (open while the server runs)
         env = dict(os.environ, NO_MKDOCS_2_WARNING="1", PYTHONPATH=str(REPO))  # lessonkit.site.mdext
         self.port = free_port()
-        self.proc = subprocess.Popen([sys.executable, "-m", "mkdocs", "serve", *args, "-a",
+        self.proc = subprocess.Popen([sys.executable, "-m", engine, "serve", *args, "-a",
                                       f"127.0.0.1:{self.port}"], cwd=repo, env=env,
                                      stdout=self.log, stderr=subprocess.STDOUT)
         self.seen = 0

@@ -5,6 +5,7 @@ build` still fails."""
 from __future__ import annotations
 
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -113,3 +114,30 @@ def test_serve_starts_on_a_broken_site_and_shows_its_errors(demo_repo: Path, bro
     finally:
         page.close()
         serve.close()
+
+
+def test_properdocs_serve_shows_the_error_page_and_then_the_lesson(demo_repo: Path):
+    """The same under ProperDocs (with Material: its copy of the 'mkdocs' theme is a separate package)."""
+    (demo_repo / "mkdocs.yml").write_text(SERVED.replace("name: mkdocs", "name: material"))
+    index = demo_repo / "docs/index.md"
+    serve = Serve(demo_repo, "-f", "mkdocs.yml", engine="properdocs")
+    try:
+        assert "should be renamed" not in serve.first  # -f: no advice to rename mkdocs.yml
+        assert "<h1" in fetch(serve.url()) and ERRORS_MARK not in fetch(serve.url())
+        index.write_text(index.read_text().replace(RIGHT, WRONG))
+        assert "lessonkit found problems (rebuild 2)" in serve.expect("Reloading browsers")
+        shown = fetch(serve.url())
+        assert ERRORS_MARK in shown and "docs/index.md:7" in shown and "<script>" in shown  # reloads itself
+        index.write_text(index.read_text().replace(WRONG, RIGHT))
+        serve.expect("Reloading browsers")
+        assert "the error has 120 hazards" in fetch(serve.url()) and ERRORS_MARK not in fetch(serve.url())
+    finally:
+        serve.close()
+
+
+ERRORS_MARK = 'data-lessonkit="errors"'
+
+
+def fetch(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=30) as r:
+        return r.read().decode("utf-8")
