@@ -79,3 +79,19 @@ def test_the_inspecting_commands_run_as_written():
         done = subprocess.run([sys.executable, "-m", "lessonkit", *args], cwd=REPO, capture_output=True, text=True,
                               env=dict(os.environ, PYTHONPATH=str(REPO)), timeout=120)
         assert done.returncode == 0 and json.loads(done.stdout), (line, done.stderr)
+
+
+def recorded_span(set_name: str) -> tuple[int, float]:
+    """How many recordings a set holds, and the seconds from the first start to the last end."""
+    from lessonkit.evidence.manifest import read_manifest
+    entries = read_manifest(REPO / "evidence" / set_name, f"evidence/{set_name}/manifest.json").entries.values()
+    return len(entries), max(e.ended for e in entries) - min(e.started for e in entries)
+
+
+def test_the_refresh_times_are_the_recorded_ones():
+    text = " ".join(README.split())
+    m = re.search(r"the (\d+) recordings of Day 62 took (\d+) s, the litmus set (\d+) s", text)
+    assert m, "the README no longer states the refresh times"
+    count, day62 = recorded_span("day62-racecheck")
+    _, litmus = recorded_span("deeper-weak-memory")
+    assert (int(m[1]), int(m[2]), int(m[3])) == (count, round(day62), round(litmus))
