@@ -4,7 +4,7 @@ No checking logic lives here. The hooks check the setup, keep one `CheckedSite` 
 rebuilds of `mkdocs serve` (so a rebuild re-checks only the pages whose inputs changed, and a
 `--dirtyreload` rebuild re-reads them too), load the core again when a file of it changed,
 and turn the core's errors into a build failure, strict or not. Under `serve` a build with
-errors does not fail: every page of the served site becomes a page listing the errors
+errors, or a setup it refuses, does not fail: every page of the served site becomes a page listing them
 (lessonkit.site.errorpage), so the browser reloads to it instead of waiting, and reloads to the
 site once the errors are fixed.
 """
@@ -82,11 +82,16 @@ def reload_core_if_changed() -> bool:
     return True
 
 
-def setup_errors(config) -> list[str]:
+def setup_problems(config) -> list:
     """What in the site's configuration would let a page be published unchecked or shown wrongly:
     the rules of lessonkit.site.config (those `lessonkit check` applies), on the file the engine read."""
     path = Path(config.config_file_path or "mkdocs.yml").resolve()
-    return [str(e) for e in lessonkit.site.config.load_site_config_errors(path.parent, path)]
+    return lessonkit.site.config.load_site_config_errors(path.parent, path)
+
+
+def setup_errors(config) -> list[str]:
+    """setup_problems as messages."""
+    return [str(e) for e in setup_problems(config)]
 
 
 def _timed(hook):
@@ -130,11 +135,13 @@ def on_startup(*, command: str, dirty: bool) -> None:
 
 @_timed
 def on_config(config, **kwargs):
-    """Refuse a setup that cannot show checked pages; refresh the evidence (only what changed)."""
+    """Refuse a setup that cannot show checked pages (under `serve`, list it on the error page that
+    replaces every page); refresh the evidence (only what changed)."""
     reload_core_if_changed()
-    problems = setup_errors(config)
-    if problems:
-        raise PluginError("lessonkit cannot check this site:\n" + "\n".join(problems))
+    problems = setup_problems(config)
+    if problems and not _state["serving"]:
+        raise PluginError("lessonkit cannot check this site:\n" + "\n".join(map(str, problems)))
+    _state["setup"] = problems
     if "lessonkit.site.mdext" in config.markdown_extensions:  # the hooks do its work, once
         config.mdx_configs.setdefault("lessonkit.site.mdext", {})["passive"] = True
     _state["builds"] += 1
@@ -266,7 +273,7 @@ def on_env(env, *, config, files):
     """After every page was read: fail the build, strict or not, listing every error of the site.
     Under `serve`, list them in the terminal and let the build finish: on_post_build puts the
     error page in place of every page."""
-    errors = _state["session"].errors(_state.get("pages", []))
+    errors = _state.pop("setup", []) + _state["session"].errors(_state.get("pages", []))
     _state["errors"] = errors
     if not errors:
         return env

@@ -141,3 +141,22 @@ ERRORS_MARK = 'data-lessonkit="errors"'
 def fetch(url: str) -> str:
     with urllib.request.urlopen(url, timeout=30) as r:
         return r.read().decode("utf-8")
+
+
+def test_a_configuration_lessonkit_refuses_is_shown_too(demo_repo: Path):
+    """An edit of mkdocs.yml under `serve` that would publish pages unchecked: the error page, then
+    the site again once it is undone."""
+    config = demo_repo / "mkdocs.yml"
+    config.write_text(SERVED)
+    serve = Serve(demo_repo)
+    try:
+        assert ERRORS_MARK not in fetch(serve.url())
+        config.write_text(SERVED.replace("  - admonition\n", "  - admonition\n  - pymdownx.snippets\n"))
+        assert "lessonkit found problems (rebuild 2)" in serve.expect("Reloading browsers")
+        shown = fetch(serve.url())
+        assert ERRORS_MARK in shown and "mkdocs.yml:" in shown and "pymdownx.snippets" in shown
+        config.write_text(SERVED)
+        serve.expect("Reloading browsers")
+        assert "the error has 120 hazards" in fetch(serve.url())
+    finally:
+        serve.close()
