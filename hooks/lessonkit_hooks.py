@@ -4,9 +4,9 @@ No checking logic lives here. The hooks check the setup, keep one `CheckedSite` 
 rebuilds of `mkdocs serve` (so a rebuild re-checks only the pages whose inputs changed, and a
 `--dirtyreload` rebuild re-reads them too), load the core again when a file of it changed,
 and turn the core's errors into a build failure, strict or not. Under `serve` a build with
-errors, or a setup it refuses, does not fail: every page of the served site becomes a page listing them
-(lessonkit.site.errorpage), so the browser reloads to it instead of waiting, and reloads to the
-site once the errors are fixed.
+errors, or a setup it refuses, does not fail: every page of the served site becomes a page
+listing them (lessonkit.site.errorpage), so the browser reloads to it instead of waiting, and
+reloads to the site once the errors are fixed.
 """
 
 from __future__ import annotations
