@@ -317,7 +317,7 @@ def on_post_build(*, config):
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, target)
     errors = _state.pop("errors", [])
-    if errors:  # only under serve: a build with errors stopped in on_env
+    if errors:  # only under serve, where on_env let a build with errors finish
         _serve_error_page(site_dir, errors)
     _write_timings(not errors)
 
