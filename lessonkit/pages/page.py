@@ -24,6 +24,7 @@ from pathlib import Path
 
 from lessonkit.errors import LessonError, LessonErrors
 from lessonkit.evidence.sets import EvidenceSet
+from lessonkit.pages.crossclaims import check_compound, compound
 from lessonkit.pages.regions import load_region
 from lessonkit.pages.render import (
     large_recordings,
@@ -209,7 +210,11 @@ def _inline(page: PageState, line: OutLine, token: Token, word: str | None, sour
     start = token.start + 2 + len(raw_value) - len(raw_value.lstrip())
     end = token.start + 2 + len(raw_value.rstrip())
     ref_query = _NEWLINE_RUN_RE.sub(" ", token.body[m.end():].strip())
-    shown = page.check_claim(token.line, value, ref_query, start, end)
+    form = compound(ref_query)  # a ratio or a comparison of sets (lessonkit.pages.crossclaims)
+    if form is not None:
+        shown = check_compound(page, token.line, value, form, start, end)
+    else:
+        shown = page.check_claim(token.line, value, ref_query, start, end)
     line.spans.append(Span(len(line.text), len(line.text) + len(value), shown))
     line.text += value
 
