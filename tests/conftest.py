@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,28 @@ command = "compute-sanitizer --tool racecheck ./demo"
 name = "bare"
 command = "./demo"
 gate = true
+""" + r"""
+[harness.types]
+warp_size = "int"
+threads = "int"
+mismatches = "int"
+first_bad = "int"
+gated = "yes-no"
+
+[[harness.table]]
+collection = "rows"
+header = '^threads \s*\|\s* kernel \s*\|\s* mismatches \s*\|\s* first\ bad \s*\|\s* gated$'
+row_starts = '^[0-9] | \|'
+row = '''
+    ^(?P<threads>\d+) \s*\|\s* (?P<kernel>\w+) \s*\|\s* (?P<mismatches>\d+) \s*\|\s*
+    (?:-|(?P<first_bad>\d+)) \s*\|\s* (?P<gated>yes|no)$'''
+
+[[harness.line]]
+pattern = '''^device:\s+(?P<gpu>.+?) \s+\|\s+ compute\ capability\s+(?P<compute_capability>\S+)
+             \s+\|\s+ warp\ size\s+(?P<warp_size>\d+)$'''
+
+[[harness.line]]
+pattern = '^mode:\s+(?P<mode>\S+)$'
 """
 
 README = f"""# demo
@@ -186,6 +209,9 @@ def temporary_folder_left_clean(tmp_path_factory):
         else:
             os.environ["TMPDIR"] = saved[0]
         tempfile.tempdir = saved[1]
+        end = time.monotonic() + 5  # a browser or server just stopped may still be tidying up
+        while any(folder.iterdir()) and time.monotonic() < end:
+            time.sleep(0.1)
         left = sorted(p.name for p in folder.iterdir())
         shutil.rmtree(folder, ignore_errors=True)
     assert left == [], f"the tests left these in the temporary folder: {left}"

@@ -1,5 +1,5 @@
-"""Command line: `python -m lessonkit check [--no-cache] | regions FILE | transcript FILE|SET/RUN |
-accept | verify-site`.
+"""Command line: `python -m lessonkit check [--no-cache] [--[no-]strict] | regions FILE |
+transcript FILE|SET/RUN [--lesson LESSON] | accept | verify-site | new LESSON`.
 
 A subcommand is one entry of COMMANDS: its help line, its description for `NAME --help`, a
 function that declares its arguments (each with its help), and a function that runs it and
@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lessonkit.cache import FOLDER, Store
-from lessonkit.cli import accept
-from lessonkit.errors import LessonError, LessonErrors
+from lessonkit.cli import accept, new
+from lessonkit.errors import LessonError, LessonErrors, split_warnings
+from lessonkit.evidence.harness import HarnessFormat
 from lessonkit.evidence.jsontranscript import parse_json_transcript
 from lessonkit.evidence.transcript import parse_transcript
 from lessonkit.pages.regions import parse_regions
@@ -41,7 +42,8 @@ machine by scripts/refresh.py). Run it from anywhere inside the repository."""
 
 EPILOG = """\
 exit status:
-  0    everything agrees
+  0    everything agrees (warnings, such as a lesson not recorded yet, are listed on
+       stderr and pass unless check --strict)
   1    errors found, each listed on stderr as PATH:LINE: what is wrong; what to do
   2    the command line is wrong, or no course repository around the working folder
        (accept: some claims could not be accepted; see accept --help)
@@ -85,6 +87,9 @@ def _check_site_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-cache", action="store_true",
                         help=f"neither read nor write the cache in {FOLDER}/ "
                              "(as LESSONKIT_CACHE=off)")
+    parser.add_argument("--strict", action=argparse.BooleanOptionalAction, default=None,
+                        help="fail on warnings (a lesson not recorded yet) too; default: as mkdocs.yml's "
+                             "'strict' setting, which decides the same for the build")
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -95,13 +100,20 @@ def _check(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     # Imported here: only `check` reads mkdocs.yml (with PyYAML); the other commands, run on a
     # GPU machine too, need the standard library alone.
-    from lessonkit.site.config import load_site_config_errors
+    from lessonkit.site.config import load_site_config_errors, site_is_strict
 
-    errors = load_site_config_errors(repo) + check_site(repo, store=Store(None) if args.no_cache else None)
-    if errors:
-        print(LessonErrors(errors).report(), file=sys.stderr)
+    found = load_site_config_errors(repo) + check_site(repo, store=Store(None) if args.no_cache else None)
+    errors, warnings = split_warnings(found)
+    strict = site_is_strict(repo) if args.strict is None else args.strict
+    if found:
+        print(LessonErrors(found).report(), file=sys.stderr)
+    if errors or (warnings and strict):
+        if not errors:
+            why = "--strict" if args.strict else "mkdocs.yml sets 'strict: true', so its build fails on them too"
+            print(f"warnings fail this check: {why}; --no-strict lets them pass", file=sys.stderr)
         return EXIT_ERRORS
-    print(f"ok: every page, region, claim and evidence set under {repo} agrees")
+    counted = f", with {len(warnings)} warning{'s' if len(warnings) != 1 else ''} (above)" if warnings else ""
+    print(f"ok: every page, region, claim and evidence set under {repo} agrees{counted}")
     return EXIT_OK
 
 
@@ -115,9 +127,10 @@ def _transcript_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a transcript file (evidence/SET/NAME.txt or .json), or SET/RUN: every "
                              "recording of the run RUN of the evidence set SET, e.g. "
                              "day62-racecheck/racecheck-buggy-analysis")
-    parser.add_argument("--repo", type=Path, default=None, metavar="PATH",
-                        help="for SET/RUN: the repository's root folder (default: the nearest folder "
-                             "from here up that holds mkdocs.yml beside code/ or evidence/)")
+    parser.add_argument("--lesson", metavar="LESSON",
+                        help="read the program's lines by code/LESSON/runs.toml's [harness] "
+                             "(default: the lesson of the evidence set holding FILE, if it is in one)")
+    _check_arguments(parser)
 
 
 def _regions(args: argparse.Namespace) -> int:
@@ -129,9 +142,28 @@ def _regions(args: argparse.Namespace) -> int:
 def _transcript(args: argparse.Namespace) -> int:
     if not Path(args.file).exists() and args.file.count("/") == 1:
         return _recordings(args)
-    parse = parse_json_transcript if args.file.endswith(".json") else parse_transcript
-    print(json.dumps(parse(_read(args.file), args.file).to_json(), indent=2, default=str))
+    text = _read(args.file)
+    if args.file.endswith(".json"):
+        parsed = parse_json_transcript(text, args.file)
+    else:
+        parsed = parse_transcript(text, args.file, _harness_for(args))
+    print(json.dumps(parsed.to_json(), indent=2, default=str))
     return EXIT_OK
+
+
+def _harness_for(args: argparse.Namespace) -> HarnessFormat | None:
+    """The harness format of --lesson, or of the lesson whose evidence set holds the file."""
+    from lessonkit.evidence.manifest import MANIFEST, read_manifest
+    from lessonkit.evidence.spec import load_spec
+
+    path = Path(args.file).resolve()
+    lesson = args.lesson
+    if lesson is None and path.parent.parent.name == "evidence" and (path.parent / MANIFEST).is_file():
+        lesson = read_manifest(path.parent, f"evidence/{path.parent.name}").lesson
+    if lesson is None:
+        return None
+    repo = repo_root(args.repo, path.parent if args.lesson is None else Path.cwd())
+    return load_spec(repo / "code", lesson).harness
 
 
 def _recordings(args: argparse.Namespace) -> int:
@@ -158,6 +190,13 @@ def _recordings(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+NEW_DESCRIPTION = (
+    "Start a lesson that builds while it waits for its first recording: code/LESSON/ (a program "
+    "stub with a region, runs.toml with its build line and one run, a README with the commands), "
+    "the page docs/LESSON.md, and its entry in mkdocs.yml's nav (inserted as a line, so the file's "
+    "comments stay; where it cannot be, the line to add is printed). Until a refresh on a GPU "
+    "machine records it, its page shows a 'Not yet recorded' notice and check warns.")
+
 COMMANDS: dict[str, Command] = {
     "check": Command(
         "check the site configuration and every page, region, claim and evidence set; exit 1 "
@@ -182,6 +221,7 @@ COMMANDS: dict[str, Command] = {
         "set, each with how it was recorded (command, exit code, date, hashes) and what it says."),
     "accept": Command(accept.HELP, accept.add_arguments, accept.run, accept.DESCRIPTION),
     "verify-site": Command(verify.HELP, verify.add_arguments, verify.run, verify.DESCRIPTION),
+    "new": Command(new.HELP, new.add_arguments, new.run, NEW_DESCRIPTION),
 }
 
 
