@@ -13,7 +13,7 @@ from conftest import mkdocs_build
 from test_reload import SERVED, Serve, two_lessons
 
 from lessonkit.errors import LessonError
-from lessonkit.site.errorpage import error_page, split_fix
+from lessonkit.site.errorpage import STRICT_NOTE, error_page, split_fix
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
@@ -37,6 +37,10 @@ def test_the_error_page_lists_file_line_source_message_and_fix(tmp_path: Path):
     assert "<div>claim &#x27;3&#x27; disagrees</div><div class=\"fix\">it says &#x27;4&#x27; (line 9)</div>" in page
     assert '<div class="fix">refresh: python3 scripts/refresh.py x</div>' in page
     assert split_fix("no fix here") == ("no fix here", "")
+    # A warning (a lesson not recorded yet) reaches the page only under strict, which it names.
+    warned = error_page([errors[0], LessonError("docs/b.md", None, "not recorded yet", warning=True)], tmp_path)
+    assert "lessonkit found problems: 1 error and 1 warning" in warned and "docs/b.md (warning)" in warned
+    assert STRICT_NOTE in warned and STRICT_NOTE not in page
 
 
 def test_build_still_fails(demo_repo: Path):

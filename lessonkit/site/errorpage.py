@@ -36,6 +36,10 @@ pre { background: #f4f4f4; border-left: 4px solid #a30000; padding: .5rem .75rem
 """
 
 
+STRICT_NOTE = ("Warnings stop the build here because mkdocs.yml sets strict: true; "
+               "mkdocs serve --no-strict shows the pages, a lesson not recorded yet with its notice.")
+
+
 def source_line(repo: Path, error: LessonError) -> str | None:
     """The line an error points at, as its file has it; None for a whole file or an unreadable one."""
     if error.line is None:
@@ -60,6 +64,7 @@ def split_fix(message: str) -> tuple[str, str]:
 
 def _item(repo: Path, error: LessonError) -> str:
     where = error.path if error.line is None else f"{error.path}:{error.line}"
+    where += " (warning)" if error.warning else ""
     wrong, fix = split_fix(error.message)
     parts = [f'<li><div class="where">{html.escape(where)}</div>']
     line = source_line(repo, error)
@@ -74,10 +79,13 @@ def _item(repo: Path, error: LessonError) -> str:
 
 def error_page(errors: Iterable[LessonError], repo: Path, note: str = "") -> str:
     """A whole HTML page listing `errors` (causes first, as the report orders them)."""
-    ordered = sorted(errors, key=lambda e: e.rank)
-    n = len(ordered)
-    count = f"{n} error{'s' if n != 1 else ''}"
+    ordered = sorted(errors, key=lambda e: (e.warning, e.rank))
+    n = sum(not e.warning for e in ordered)
+    w = len(ordered) - n
+    count = f"{n} error{'s' if n != 1 else ''}" + (f" and {w} warning{'s' if w != 1 else ''}" if w else "")
     items = "\n".join(_item(repo, e) for e in ordered)
+    if w:
+        note = (f"{note} " if note else "") + STRICT_NOTE
     note_html = f"<p>{html.escape(note)}</p>" if note else ""
     return f"""<!doctype html>
 <html lang="en">
