@@ -257,7 +257,11 @@ def _share_compiled_templates() -> None:
 @_timed
 def on_env(env, *, config, files):
     """After every page was read: fail the build, strict or not, listing every error of the site."""
-    errors = _state["session"].errors(_state.get("pages", []))
+    errors, warnings = lessonkit.split_warnings(_state["session"].errors(_state.get("pages", [])))
+    for warning in warnings:  # a lesson not recorded yet: its page shows a notice
+        log.warning(str(warning))
+    if config.get("strict"):  # refused here too: `-q` hides warnings from MkDocs' own strict count
+        errors += warnings
     if errors:
         # Under serve, MkDocs logs a message only once per process (its DuplicateFilter): a
         # rebuild that breaks the same way again would show no errors unless its header differs.
