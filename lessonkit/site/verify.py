@@ -163,15 +163,15 @@ def audit_site(site_dir: Path, repo: Path) -> list[LessonError]:
     return errors
 
 
-HELP = ("check a built site: every page its search index lists is there and was checked by "
-        "lessonkit, no page shows a claim or directive unexpanded, and every page passes the audit of "
-        "what a reader sees; exit 1 naming each page otherwise")
+HELP = ("check a built site: every listed page there, checked, nothing unexpanded, and each page "
+        "passing the audit of what a reader sees; exit 1 naming each page otherwise")
 
 
 DESCRIPTION = ("Check a folder a build wrote (mkdocs build, properdocs build, zensical build): every "
                "page the build lists in its search index is there and was expanded and checked by "
                "lessonkit, no page shows a claim {{ ... @ ... }} or a directive unexpanded, and no "
-               "checked page is left from an earlier build. Refuses a folder that is not a built "
+               "checked page is left from an earlier build; with --repo, every page passes the audit of "
+               "what a reader sees (lessonkit.pages.audit) against its Markdown. Refuses a folder that is not a built "
                "site (an empty folder, docs/). Exit 0 when all holds, 1 naming each page otherwise.")
 
 
