@@ -189,3 +189,15 @@ def test_a_run_that_printed_no_row_is_judged_by_how_it_ended(demo_repo: Path, ch
 def test_a_table_that_cannot_be_drawn_is_one_error(demo_repo: Path, directive: str, message: str):
     found = errs(demo_repo, "{{ evidence demo }}\n\n" + directive + "\n")
     assert len(found) == 1 and found[0].startswith("docs/p.md:3: table: ") and message in found[0]
+
+
+def test_sig_rounds_a_fraction_as_a_rounded_claim_would(demo_repo: Path):
+    import json
+
+    rows = [{"config": "a", "ci_high": 3.68881e-05, "share": 0.999816, "n": 100}]
+    record_set(demo_repo, "demo", {"race": RACE, "bare": RACE, "res-json": json.dumps({"rows": rows})})
+    page = "{{ evidence demo }}\n\n{{ table res-json:rows rows=config cell=ci_high cell=share cell=n sig=2 }}\n"
+    md = run_page(demo_repo, page).markdown
+    assert ('| <span class="lk-v">a</span> | <span class="lk-v">~0.000037</span> | <span class="lk-v">~1.00</span> | '
+            '<span class="lk-v">100</span> |') in md
+    assert "sig='x'" in errs(demo_repo, page.replace("sig=2", "sig=x"))[0]

@@ -10,7 +10,8 @@ filter), over every recording of the run: one value when all agree, otherwise th
 separators, rounded ones of seven and more as 3e10), or, for a text that differs, each text
 with how many recordings say it; texts that differ between the records of one recording are an
 error naming the cell. `cell="{wrong_launches} / {launches}"` composes fields; a part in brackets
-is left out when a field in it is none: `"{mismatches}[, from {first_bad}]"`. A cell that
+is left out when a field in it is none: `"{mismatches}[, from {first_bad}]"`. With `sig=N`, a
+value that is not whole and the same in every recording is shown rounded, `~0.00018`. A cell that
 selects nothing shows `empty="…"` (default "–"). Headers and labels come from the lesson's
 display declarations (lessonkit.evidence.display); every figure is marked as produced.
 """
@@ -20,6 +21,7 @@ from __future__ import annotations
 import html
 import re
 from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING
 
 from lessonkit.errors import LessonError
@@ -68,12 +70,12 @@ def _table(page: PageState, index: int, parts: list[str]) -> str:
     sources: list[_Source] = []
     for part in parts:
         key, sep, value = part.partition("=")
-        if sep and key in ("rows", "cols", "empty"):
+        if sep and key in ("rows", "cols", "empty", "sig"):
             options[key] = value
         elif sep and key == "cell":
             cells.append(value)
         elif sep and "[" not in key:
-            raise _Refused(f"unknown option {part!r}; expected rows=KEY, cols=KEY, cell=FIELD, empty=TEXT")
+            raise _Refused(f"unknown option {part!r}; expected rows=KEY, cols=KEY, cell=FIELD, empty=TEXT, sig=N")
         else:
             sources.append(_source(page, index, part))
     if not sources:
@@ -88,6 +90,9 @@ def _table(page: PageState, index: int, parts: list[str]) -> str:
     row_key, row_values = _axis(options["rows"], sources)
     col_key, col_values = _axis(options["cols"], sources) if "cols" in options else (None, [])
     empty = options.get("empty", "\u2013")
+    sig = options.get("sig")
+    if sig is not None and not (sig.isdigit() and 1 <= int(sig) <= 6):
+        raise _Refused(f"sig={sig!r}: give the significant digits a fraction is shown with, 1 to 6")
     head = [display.name(row_key)]
     if col_key is None:
         head += [display.name(_FIELD_RE.search(c).group("field") if "{" in c else c) for c in cells]
@@ -101,7 +106,7 @@ def _table(page: PageState, index: int, parts: list[str]) -> str:
         for cv, cell in columns:
             where = f"({display.label(row_key, rv)}{'' if cv is None else ', ' + display.label(col_key, cv)})"
             chosen = {row_key: rv} | ({} if cv is None else {col_key: cv})
-            text = _cell(page, sources, chosen, cell, where)
+            text = _cell(page, sources, chosen, cell, where, int(sig) if sig else None)
             row.append(empty if text is None else _shown(text))
         body.append(row)
     numeric = [all(r[k + 1] == empty or _numeric(r[k + 1]) for r in body) for k in range(len(columns))]
@@ -171,7 +176,8 @@ def _records(source: _Source) -> list[dict]:
         raise _Refused(str(exc)) from None
 
 
-def _cell(page: PageState, sources: list[_Source], chosen: dict[str, str], cell: str, where: str) -> str | None:
+def _cell(page: PageState, sources: list[_Source], chosen: dict[str, str], cell: str, where: str,
+          sig: int | None = None) -> str | None:
     """The cell's text, or None when no source has a record for it."""
     for source in sources:
         if chosen.get(RUN, source.run) != source.run:
@@ -188,7 +194,7 @@ def _cell(page: PageState, sources: list[_Source], chosen: dict[str, str], cell:
             raise _Refused(f"cell {where} selects records in some recordings of {source.run} and none in "
                            "others; its rows and columns must select the same records in every recording")
         fields = [cell] if "{" not in cell else [m.group("field") for m in _FIELD_RE.finditer(cell)]
-        values = {f: _value(source, f"{source.collection}[{selection}].{f}", where) for f in fields}
+        values = {f: _value(source, f"{source.collection}[{selection}].{f}", where, sig) for f in fields}
         text = values[cell] if "{" not in cell else _fill(cell, values)
         return _GROUPED_RE.sub(lambda m: f"{int(m.group()):,}", text)
     return None
@@ -213,12 +219,17 @@ def _sample(source: _Source, query: str, where: str) -> Sample | None:
         raise _Refused(f"cell {where} cannot be read: {exc}") from None
 
 
-def _value(source: _Source, query: str, where: str) -> str:
-    """One value for every recording: the value they share, else the range accept would write."""
+def _value(source: _Source, query: str, where: str, sig: int | None = None) -> str:
+    """One value for every recording: the value they share (a fraction rounded to `sig` significant
+    digits, written ~V), else the range accept would write."""
     sample = _sample(source, query, where)
     if sample is None:  # pragma: no cover - the count selected records
         return "-"
     distinct = list(dict.fromkeys(f.text for f in sample.values))
+    if sig is not None:
+        rounded = {_rounded(f.text, sig) for f in sample.values}
+        if len(rounded) == 1 and None not in rounded:
+            return rounded.pop()
     if len(distinct) == 1 and not (sample.timing and number(distinct[0]) is not None):
         return distinct[0]
     fix = accepted_value(ClaimValue(distinct[0], "exact"), sample)
@@ -231,6 +242,16 @@ def _value(source: _Source, query: str, where: str) -> str:
         raise _Refused(f"cell {where} varies across {sample.where()}: {shown}; no one value holds for all")
     return _ROUND_BIG_RE.sub(_short, fix)
 
+
+
+def _rounded(text: str, sig: int) -> str | None:
+    """A number that is not whole, as a rounded claim with `sig` significant digits ('~0.00018'),
+    its last digit kept ('~1.0000' for 0.99996); None for a whole number or a text."""
+    value = number(text)
+    if value is None or value == value.to_integral_value():
+        return None
+    place = Decimal(1).scaleb(value.adjusted() - sig + 1)
+    return "~" + format(value.quantize(place, rounding=ROUND_HALF_UP), "f")
 
 
 def _short(m: re.Match[str]) -> str:
