@@ -48,8 +48,10 @@ SKETCH_MARK = "not the lesson's program"  # a code block titled so is not shown 
 # A figure as a reader reads it: digits not glued to a letter, digit or underscore before them
 # (H200, sm_90 and fp32 are names), thousands grouped by commas, and a fraction; two points or
 # more make a version (12.4.131), compared as written.
-_NUMBER_RE = re.compile(r"""(?<![^\W\d_])(?<![\d_])(?<![0-9][.,])
-                            (?P<whole>[0-9]{1,3}(?:,[0-9]{3})+(?![0-9])|[0-9]+)(?P<tail>(?:\.[0-9]+)*)""", re.VERBOSE)
+FIGURE_RE = re.compile(r"""(?<![^\W\d_])(?<![\d_])(?<![0-9][.,])
+                            (?![0-9]*[xX][0-9a-fA-F])  # a hexadecimal constant (0xff) is a name of bits
+                            (?P<whole>[0-9]{1,3}(?:,[0-9]{3})+(?![0-9])|[0-9]+)(?P<tail>(?:\.[0-9]+)*)
+                            (?P<exp>[eE][+-]?[0-9]+(?![\w.]))?""", re.VERBOSE)
 # The tool's phrases, matched on a skeleton (lessonkit.pages.fold), so written as skeletons too.
 _SUMMARY_RE = re.compile(f"(?:{skeleton('RACECHECK')}|{skeleton('ERROR')})" + r"[\s_-]*" + skeleton("SUMMARY"))
 _REPORT_RE = re.compile(r"""(?:^|\s)={6,}\s*[^\s=]|""" + "|".join(
@@ -66,6 +68,11 @@ def canonical(figure: str) -> str:
     text = figure.replace(",", "")
     if text.count(".") > 1:
         return text
+    if "e" in text.lower():
+        try:
+            return format(Decimal(text).normalize(), "f")
+        except InvalidOperation:
+            return text
     try:
         value = Decimal(text)
     except InvalidOperation:
@@ -88,7 +95,7 @@ def evidence_figures(ev: EvidenceSet) -> dict[str, str]:
         if isinstance(value, (int, float)):
             value = repr(value) if isinstance(value, float) else str(value)
         if isinstance(value, str):
-            for m in _NUMBER_RE.finditer(value):
+            for m in FIGURE_RE.finditer(value):
                 found.setdefault(canonical(m.group()), where)
 
     for group, names in sorted(ev.groups.items()):  # what the runs printed first: the likelier source
@@ -183,7 +190,7 @@ def _front_matter(source: str, path: str, errors: list[LessonError]) -> tuple[li
         if not isinstance(reason, str) or not reason.strip():
             errors.append(LessonError(path, where, f"narrative figure {text!r} needs a reason: "
                                       f'{text}: "what it counts, and why no recording holds it"', rank=PAGE_RANK))
-        elif not _NUMBER_RE.search(text):
+        elif not FIGURE_RE.search(text):
             errors.append(LessonError(path, where, f"narrative key {text!r} holds no figure; list a figure, "
                                       "or a short phrase around one", rank=PAGE_RANK))
         else:
@@ -237,7 +244,7 @@ def audit_page(html: str, source: str, path: str, result: PageResult,
     for n in narrative:  # declared for a figure the evidence does not hold: used if the page shows it
         if not n.used:
             for line in text.lines:
-                for m in _NUMBER_RE.finditer(line.text):
+                for m in FIGURE_RE.finditer(line.text):
                     if not n.used and not line.is_produced(m.start(), m.end()):
                         _exempt(line, m.start(), m.end(), [n], skeleton(line.text))
     for n in narrative:
@@ -289,7 +296,7 @@ def _figures(text: ReaderText, cited: _Cited, narrative: list[_Narrative], finde
         if line.text.isascii() and not any(c.isdigit() for c in line.text):
             continue
         skel = None
-        for m in _NUMBER_RE.finditer(line.text):
+        for m in FIGURE_RE.finditer(line.text):
             if line.is_produced(m.start(), m.end()):
                 continue
             figure = canonical(m.group())
@@ -367,7 +374,7 @@ class _SourceFinder:
             self._figures = {}
             for k in range(self.skip, len(self.lines)):
                 if any(c.isdigit() for c in self.lines[k]):
-                    for m in _NUMBER_RE.finditer(self._outside_claims(k)):
+                    for m in FIGURE_RE.finditer(self._outside_claims(k)):
                         self._figures.setdefault(m.group(), []).append((k, m.start(), m.end()))
         best: tuple[int, int] | None = None
         for k, a, b in self._figures.get(figure, ()):

@@ -41,7 +41,6 @@ from lessonkit.pages.text import (
     check_hidden_text,
     check_reserved_marks,
     check_typed_output,
-    code_spans,
     visible,
 )
 
@@ -93,17 +92,39 @@ _TAG_RE = re.compile(r"""<[^<>]*>""")
 _ALT_RE = re.compile(r"""!\[[^\]]*\]""")
 
 
+_TICKS_RE = re.compile(r"""`+""")
+
+
+def _code_spans(text: str, ticks: str | None) -> tuple[list[tuple[int, int]], str | None]:
+    """The code spans of a line, one that a paragraph's earlier line opened included (Markdown
+    lets a code span run over lines), and the backticks still open at its end."""
+    spans: list[tuple[int, int]] = []
+    start = 0 if ticks is not None else -1
+    for m in _TICKS_RE.finditer(text):
+        if ticks is None:
+            ticks, start = m.group(), m.start()
+        elif m.group() == ticks:
+            spans.append((start, m.end()))
+            ticks = None
+    if ticks is not None:
+        spans.append((start, len(text)))  # open: a claim after it is code until the span closes
+    return spans, ticks
+
+
 def _marked_markdown(out: list[OutLine], in_fence: list[bool], unmarked: list[tuple[str, int, int]]) -> str:
     """The expanded page with every claim's value marked as produced (lessonkit.pages.render.produced), or,
     where HTML cannot hold a span (code, alt text, a tag), its context noted in `unmarked`."""
     lines = []
+    ticks: str | None = None  # a code span's backticks still open from an earlier line of the paragraph
     for i, line in enumerate(out):
-        if not line.spans:
-            lines.append(line.text)
-            continue
         text = line.text
-        closed = [] if in_fence[i] else code_spans(text) + [
-            (m.start(), m.end()) for r in (_TAG_RE, _ALT_RE) for m in r.finditer(text)]
+        if in_fence[i] or line.generated or not text.strip():
+            ticks = None
+        spans_here, ticks = ([], None) if in_fence[i] or line.generated else _code_spans(text, ticks)
+        if not line.spans:
+            lines.append(text)
+            continue
+        closed = spans_here + [(m.start(), m.end()) for r in (_TAG_RE, _ALT_RE) for m in r.finditer(text)]
         pieces, pos = [], 0
         for span in sorted(line.spans, key=lambda s: s.start):
             value = text[span.start:span.end]
