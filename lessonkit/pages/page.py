@@ -89,7 +89,21 @@ def process_page(markdown: str, path: str, repo: Path, sets: dict[str, EvidenceS
 _CONTEXT_STOP = frozenset("`<>&\\*_[]\"'|\n")
 _CONTEXT_MAX = 40
 _TAG_RE = re.compile(r"""<[^<>]*>""")
-_ALT_RE = re.compile(r"""!\[[^\]]*\]""")
+
+
+def _alt_texts(text: str) -> list[tuple[int, int]]:
+    """Where the alt texts of a line's images lie: `![` to its matching `]` (alt text may hold
+    brackets: `x[t]`)."""
+    found = []
+    at = text.find("![")
+    while at != -1:
+        depth, k = 1, at + 2
+        while k < len(text) and depth:
+            depth += {"[": 1, "]": -1}.get(text[k], 0)
+            k += 1
+        found.append((at, k))
+        at = text.find("![", k)
+    return found
 
 
 _TICKS_RE = re.compile(r"""`+""")
@@ -124,7 +138,7 @@ def _marked_markdown(out: list[OutLine], in_fence: list[bool], unmarked: list[tu
         if not line.spans:
             lines.append(text)
             continue
-        closed = spans_here + [(m.start(), m.end()) for r in (_TAG_RE, _ALT_RE) for m in r.finditer(text)]
+        closed = spans_here + [(m.start(), m.end()) for m in _TAG_RE.finditer(text)] + _alt_texts(text)
         pieces, pos = [], 0
         for span in sorted(line.spans, key=lambda s: s.start):
             value = text[span.start:span.end]
