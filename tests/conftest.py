@@ -109,10 +109,13 @@ def write_tree(root: Path, files: dict[str, str]) -> None:
 
 
 def record_set(repo: Path, lesson: str, transcripts: dict[str, str | list[str]], set_name: str | None = None,
-               provenance: dict | None = None, arch: str = "sm_90") -> Path:
+               provenance: dict | None = None, arch: str = "sm_90", walls: dict[str, list[float]] | None = None,
+               refresh_ids: dict[str, list[str | None]] | None = None, refresh: str | None = None) -> Path:
     """Write evidence/<set>/ as the refresh would: transcripts, hashes of today's inputs, manifest.
 
-    A list of texts records that many repeats of the run (NAME.r1 .. NAME.rN).
+    A list of texts records that many repeats of the run (NAME.r1 .. NAME.rN). `walls` gives a
+    run's wall times (default 1.5 s each), `refresh_ids` its recordings' refresh ids (default none,
+    as before refreshes were noted), `refresh` the set's refresh command.
     """
     from lessonkit.evidence.manifest import recording_file, recording_name
     from lessonkit.evidence.spec import RunSpec, load_spec
@@ -133,11 +136,13 @@ def record_set(repo: Path, lesson: str, transcripts: dict[str, str | list[str]],
             file = recording_file(f"{group}.{'json' if fmt == 'json' else 'txt'}", k, len(texts))
             (folder / file).write_text(text, encoding="utf-8")
             entries[name] = TranscriptEntry(
-                name=name, file=file, command=run.command, exit_code=0, timed_out=False, wall_s=1.5,
+                name=name, file=file, command=run.command, exit_code=0, timed_out=False,
+                wall_s=(walls or {}).get(group, [1.5] * len(texts))[k - 1],
                 date="2026-11-29T12:00:00Z", inputs=inputs, sha256=sha256_file(folder / file), format=fmt,
                 group=group, repeat=k, repeats=len(texts), exclusive=run.exclusive,
-                started=1_780_000_000.0 + 10 * k, ended=1_780_000_001.5 + 10 * k)
-    write_manifest(folder, Manifest(lesson, arch, spec.build[arch], f"python3 scripts/refresh.py {lesson}",
+                started=1_780_000_000.0 + 10 * k, ended=1_780_000_001.5 + 10 * k,
+                refresh_id=(refresh_ids or {}).get(group, [None] * len(texts))[k - 1])
+    write_manifest(folder, Manifest(lesson, arch, spec.build[arch], refresh or f"python3 scripts/refresh.py {lesson}",
                                     provenance or PROVENANCE, entries))
     return folder
 

@@ -272,3 +272,14 @@ def test_only_refuses_to_mix_toolkits_in_one_set(lab):
     assert done.returncode == 2
     assert "--only would mix toolkits in evidence/demo-cuda12.4: it was recorded with nvcc '13.0.88'" in done.stderr
     assert (repo / "evidence/demo-cuda12.4/manifest.json").read_bytes() == before
+
+
+def test_the_refresh_refuses_a_declared_toolkit_set_without_toolkit(lab):
+    repo, env, toolkit = lab
+    (repo / "code/demo/runs.toml").write_text(RUNS + declare())
+    env = {**env, "PATH": f"{toolkit / 'bin'}:{env['PATH']}"}  # nvcc 12.4 first, but no --toolkit
+    done = refresh(repo, env, "--set", "demo-cuda12.4")
+    assert done.returncode == 2
+    assert ("declares set 'demo-cuda12.4' as recorded with the toolkit in /opt/cuda-12.4; record it with "
+            "--toolkit") in done.stderr
+    assert not (repo / "evidence").exists()

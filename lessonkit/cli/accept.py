@@ -73,8 +73,9 @@ def plan_accept(repo: Path, docs: Path | None = None) -> Plan:
         for claim in site.page(body, shown, line_offset).claims:
             if claim.error is None or claim.skipped:
                 continue
-            if claim.set_name in troubled:
-                plan.held_back[claim.set_name] = plan.held_back.get(claim.set_name, 0) + 1
+            held = [name for name in claim.sets or (claim.set_name,) if name in troubled]
+            if held:
+                plan.held_back[held[0]] = plan.held_back.get(held[0], 0) + 1
             elif claim.fix is None:
                 plan.refused.append(claim.error)
             elif text[base + claim.start:base + claim.end] != claim.value:

@@ -12,7 +12,8 @@ so the check knows the set is expected. A declared set that is missing is one er
 the refresh command that records it; one whose manifest's nvcc is of another release, or one
 declared with a toolkit folder but recorded without `--toolkit` (so nothing held its commands
 to that toolkit's tools), is refused: one error, and its claims are not checked. A declared
-set's stale recordings name the declared refresh command.
+set's stale recordings name the declared refresh command. The refresh holds itself to the same
+declarations (`refuse_recording`): it will not record a declared set with another toolkit.
 """
 
 from __future__ import annotations
@@ -21,12 +22,31 @@ from pathlib import Path
 from typing import Any
 
 from lessonkit.errors import LessonError
-from lessonkit.evidence.spec import load_spec
+from lessonkit.evidence.spec import LessonSpec, load_spec
 from lessonkit.evidence.toolkit import matches_release, refresh_command
+
+
+def refuse_recording(spec: LessonSpec, set_name: str, with_toolkit: bool, nvcc_path: str, nvcc: str) -> str | None:
+    """Why the refresh may not record `set_name` with nvcc `nvcc` (at `nvcc_path`), or None: a set the
+    lesson declares under [[compare]] is recorded only with its toolkit, and with --toolkit
+    (`with_toolkit`) when the declaration names the toolkit's folder."""
+    declared = spec.compared(set_name)
+    if declared is None:
+        return None
+    where = f"{spec.path}:{declared.line}" if declared.line else spec.path
+    command = refresh_command(spec.lesson, set_name, declared.toolkit_dir, declared.toolkit)
+    if not matches_release(nvcc, declared.toolkit):
+        return (f"{where} declares set {set_name!r} as recorded with CUDA {declared.toolkit}, but "
+                f"{nvcc_path} is nvcc {nvcc}; record it with: {command}")
+    if declared.toolkit_dir is not None and not with_toolkit:
+        return (f"{where} declares set {set_name!r} as recorded with the toolkit in {declared.toolkit_dir}; "
+                f"record it with --toolkit, so that every command is held to that toolkit's tools: {command}")
+    return None
 
 
 def check_declared(repo: Path, sets: dict[str, Any], unreadable: set[str]) -> tuple[list[LessonError], set[str]]:
     """(errors, the declared sets to treat as unreadable: missing or recorded with the wrong toolkit).
+    `sets` holds lessonkit.evidence.sets.EvidenceSet by name (that module calls this one).
 
     Sets the declarations accept get the declared refresh command (`ev.refresh`), so their
     freshness errors name it.

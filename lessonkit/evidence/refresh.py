@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from lessonkit.errors import LessonError
+from lessonkit.evidence.declared import refuse_recording
 from lessonkit.evidence.manifest import (
     MISSING,
     Manifest,
@@ -45,7 +46,6 @@ from lessonkit.evidence.toolkit import (
     default_set_name,
     find_toolkit,
     leaks,
-    matches_release,
     refresh_command,
     release,
 )
@@ -343,7 +343,10 @@ def refresh(repo: Path, lesson: str, set_name: str | None = None, only: list[str
         raise RefreshError(f"{spec.path} names inputs that do not exist: {', '.join(sorted(set(missing)))}; "
                            "nothing was run")
     provenance = preflight(runs, toolkit)
-    _check_declared(spec, set_name, toolkit, provenance["nvcc"])
+    used = str(toolkit.nvcc) if toolkit is not None else shutil.which("nvcc") or "nvcc"
+    refused = refuse_recording(spec, set_name, toolkit is not None, used, provenance["nvcc"])
+    if refused:
+        raise RefreshError(refused)
     arch = arch or "sm_" + provenance["compute_capability"].replace(".", "")
     if arch not in spec.build:
         raise RefreshError(f"{spec.path} has no build line for {arch}; it has: {', '.join(spec.build)}")
@@ -392,23 +395,6 @@ def _job_dir(build_dir: Path, runs_dir: Path, job: Job) -> Path:
     for path in build_dir.iterdir():
         (cwd / path.name).symlink_to(path)
     return cwd
-
-
-def _check_declared(spec: LessonSpec, set_name: str, toolkit: Toolkit | None, nvcc: str) -> None:
-    """A set the lesson declares under [[compare]] is recorded only with its toolkit."""
-    declared = spec.compared(set_name)
-    if declared is None:
-        return
-    where = f"{spec.path}:{declared.line}" if declared.line else spec.path
-    command = refresh_command(spec.lesson, set_name, declared.toolkit_dir, declared.toolkit)
-    if not matches_release(nvcc, declared.toolkit):
-        used = toolkit.nvcc if toolkit is not None else shutil.which("nvcc")
-        raise RefreshError(f"{where} declares set {set_name!r} as recorded with CUDA {declared.toolkit}, but "
-                           f"{used} is nvcc {nvcc}; record it with: {command}")
-    if declared.toolkit_dir is not None and toolkit is None:
-        raise RefreshError(f"{where} declares set {set_name!r} as recorded with the toolkit in "
-                           f"{declared.toolkit_dir}; record it with --toolkit, so that every command is "
-                           f"held to that toolkit's tools: {command}")
 
 
 def _run_all(runs: list[RunSpec], build_dir: Path, runs_dir: Path, out,

@@ -283,7 +283,6 @@ def load_all_evidence(repo: Path) -> Evidence:
     """Load every evidence set and check its integrity and freshness, and the sets lessons declare
     (lessonkit.evidence.declared): a declared set that is missing or recorded with the wrong toolkit is one
     error, and counts as unreadable (its claims are not checked)."""
-
     sets: dict[str, EvidenceSet] = {}
     errors: list[LessonError] = []
     unreadable: set[str] = set()

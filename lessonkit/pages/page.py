@@ -19,11 +19,13 @@ from __future__ import annotations
 import re
 import shlex
 import unicodedata
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 
 from lessonkit.errors import LessonError, LessonErrors
 from lessonkit.evidence.sets import EvidenceSet
+from lessonkit.pages.crossclaims import check_compound, compound
 from lessonkit.pages.regions import load_region
 from lessonkit.pages.render import (
     large_recordings,
@@ -293,9 +295,23 @@ def _inline(page: PageState, line: OutLine, token: Token, word: str | None, sour
     start = token.start + 2 + len(raw_value) - len(raw_value.lstrip())
     end = token.start + 2 + len(raw_value.rstrip())
     ref_query = _NEWLINE_RUN_RE.sub(" ", token.body[m.end():].strip())
-    shown = page.check_claim(token.line, value, ref_query, start, end)
+    form = compound(ref_query)  # a ratio or a comparison of sets (lessonkit.pages.crossclaims)
+    if form is not None:
+        shown = check_compound(page, token.line, value, form, start, end)
+        shown = replace(shown, run=_first_run(page, form.operands[0], form.sets))
+    else:
+        shown = page.check_claim(token.line, value, ref_query, start, end)
     line.spans.append(Span(len(line.text), len(line.text) + len(value), shown))
     line.text += value
+
+
+def _first_run(page: PageState, ref_query: str, sets: tuple[str, str] | None) -> tuple[str, str] | None:
+    """The (set, run) a ratio's or comparison's first operand names (a summary rule's citation)."""
+    ref = ref_query.partition(":")[0].strip()
+    set_name, sep, group = ref.partition("/")
+    if not sep:
+        set_name, group = (sets[0] if sets else page.default_set or ""), ref
+    return (set_name, group) if set_name in page.sets and group in page.sets[set_name].groups else None
 
 
 def _one_line(source: str) -> str:

@@ -177,6 +177,24 @@ def resolve(ev: EvidenceSet, group: str | None, query: str) -> Sample:
     return known
 
 
+def keyed(ev: EvidenceSet, group: str, query: str) -> list[tuple[tuple[tuple[tuple[str, str], ...], str], ...]]:
+    """Per recording of `group`, the values `query` names, each with its record's values of the
+    query's `KEY=*` keys, sorted: two sets give the same table when these are equal, whatever
+    order the records were printed in. Raises what `resolve` raises."""
+    sample = resolve(ev, group, query)
+    q = parse_query(query)
+    if not q.wildcard:  # one value per recording
+        return [(((), f.text),) for f in sample.values]
+    wild = [k for k, v in q.filters or () if v == WILDCARD]
+    tables = []
+    for name in ev.recordings(group):
+        index = _index(ev.transcript(name), q.name)
+        rows = [(tuple((k, show(index.records[i].get(k))) for k in wild), show(index.records[i][q.field]))
+                for i in index.select(q.filters or ())]
+        tables.append(tuple(sorted(rows)))
+    return tables
+
+
 def _resolve(ev: EvidenceSet, group: str | None, query: str) -> Sample:
     q = parse_query(query)
     manifest = f"{ev.shown}/manifest.json"

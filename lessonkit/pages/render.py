@@ -23,7 +23,7 @@ _LANGUAGES = {".cu": "cuda", ".cuh": "cuda", ".py": "python", ".cpp": "cpp", ".h
 _PROVENANCE_ORDER = (
     ("gpu", "GPU"), ("compute_capability", "compute capability"), ("driver", "driver"),
     ("cuda_driver_api", "CUDA (driver API)"), ("nvcc", "nvcc"), ("compute_sanitizer", "compute-sanitizer"),
-    ("python", "Python"), ("numpy", "NumPy"), ("cupy", "CuPy"), ("host", "host"),
+    ("toolkit", "CUDA toolkit folder"), ("python", "Python"), ("numpy", "NumPy"), ("cupy", "CuPy"), ("host", "host"),
 )
 
 
@@ -183,6 +183,7 @@ def _run_provenance(ev: EvidenceSet, entries: Sequence[TranscriptEntry]) -> str:
     keys = ["driver", "nvcc"]
     if "compute-sanitizer" in command:
         keys.append("compute_sanitizer")
+    keys.append("toolkit")  # recorded with --toolkit: the folder its nvcc and compute-sanitizer came from
     if _PYTHON_RE.search(command + " "):
         keys += ["python", "numpy", "cupy"]
     labels = dict(_PROVENANCE_ORDER)

@@ -39,6 +39,7 @@ class ClaimOutcome:
     fix: str | None = None
     skipped: bool = False
     set_name: str | None = None
+    sets: tuple[str, ...] = ()  # every set a ratio or comparison reads (set_name is the first)
 
 
 @dataclass
