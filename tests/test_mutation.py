@@ -23,7 +23,8 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from lessonkit.pages.audit import FIGURE_RE, NARRATIVE, audit_page
+from lessonkit.pages.audit import NARRATIVE, audit_page
+from lessonkit.pages.figures import FIGURE_RE
 from lessonkit.pages.fold import shown, skeleton
 from lessonkit.pages.readertext import read_html
 from lessonkit.pages.scan import LineIndex, scan
