@@ -264,7 +264,11 @@ def _share_compiled_templates() -> None:
 def on_env(env, *, config, files):
     """After every page was read: fail the build, strict or not, listing every error of the site."""
     pages = _state.get("pages", [])
-    errors = _state["session"].errors(pages)
+    errors, warnings = lessonkit.split_warnings(_state["session"].errors(pages))
+    for warning in warnings:  # a lesson not recorded yet: its page shows a notice
+        log.warning(str(warning))
+    if config.get("strict"):  # refused here too: `-q` hides warnings from MkDocs' own strict count
+        errors += warnings
     listed = {shown for shown, _ in pages}
     for shown in [s for s in _state["audits"] if s not in listed]:
         del _state["audits"][shown]  # a page no longer built

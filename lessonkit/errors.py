@@ -19,10 +19,11 @@ class LessonError(Exception):
     line: int | None
     message: str
     rank: int = 1
+    warning: bool = False  # work in progress (a lesson not recorded yet): fails only a strict build
 
     def __str__(self) -> str:
         where = self.path if self.line is None else f"{self.path}:{self.line}"
-        return f"{where}: {self.message}"
+        return f"{where}: {'warning: ' if self.warning else ''}{self.message}"
 
 
 def _set_dunder_only(self: LessonError, name: str, value: object) -> None:
@@ -44,8 +45,19 @@ class LessonErrors(Exception):
         super().__init__(self.report())
 
     def report(self) -> str:
-        """All errors, causes first (stable within a rank), one per line, followed by their count."""
-        lines = [str(e) for e in sorted(self.errors, key=lambda e: e.rank)]
-        n = len(self.errors)
-        lines.append(f"{n} error{'s' if n != 1 else ''} found")
+        """All errors, causes first (stable within a rank), one per line, then the warnings, then
+        their counts."""
+        lines = [str(e) for e in sorted(self.errors, key=lambda e: (e.warning, e.rank))]
+        n = sum(not e.warning for e in self.errors)
+        w = len(self.errors) - n
+        count = f"{n} error{'s' if n != 1 else ''}"
+        if w:
+            count += f" and {w} warning{'s' if w != 1 else ''}"
+        lines.append(f"{count} found")
         return "\n".join(lines)
+
+
+def split_warnings(errors: Iterable[LessonError]) -> tuple[list[LessonError], list[LessonError]]:
+    """(the errors, the warnings) of a report."""
+    found = list(errors)
+    return [e for e in found if not e.warning], [e for e in found if e.warning]

@@ -49,6 +49,28 @@ command = "compute-sanitizer --tool racecheck ./demo"
 name = "bare"
 command = "./demo"
 gate = true
+""" + r"""
+[harness.types]
+warp_size = "int"
+threads = "int"
+mismatches = "int"
+first_bad = "int"
+gated = "yes-no"
+
+[[harness.table]]
+collection = "rows"
+header = '^threads \s*\|\s* kernel \s*\|\s* mismatches \s*\|\s* first\ bad \s*\|\s* gated$'
+row_starts = '^[0-9] | \|'
+row = '''
+    ^(?P<threads>\d+) \s*\|\s* (?P<kernel>\w+) \s*\|\s* (?P<mismatches>\d+) \s*\|\s*
+    (?:-|(?P<first_bad>\d+)) \s*\|\s* (?P<gated>yes|no)$'''
+
+[[harness.line]]
+pattern = '''^device:\s+(?P<gpu>.+?) \s+\|\s+ compute\ capability\s+(?P<compute_capability>\S+)
+             \s+\|\s+ warp\ size\s+(?P<warp_size>\d+)$'''
+
+[[harness.line]]
+pattern = '^mode:\s+(?P<mode>\S+)$'
 """
 
 README = f"""# demo

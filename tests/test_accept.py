@@ -103,7 +103,7 @@ def test_broken_references_are_refused_and_left_alone(rerecorded: Path):
         "docs/index.md:12: 9 -> 2\n"
         "not accepted (2; fix by hand):\n"
         "  docs/index.md:12: claim '3' (race:#nope): evidence/demo/race.r1.txt has no collection 'nope'; it has: "
-        "barriers, hazards, reports, rows, tiling, uninitialized\n"
+        "barriers, hazards, reports, rows, uninitialized\n"
         "  docs/index.md:12: no evidence set 'nowhere'; the sets are: demo\n"
         "rewrote 2 claim values in 1 page; review with git diff, then run python -m lessonkit check\n")
     assert page.read_bytes() == before.replace(b"{{ 120 @", "{{ 110\u2013140 @".encode()).replace(

@@ -89,25 +89,38 @@ def test_transcript_as_json():
     assert data["summary"] == "RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)"
 
 
-def test_transcript_in_the_earlier_layout(tmp_path: Path):
-    (tmp_path / "old.txt").write_text(
-        "GPU: NVIDIA H200 (compute capability 9.0), warp size 32\n"
-        "threads  kernel                            mismatches   first bad  gated\n"
-        "-------  --------------------------------  ----------   ---------  -----\n"
-        "     32  scanTileRacy                               0           -     no\n")
-    done = cli_run("transcript", str(tmp_path / "old.txt"))
+def test_transcript_of_an_evidence_file_reads_its_lesson_s_harness():
+    data = json.loads(cli_run("transcript", "evidence/day62-racecheck/bare-all.r1.txt").stdout)
+    assert (data["gpu"], data["warp_size"], len(data["rows"]), len(data["tiling"])) == ("NVIDIA H200", 32, 8, 2)
+
+
+def test_transcript_read_by_a_lesson_s_harness(tmp_path: Path):
+    (tmp_path / "out.txt").write_text(
+        "device: NVIDIA H200 | compute capability 9.0 | warp size 32\n"
+        "threads | kernel | mismatches | first bad | gated\n"
+        "     32 | scanTileRacy |          0 |         - | no\n")
+    done = cli_run("transcript", str(tmp_path / "out.txt"), "--lesson", "day62-racecheck")
     data = json.loads(done.stdout)
     assert (data["gpu"], data["compute_capability"], data["warp_size"]) == ("NVIDIA H200", "9.0", 32)
     assert data["rows"] == [{"threads": 32, "kernel": "scanTileRacy", "mismatches": 0, "first_bad": None,
-                             "gated": False, "line_in_transcript": 4}]
+                             "gated": False, "line_in_transcript": 3}]
+    plain = json.loads(cli_run("transcript", str(tmp_path / "out.txt")).stdout)
+    assert "rows" not in plain and "gpu" not in plain  # no lesson named: only the tool's lines are read
 
 
 def test_transcript_with_an_unreadable_table(tmp_path: Path):
-    (tmp_path / "t.txt").write_text("threads  kernel  mismatches  first bad  gated\n  32  k  zero  -  no\n")
-    done = cli_run("transcript", str(tmp_path / "t.txt"))
+    (tmp_path / "t.txt").write_text("threads | kernel | mismatches | first bad | gated\n  32 | k | zero | - | no\n")
+    done = cli_run("transcript", str(tmp_path / "t.txt"), "--lesson", "day62-racecheck")
     assert (done.returncode, done.stdout) == (1, "")
-    assert done.stderr == (f"{tmp_path}/t.txt:2: malformed harness row '32  k  zero  -  no'; expected "
-                           "'THREADS KERNEL MISMATCHES FIRST_BAD|- yes|no' separated by spaces\n")
+    assert done.stderr == (f"{tmp_path}/t.txt:2: malformed harness row '32 | k | zero | - | no'; expected "
+                           "'THREADS | KERNEL | MISMATCHES | FIRST_BAD|- | yes|no'\n")
+
+
+def test_transcript_with_an_unknown_lesson(tmp_path: Path):
+    (tmp_path / "t.txt").write_text("hello\n")
+    done = cli_run("transcript", str(tmp_path / "t.txt"), "--lesson", "day99-nothing")
+    assert (done.returncode, done.stderr) == (1, ("code/day99-nothing/runs.toml: cannot read the lesson's run "
+                                                 "specification: No such file or directory\n"))
 
 
 def test_transcript_of_a_missing_file():
@@ -126,7 +139,8 @@ def test_transcript_that_is_not_utf8(tmp_path: Path):
 def test_transcript_into_a_closed_pipe_ends_quietly(tmp_path: Path):
     rows = "".join(f"{i:7d} | k{i} | 0 | - | no\n" for i in range(20_000))  # far more than a pipe holds
     (tmp_path / "big.txt").write_text("threads | kernel | mismatches | first bad | gated\n" + rows)
-    proc = subprocess.Popen([sys.executable, "-m", "lessonkit", "transcript", str(tmp_path / "big.txt")],
+    proc = subprocess.Popen([sys.executable, "-m", "lessonkit", "transcript", str(tmp_path / "big.txt"),
+                             "--lesson", "day62-racecheck"],
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
     assert proc.stdout.read(10) == b'{\n  "sourc'  # what `head` reads, then it exits

@@ -80,8 +80,8 @@ def test_query_errors(demo_repo: Path):
         ("docs/p.md:1: claim '1' (demo/race:reports.hazards): reports[] selects 2 records in evidence/demo/race.txt, "
         "not exactly one; add filters that single one out, or write KEY=* to claim every record it selects"),
         ("docs/p.md:2: claim '1' (demo/race:nothing): evidence/demo/race.txt has no value 'nothing'; it has: "
-        "#barriers, #hazards, #reports, #rows, #tiling, #uninitialized, command, compute_capability, "
-        "compute_sanitizer, date, day, driver, exclusive, exit_code, gpu, hazards_displayed, mode, nvcc, race_errors, race_warnings, repeats, "
+        "#barriers, #hazards, #reports, #rows, #uninitialized, command, compute_capability, compute_sanitizer, date, day, "
+        "driver, exclusive, exit_code, gpu, hazards_displayed, mode, nvcc, race_errors, race_warnings, repeats, "
         "summary, timed_out, tool, wall_s, warp_size")]
     assert errs(demo_repo, "{{ 1 @ demo/race:hazard_displayed }}") == [
         ("docs/p.md:1: claim '1' (demo/race:hazard_displayed): evidence/demo/race.txt has no value "

@@ -18,10 +18,13 @@ from hypothesis import strategies as st
 from lessonkit.errors import LessonError, LessonErrors
 from lessonkit.evidence.jsontranscript import parse_json_transcript
 from lessonkit.evidence.sets import parse_manifest
-from lessonkit.evidence.spec import parse_spec
+from lessonkit.evidence.spec import load_spec, parse_spec
 from lessonkit.evidence.transcript import parse_summary, parse_transcript
 from lessonkit.pages.page import process_page
 from lessonkit.pages.regions import parse_regions
+
+# Day 62's harness output, read by the format its runs.toml declares.
+DAY62 = load_spec(Path(__file__).resolve().parent.parent / "code", "day62-racecheck").harness
 
 # Pieces of the real formats, so that generated text reaches deep into the parsers.
 FRAGMENTS = [
@@ -63,12 +66,11 @@ def test_region_parser_raises_only_its_own_errors(parts):
         assert 1 <= r.first and r.last >= r.first - 1
 
 
-# Harness output, in today's layout (`|` between columns) and the earlier one (aligned by spaces).
+# Day 62's harness output (`|` between columns), read by its declared format.
 
 counts = st.integers(0, 10**9)
 kernels = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,30}", fullmatch=True)
 gpu_names = st.from_regex(r"[A-Za-z0-9]([A-Za-z0-9 .\-]{0,24}[A-Za-z0-9])?", fullmatch=True)
-gaps = st.integers(1, 4).map(" ".__mul__)
 pads = st.integers(0, 3).map(" ".__mul__)
 RACE_REPORT = ["========= Error: Race reported between Read access at k(float *)+0x10 in a.cu:4",
                "=========     and Write access at k(float *)+0x20 in a.cu:4 [12 hazards]", "========= "]
@@ -78,12 +80,8 @@ ROW_FIELDS = ("threads", "kernel", "mismatches", "first_bad", "gated")
 @st.composite
 def harness_outputs(draw) -> tuple[list[str], dict[str, Any], list[int]]:
     """(lines, the values they hold, the 0-based indexes of the table's row lines)."""
-    pipes = draw(st.booleans())
     gpu, major, minor, warp = draw(gpu_names), draw(st.integers(1, 12)), draw(st.integers(0, 9)), draw(st.integers(1, 1024))
-    if draw(st.booleans()):
-        out = [f"device: {gpu} | compute capability {major}.{minor} | warp size {warp}"]
-    else:
-        out = [f"GPU: {gpu} (compute capability {major}.{minor}), warp size {warp}"]
+    out = [f"device: {gpu} | compute capability {major}.{minor} | warp size {warp}"]
     elements, mode = draw(counts), draw(st.sampled_from(["all", "buggy", "fixed", "stayalive"]))
     out += [f"elements: {elements}" + draw(st.sampled_from(["", " (8*1024 + 611)", " (8 * 1024 + 611)"])),
             f"mode: {mode}"]
@@ -92,10 +90,7 @@ def harness_outputs(draw) -> tuple[list[str], dict[str, Any], list[int]]:
     out += [f"tiling: threads {t['threads']} | full tiles {t['full_tiles']} | partial tile {t['partial']} elements"
             for t in tiling]
     out += draw(st.sampled_from([[], [""]]))
-    if pipes:
-        out.append("threads | kernel | mismatches | first bad | gated")
-    else:
-        out += ["threads  kernel  mismatches   first bad  gated", "-------  ------  ----------   ---------  -----"]
+    out.append("threads | kernel | mismatches | first bad | gated")
     rows = draw(st.lists(st.tuples(counts, kernels, counts, st.none() | counts, st.booleans()), min_size=1, max_size=10))
     race_at = draw(st.integers(0, len(rows)))  # compute-sanitizer's report lands anywhere in the table
     gate_failures, row_lines = [], []
@@ -104,10 +99,7 @@ def harness_outputs(draw) -> tuple[list[str], dict[str, Any], list[int]]:
             out += RACE_REPORT
         cells = [str(threads), kernel, str(mismatches), "-" if first_bad is None else str(first_bad),
                  "yes" if gated else "no"]
-        if pipes:
-            out.append("|".join(draw(pads) + c + draw(pads) for c in cells))
-        else:
-            out.append(draw(pads) + "".join(c + draw(gaps) for c in cells).rstrip())
+        out.append("|".join(draw(pads) + c + draw(pads) for c in cells))
         row_lines.append(len(out) - 1)
         if gated and mismatches and draw(st.booleans()):
             gate_failures.append(f"{kernel} at {threads} threads: {mismatches} mismatches")
@@ -125,7 +117,7 @@ def harness_outputs(draw) -> tuple[list[str], dict[str, Any], list[int]]:
 
 def harness_values(text: str, first: int = 1, last: int | None = None) -> dict[str, Any]:
     """What parse_transcript read from lines first..last, in the shape harness_outputs gives."""
-    t = parse_transcript(text, "t.txt")
+    t = parse_transcript(text, "t.txt", DAY62)
     within = lambda at: first <= at <= (last if last is not None else at)
     strip = lambda items: [{k: v for k, v in it.items() if k != "_line"} for it in items if within(it["_line"])]
     return {"scalars": t.scalars, "rows": strip(t.collections()["rows"]), "tiling": strip(t.collections()["tiling"]),
@@ -134,11 +126,11 @@ def harness_values(text: str, first: int = 1, last: int | None = None) -> dict[s
 
 @settings(max_examples=300, deadline=None)
 @given(harness_outputs())
-def test_harness_output_reads_back_in_either_layout(output):
+def test_harness_output_reads_back(output):
     out, values, row_lines = output
     assert harness_values(joined(out) + "\n") == values
-    t = parse_transcript(joined(out), "t.txt")
-    assert [r.at for r in t.rows] == [i + 1 for i in row_lines]  # each row remembers its own line
+    t = parse_transcript(joined(out), "t.txt", DAY62)
+    assert [r["_line"] for r in t.collections()["rows"]] == [i + 1 for i in row_lines]  # each row its own line
 
 
 # A row starts with its thread count; in a table, a line that starts otherwise and has no `|` is
@@ -152,8 +144,7 @@ BROKEN_CELLS = {0: ["3.5", "32x"], 1: ["9k", "a-b", ""], 2: ["many", "-1", "7e3"
 def test_an_unreadable_row_is_an_error_at_its_line(output, data):
     out, _, row_lines = output
     at = data.draw(st.sampled_from(row_lines))
-    pipes = "|" in out[at]
-    cells = out[at].split("|") if pipes else out[at].split()
+    cells = out[at].split("|")
     column = data.draw(st.integers(0, 4))
     change = data.draw(st.sampled_from(["break", "drop", "add"] if column else ["break", "add"]))
     if change == "break":
@@ -162,9 +153,9 @@ def test_an_unreadable_row_is_an_error_at_its_line(output, data):
         del cells[column]
     else:
         cells.insert(column + 1, data.draw(st.sampled_from(["0", "x", "-"])))
-    out[at] = ("|" if pipes else "  ").join(cells)
+    out[at] = "|".join(cells)
     try:
-        parse_transcript(joined(out), "t.txt")
+        parse_transcript(joined(out), "t.txt", DAY62)
     except LessonError as exc:
         assert (exc.path, exc.line) == ("t.txt", at + 1)
         assert exc.message.startswith(f"malformed harness row {out[at].strip()!r}; expected")
@@ -188,7 +179,7 @@ def test_garbage_around_harness_output_raises_only_lesson_errors(output, before,
         assert not first <= exc.line <= last, "the valid output itself was refused"
         return
     assert {k: found[k] for k in ("rows", "tiling", "reports")} == {k: values[k] for k in ("rows", "tiling", "reports")}
-    parse_transcript(text, "t.txt").to_json()  # every parsed record can be shown
+    parse_transcript(text, "t.txt", DAY62).to_json()  # every parsed record can be shown
 
 
 # Sanitizer summaries: singular for 1, plural otherwise.

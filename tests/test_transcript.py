@@ -1,13 +1,26 @@
-"""Transcript parsing: every compute-sanitizer shape the pages quote, and the harness table."""
+"""Transcript parsing: every compute-sanitizer shape the pages quote, and Day 62's harness output as
+its runs.toml declares it (the declaration mechanism itself: test_harness.py)."""
 
 from __future__ import annotations
 
 import pytest
-from conftest import RACE
+from conftest import RACE, REPO
 
 from lessonkit.errors import LessonError
 from lessonkit.evidence.jsontranscript import parse_json_transcript
+from lessonkit.evidence.spec import load_spec
 from lessonkit.evidence.transcript import iter_summary_mentions, parse_summary, parse_transcript
+
+DAY62 = load_spec(REPO / "code", "day62-racecheck").harness
+
+
+def day62(text: str, source: str = "b.txt"):
+    """`text` parsed as a transcript of Day 62, its program lines read by its declared format."""
+    return parse_transcript(text, source, DAY62)
+
+
+def rows(t) -> list[dict]:
+    return list(t.collections()["rows"])
 
 ANALYSIS_REVERSED = """\
 ========= COMPUTE-SANITIZER
@@ -182,16 +195,16 @@ def test_harness_table():
             "     32 | scanTileRacy |  0 |    - | no\n"
             "    256 | scanTileFixed | 3 | 17 | yes\n"
             "GATE FAILED: scanTileFixed at 256 threads: 3 mismatches, first bad index 17 (got 1.0, want 2.0)\n")
-    t = parse_transcript(text, "b")
-    assert [(r.threads, r.kernel, r.mismatches, r.first_bad, r.gated) for r in t.rows] == [
+    t = day62(text, "b")
+    assert [(r["threads"], r["kernel"], r["mismatches"], r["first_bad"], r["gated"]) for r in rows(t)] == [
         (32, "scanTileRacy", 0, None, False), (256, "scanTileFixed", 3, 17, True)]
     assert t.scalars["gpu"] == "NVIDIA H200" and t.scalars["mode"] == "all"
     assert t.scalars["gate_failures"] == ["scanTileFixed at 256 threads: 3 mismatches, first bad index 17 (got 1.0, want 2.0)"]
 
 
 def test_table_rows_interleaved_with_tool_reports():
-    t = parse_transcript(RACE, "r")
-    assert [(r.threads, r.mismatches) for r in t.rows] == [(32, 0), (256, 7)]
+    t = day62(RACE, "r")
+    assert [(r["threads"], r["mismatches"]) for r in rows(t)] == [(32, 0), (256, 7)]
 
 
 TODAY = """\
@@ -208,25 +221,10 @@ threads | kernel | mismatches | first bad | gated
 fixed kernels: all match the reference
 """
 
-EARLIER = """\
-GPU: NVIDIA H200 (compute capability 9.0), warp size 32
-elements: 8803 (8*1024 + 611)
-mode: all
-tiling: threads 32 | full tiles 275 | partial tile 3 elements
-tiling: threads 256 | full tiles 34 | partial tile 99 elements
-threads  kernel                            mismatches   first bad  gated
--------  --------------------------------  ----------   ---------  -----
-     32  scanTileRacy                               0           -     no
-    256  reverseTilesDivergentBarrier              99        8704     no
-    256  scanTileFixed                              0           -    yes
-
-fixed kernels: all match the reference
-"""
-
 
 def test_todays_layout():
-    t = parse_transcript(TODAY, "b.txt")
-    assert [r.fields() for r in t.rows] == [
+    t = day62(TODAY, "b.txt")
+    assert rows(t) == [
         {"threads": 32, "kernel": "scanTileRacy", "mismatches": 0, "first_bad": None, "gated": False, "_line": 7},
         {"threads": 256, "kernel": "reverseTilesDivergentBarrier", "mismatches": 99, "first_bad": 8704,
          "gated": False, "_line": 8},
@@ -238,57 +236,44 @@ def test_todays_layout():
         {"threads": 256, "full_tiles": 34, "partial": 99, "_line": 5})
 
 
-def test_earlier_layout_reads_to_the_same_records():
-    today, earlier = parse_transcript(TODAY, "a.txt"), parse_transcript(EARLIER, "b.txt")
-    without_line = lambda t, name: [{k: v for k, v in r.items() if k != "_line"} for r in t.collections()[name]]
-    assert len(earlier.rows) == 3
-    assert without_line(earlier, "rows") == without_line(today, "rows")
-    assert without_line(earlier, "tiling") == without_line(today, "tiling")
-    assert earlier.scalars == today.scalars
-    assert [r.at for r in earlier.rows] == [8, 9, 10]
-
-
-def test_earlier_layout_as_json():
-    data = parse_transcript(EARLIER, "b.txt").to_json()
-    assert data["gpu"] == "NVIDIA H200" and data["elements"] == 8803
-    assert data["rows"][1] == {"threads": 256, "kernel": "reverseTilesDivergentBarrier", "mismatches": 99,
-                               "first_bad": 8704, "gated": False, "line_in_transcript": 9}
-    assert data["tiling"][0] == {"threads": 32, "full_tiles": 275, "partial": 3, "line_in_transcript": 4}
-
-
 def test_device_line_without_warp_size():
-    t = parse_transcript("device: NVIDIA H200 | compute capability 9.0\n", "sweep.txt")
+    t = day62("device: NVIDIA H200 | compute capability 9.0\n", "sweep.txt")
     assert t.scalars == {"tool": None, "gpu": "NVIDIA H200", "compute_capability": "9.0"}
 
 
 def test_other_programs_device_lines_are_not_the_harness():
-    t = parse_transcript("device: NVIDIA H200 | 132 SMs | seed 62\n", "campaign.txt")
+    t = day62("device: NVIDIA H200 | 132 SMs | seed 62\n", "campaign.txt")
     assert t.scalars == {"tool": None}
+
+
+def test_gate_failures_inside_a_table():
+    text = ("threads | kernel | mismatches | first bad | gated\n"
+            "    256 | scanTileFixed | 3 | 17 | yes\n"
+            "GATE FAILED: scanTileFixed at 256 threads: 3 mismatches\n"
+            "    256 | reverseTilesFixed | 0 | - | yes\n")
+    t = day62(text)
+    assert [(r["kernel"], r["first_bad"]) for r in rows(t)] == [("scanTileFixed", 17), ("reverseTilesFixed", None)]
+    assert t.scalars["gate_failures"] == ["scanTileFixed at 256 threads: 3 mismatches"]
+
+
+def test_without_a_harness_format_program_lines_are_not_read():
+    t = parse_transcript(TODAY, "b.txt")
+    assert t.scalars == {"tool": None} and "rows" not in t.collections() and "tiling" not in t.collections()
 
 
 def test_a_table_cut_off_by_a_hang_has_no_rows():
     text = "mode: stayalive\nthreads | kernel | mismatches | first bad | gated\n"
-    assert parse_transcript(text, "b.txt").rows == ()
+    assert day62(text, "b.txt").collections()["rows"] == ()
 
 
 def test_a_blank_line_ends_the_table():
     text = "threads | kernel | mismatches | first bad | gated\n32 | k | 0 | - | no\n\n3 fixed kernel runs failed\n"
-    assert [r.threads for r in parse_transcript(text, "b.txt").rows] == [32]
-
-
-def test_gate_failures_inside_an_earlier_table():
-    text = ("threads  kernel  mismatches  first bad  gated\n"
-            "    256  scanTileFixed  3  17  yes\n"
-            "GATE FAILED: scanTileFixed at 256 threads: 3 mismatches\n"
-            "    256  reverseTilesFixed  0  -  yes\n")
-    t = parse_transcript(text, "b.txt")
-    assert [(r.kernel, r.first_bad) for r in t.rows] == [("scanTileFixed", 17), ("reverseTilesFixed", None)]
-    assert t.scalars["gate_failures"] == ["scanTileFixed at 256 threads: 3 mismatches"]
+    assert [r["threads"] for r in rows(day62(text, "b.txt"))] == [32]
 
 
 def errors(text: str) -> str:
     with pytest.raises(LessonError) as info:
-        parse_transcript(text, "b.txt")
+        day62(text, "b.txt")
     return str(info.value)
 
 
@@ -304,30 +289,10 @@ def test_harness_row_with_a_missing_column():
                             "'THREADS | KERNEL | MISMATCHES | FIRST_BAD|- | yes|no'")
 
 
-def test_malformed_earlier_harness_row():
-    text = "threads  kernel  mismatches  first bad  gated\n-------  ------\n     32  scanTileRacy  0  -\n"
-    assert errors(text) == ("b.txt:3: malformed harness row '32  scanTileRacy  0  -'; expected "
-                            "'THREADS KERNEL MISMATCHES FIRST_BAD|- yes|no' separated by spaces")
-
-
-def test_pipes_in_an_earlier_table():
-    text = "threads  kernel  mismatches  first bad  gated\n 32 | k | 0 | - | no\n"
-    assert errors(text) == ("b.txt:2: malformed harness row '32 | k | 0 | - | no'; expected "
-                            "'THREADS KERNEL MISMATCHES FIRST_BAD|- yes|no' separated by spaces")
-
-
 def test_harness_header_with_other_columns():
     text = "threads | kernel | mismatches | gated\n 32 | k | 0 | no\n"
     assert errors(text) == ("b.txt:1: unreadable harness table header 'threads | kernel | mismatches | gated'; "
-                            "expected 'threads | kernel | mismatches | first bad | gated', or the same columns "
-                            "aligned by spaces")
-
-
-def test_earlier_harness_header_with_other_columns():
-    text = "threads  kernel  mismatches  first bad  gated  time\n"
-    assert errors(text) == ("b.txt:1: unreadable harness table header 'threads  kernel  mismatches  first bad  "
-                            "gated  time'; expected 'threads | kernel | mismatches | first bad | gated', or the "
-                            "same columns aligned by spaces")
+                            "expected 'threads | kernel | mismatches | first bad | gated'")
 
 
 def test_harness_row_without_a_header():
@@ -340,15 +305,7 @@ def test_harness_row_without_a_header():
 def test_unreadable_device_line():
     assert errors("device: NVIDIA H200 | compute capability nine | warp size 32\n") == (
         "b.txt:1: unreadable device line 'device: NVIDIA H200 | compute capability nine | warp size 32'; "
-        "expected 'device: NAME | compute capability X.Y | warp size N' or "
-        "'GPU: NAME (compute capability X.Y), warp size N'")
-
-
-def test_unreadable_earlier_device_line():
-    assert errors("GPU: NVIDIA H200 (compute capability 9.0) warp 32\n") == (
-        "b.txt:1: unreadable device line 'GPU: NVIDIA H200 (compute capability 9.0) warp 32'; "
-        "expected 'device: NAME | compute capability X.Y | warp size N' or "
-        "'GPU: NAME (compute capability X.Y), warp size N'")
+        "expected 'device: NAME | compute capability X.Y | warp size N'")
 
 
 def test_unreadable_elements_line():

@@ -1,7 +1,8 @@
-"""Command line: `python -m lessonkit check [--no-cache] | regions FILE | transcript FILE|SET/RUN |
-accept | verify-site`.
+"""Command line: `python -m lessonkit check [--no-cache] [--[no-]strict] | regions FILE |
+transcript FILE|SET/RUN [--lesson LESSON] | accept | verify-site | new LESSON`.
 
-Exit status: 0 all agree, 1 errors found (listed on stderr), 2 a usage error (argparse's,
+Exit status: 0 all agree (warnings, listed on stderr, pass unless strict), 1 errors found
+(listed on stderr), 2 a usage error (argparse's,
 or no repository around the working folder), 141 the reader of stdout went away
 (`... | head`), as a shell reports a program ended by SIGPIPE.
 
@@ -20,8 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lessonkit.cache import FOLDER, Store
-from lessonkit.cli import accept
-from lessonkit.errors import LessonError, LessonErrors
+from lessonkit.cli import accept, new
+from lessonkit.errors import LessonError, LessonErrors, split_warnings
+from lessonkit.evidence.harness import HarnessFormat
 from lessonkit.evidence.jsontranscript import parse_json_transcript
 from lessonkit.evidence.transcript import parse_transcript
 from lessonkit.pages.regions import parse_regions
@@ -63,6 +65,9 @@ def _check_site_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-cache", action="store_true",
                         help=f"neither read nor write the cache in {FOLDER}/ "
                              "(as LESSONKIT_CACHE=off)")
+    parser.add_argument("--strict", action=argparse.BooleanOptionalAction, default=None,
+                        help="fail on warnings (a lesson not recorded yet) too; default: as mkdocs.yml's "
+                             "'strict' setting, which decides the same for the build")
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -76,13 +81,20 @@ def _check(args: argparse.Namespace) -> int:
             return EXIT_USAGE
     # Imported here: only `check` reads mkdocs.yml (with PyYAML); the other commands, run on a
     # GPU machine too, need the standard library alone.
-    from lessonkit.site.config import load_site_config_errors
+    from lessonkit.site.config import load_site_config_errors, site_is_strict
 
-    errors = load_site_config_errors(repo) + check_site(repo, store=Store(None) if args.no_cache else None)
-    if errors:
-        print(LessonErrors(errors).report(), file=sys.stderr)
+    found = load_site_config_errors(repo) + check_site(repo, store=Store(None) if args.no_cache else None)
+    errors, warnings = split_warnings(found)
+    strict = site_is_strict(repo) if args.strict is None else args.strict
+    if found:
+        print(LessonErrors(found).report(), file=sys.stderr)
+    if errors or (warnings and strict):
+        if not errors:
+            why = "--strict" if args.strict else "mkdocs.yml sets 'strict: true', so its build fails on them too"
+            print(f"warnings fail this check: {why}; --no-strict lets them pass", file=sys.stderr)
         return EXIT_ERRORS
-    print(f"ok: every page, region, claim and evidence set under {repo} agrees")
+    counted = f", with {len(warnings)} warning{'s' if len(warnings) != 1 else ''} (above)" if warnings else ""
+    print(f"ok: every page, region, claim and evidence set under {repo} agrees{counted}")
     return EXIT_OK
 
 
@@ -92,6 +104,8 @@ def _file_argument(parser: argparse.ArgumentParser) -> None:
 
 def _transcript_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", help="a transcript file, or SET/RUN: every recording of a run of an evidence set")
+    parser.add_argument("--lesson", help="read the program's lines by code/LESSON/runs.toml's [harness] "
+                        "(default: the lesson of the evidence set holding FILE, if it is in one)")
     _check_arguments(parser)
 
 
@@ -104,9 +118,29 @@ def _regions(args: argparse.Namespace) -> int:
 def _transcript(args: argparse.Namespace) -> int:
     if not Path(args.file).exists() and args.file.count("/") == 1:
         return _recordings(args)
-    parse = parse_json_transcript if args.file.endswith(".json") else parse_transcript
-    print(json.dumps(parse(_read(args.file), args.file).to_json(), indent=2, default=str))
+    text = _read(args.file)
+    if args.file.endswith(".json"):
+        parsed = parse_json_transcript(text, args.file)
+    else:
+        parsed = parse_transcript(text, args.file, _harness_for(args))
+    print(json.dumps(parsed.to_json(), indent=2, default=str))
     return EXIT_OK
+
+
+def _harness_for(args: argparse.Namespace) -> HarnessFormat | None:
+    """The harness format of --lesson, or of the lesson whose evidence set holds the file."""
+    from lessonkit.evidence.manifest import MANIFEST, read_manifest
+    from lessonkit.evidence.spec import load_spec
+
+    path = Path(args.file).resolve()
+    lesson = args.lesson
+    if lesson is None and path.parent.parent.name == "evidence" and (path.parent / MANIFEST).is_file():
+        lesson = read_manifest(path.parent, f"evidence/{path.parent.name}").lesson
+    if lesson is None:
+        return None
+    repo = args.repo.resolve() if args.repo is not None else find_repo(
+        path.parent if args.lesson is None else Path.cwd())
+    return load_spec(repo / "code", lesson).harness
 
 
 def _recordings(args: argparse.Namespace) -> int:
@@ -142,6 +176,7 @@ COMMANDS: dict[str, Command] = {
                           _transcript_arguments, _transcript),
     "accept": Command(accept.HELP, accept.add_arguments, accept.run),
     "verify-site": Command(verify.HELP, verify.add_arguments, verify.run),
+    "new": Command(new.HELP, new.add_arguments, new.run),
 }
 
 

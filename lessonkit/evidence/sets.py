@@ -14,6 +14,7 @@ from typing import Any
 from lessonkit import cache
 from lessonkit.errors import LessonError
 from lessonkit.evidence.declared import check_declared
+from lessonkit.evidence.harness import HarnessFormat
 from lessonkit.evidence.jsontranscript import parse_json_transcript
 from lessonkit.evidence.manifest import (  # noqa: F401
     BUILD_INPUT,
@@ -29,14 +30,15 @@ from lessonkit.evidence.manifest import (  # noqa: F401
 from lessonkit.evidence.manifest import parse_manifest as _parse_manifest_text
 from lessonkit.evidence.spec import LessonSpec, load_spec
 from lessonkit.evidence.transcript import Transcript, parse_transcript
+from lessonkit.evidence.unrecorded import Unrecorded, find_unrecorded
 from lessonkit.textio import decode_utf8
 
 OLD_PREFIX = ".old."         # evidence/.old.<set>: the previous set while a refresh swaps (fallback path)
 SCRATCH_PREFIX = ".refresh."  # evidence/.refresh.<set>.<pid>: a refresh's work in progress
 
-# Parsed transcripts by (sha256 of the file, format): a rebuild re-parses only what changed.
-# Only a file that had settled and did not change while it was read is kept here.
-_parse_cache: dict[tuple[str, str], Transcript] = {}
+# Parsed transcripts by (sha256 of the file, format, harness format): a rebuild re-parses only
+# what changed. Only a file that had settled and did not change while it was read is kept here.
+_parse_cache: dict[tuple[str, str, HarnessFormat | None], Transcript] = {}
 
 
 @dataclass
@@ -52,6 +54,8 @@ class EvidenceSet:
     provenance: dict[str, Any]
     entries: dict[str, TranscriptEntry]
     groups: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # How the lesson's program lines are read (its runs.toml's [harness]); None: they are not.
+    harness: HarnessFormat | None = None
     _parsed: dict[str, Transcript] = field(default_factory=dict, repr=False, compare=False)
     # What queries worked out from this set's recordings (lessonkit.pages.query), kept with them.
     memo: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -101,7 +105,8 @@ class EvidenceSet:
         path = self.root / entry.file
         try:
             st = os.stat(path)
-            key: tuple[str, str] | None = (sha256_file(path, st), entry.format)
+            key: tuple[str, str, HarnessFormat | None] | None = (
+                sha256_file(path, st), entry.format, self.harness if entry.format == "text" else None)
         except OSError:
             key = None
         if key is not None and key in _parse_cache:
@@ -112,7 +117,7 @@ class EvidenceSet:
         if entry.format == "json":
             parsed = parse_json_transcript(text, shown)
         elif entry.format == "text":
-            parsed = parse_transcript(text, shown)
+            parsed = parse_transcript(text, shown, self.harness)
         else:  # kept for readers and tools (XML records); quoted only as text
             parsed = Transcript(shown, tuple(text.splitlines()))
         if key is not None and _unchanged(path, st):  # the bytes parsed are the bytes hashed
@@ -147,7 +152,12 @@ def load_evidence_set(repo: Path, set_name: str, folder: Path | None = None) -> 
     shown = f"evidence/{set_name}"
     if not root.is_dir():
         raise LessonError(shown, None, "no such evidence set", rank=0)
-    return _from_manifest(set_name, root, read_manifest(root, shown))
+    ev = _from_manifest(set_name, root, read_manifest(root, shown))
+    try:
+        ev.harness = load_spec(repo / "code", ev.lesson).harness
+    except LessonError:
+        pass  # load_all_evidence reports it; without a spec the program's lines are not read
+    return ev
 
 
 def check_integrity(ev: EvidenceSet) -> list[LessonError]:
@@ -256,6 +266,7 @@ class Evidence:
     sets: dict[str, EvidenceSet]
     errors: list[LessonError]
     unreadable: set[str] = field(default_factory=set)  # folders whose manifest could not be read
+    unrecorded: dict[str, Unrecorded] = field(default_factory=dict)  # lessons with no set yet
 
 
 def set_folders(repo: Path) -> dict[str, Path]:
@@ -307,4 +318,5 @@ def load_all_evidence(repo: Path) -> Evidence:
             errors.append(exc)
             continue
         errors.extend(check_freshness(ev, repo, spec))
-    return Evidence(sets, errors, unreadable)
+    recorded = set(sets) | unreadable | {ev.lesson for ev in sets.values()}
+    return Evidence(sets, errors, unreadable, find_unrecorded(repo, recorded))

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from lessonkit import cache
 from lessonkit.errors import LessonError
+from lessonkit.evidence.harness import HarnessFormat, parse_harness
 
 _NAME_RE = re.compile(r"\A[a-z0-9][a-z0-9-]*\Z")
 
@@ -66,6 +67,9 @@ class LessonSpec:
     build: dict[str, str]
     runs: tuple[RunSpec, ...]
     compare: tuple[CompareSpec, ...] = ()
+    # How the program's own lines are read ([harness]); not hashed into freshness: it changes how
+    # evidence is read, not what was recorded.
+    harness: HarnessFormat | None = None
 
     def compared(self, set_name: str) -> CompareSpec | None:
         """The `[[compare]]` declaration of `set_name`, or None."""
@@ -134,7 +138,8 @@ def parse_spec(text: str, source: str) -> LessonSpec:
             exclusive=need(raw, "exclusive", bool, where, False),
         ))
     compare = _compare(data.get("compare", []), text, source, need)
-    return LessonSpec(lesson, source, inputs, dict(build), tuple(runs), compare)
+    harness = parse_harness(data.get("harness"), text, source)
+    return LessonSpec(lesson, source, inputs, dict(build), tuple(runs), compare, harness)
 
 
 _RELEASE_RE = re.compile(r"""\A\d+\.\d+\Z""")

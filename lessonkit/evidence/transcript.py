@@ -1,4 +1,5 @@
-"""Transcripts parsed into data: compute-sanitizer reports and summaries, and the harness table.
+"""Transcripts parsed into data: compute-sanitizer reports and summaries; the program's own lines
+are read by the lesson's declared harness format (lessonkit.evidence.harness).
 
 Lines are classified by their content, never by their position: compute-sanitizer
 prints reports in an order that changes from run to run, and the program's own
@@ -14,6 +15,7 @@ from functools import cached_property
 from typing import Any
 
 from lessonkit.errors import LessonError
+from lessonkit.evidence.harness import HarnessFormat, HarnessReader
 
 PREFIX = "========="
 
@@ -63,45 +65,6 @@ _SUMMARY_FORMS = (
     (_ERROR_SUMMARY_RE, (("errors", "count"),)),
 )
 _ANY_SUMMARY_RE = re.compile(r"""(?P<tool>RACECHECK|ERROR)\ SUMMARY:""", re.VERBOSE)
-
-# The harness's own lines. Two layouts are read: today's (`device: ... | ...`, a table with
-# `|` between columns) and the earlier one (`GPU: NAME (compute capability X.Y), warp size N`,
-# columns aligned by spaces under a rule of dashes). Both give the same records.
-_DEVICE_RE = re.compile(
-    r"""^device:\s+(?P<gpu>.+?)\s+\|\s+compute\ capability\s+(?P<cc>\d+\.\d+)
-        (?:\s+\|\s+warp\ size\s+(?P<warp>\d+))?\s*$""",
-    re.VERBOSE)
-_OLD_DEVICE_RE = re.compile(
-    r"""^GPU:\s+(?P<gpu>.+?)\s+\(compute\ capability\s+(?P<cc>\d+\.\d+)\)
-        (?:,\s+warp\ size\s+(?P<warp>\d+))?\s*$""",
-    re.VERBOSE)
-# A device line as either layout starts one; other programs' `device:` lines say no compute capability.
-_ANY_DEVICE_RE = re.compile(r"""^(?:device|GPU):.*\bcompute\ capability\b""", re.VERBOSE)
-_HARNESS_MODE_RE = re.compile(r"""^mode:\s+(?P<mode>\S+)\s*$""")
-_ELEMENTS_RE = re.compile(r"""^elements:\s+(?P<count>\d+)(?:\s+\([^()]*\))?\s*$""", re.VERBOSE)
-_TILING_RE = re.compile(
-    r"""^tiling:\s+threads\s+(?P<threads>\d+)\s+\|\s+full\ tiles\s+(?P<full_tiles>\d+)\s+\|
-        \s+partial\ tile\s+(?P<partial>\d+)\ elements?\s*$""",
-    re.VERBOSE)
-# Any line starting `threads` then `kernel` is a table header; its columns are checked after.
-_ANY_HEADER_RE = re.compile(r"""^threads(?:\s*\|\s*|\s+)kernel\b""", re.VERBOSE)
-_COLUMNS = ("threads", "kernel", "mismatches", "first bad", "gated")
-_PIPE_ROW_RE = re.compile(
-    r"""^\s*(?P<threads>\d+)\s*\|\s*(?P<kernel>[A-Za-z_]\w*)\s*\|\s*(?P<mismatches>\d+)\s*\|
-        \s*(?P<first_bad>-|\d+)\s*\|\s*(?P<gated>yes|no)\s*$""",
-    re.VERBOSE)
-_SPACE_ROW_RE = re.compile(
-    r"""^\s*(?P<threads>\d+)\s+(?P<kernel>[A-Za-z_]\w*)\s+(?P<mismatches>\d+)
-        \s+(?P<first_bad>-|\d+)\s+(?P<gated>yes|no)\s*$""",
-    re.VERBOSE)
-_ROW_RES = {"pipes": _PIPE_ROW_RE, "spaces": _SPACE_ROW_RE}
-_ROW_FORMS = {"pipes": "'THREADS | KERNEL | MISMATCHES | FIRST_BAD|- | yes|no'",
-              "spaces": "'THREADS KERNEL MISMATCHES FIRST_BAD|- yes|no' separated by spaces"}
-# Inside a table, a line that starts with a digit or holds a `|` is meant as a row: it is read or refused.
-_ROWISH_RE = re.compile(r"""^[0-9]|\|""", re.VERBOSE)
-_RULE_RE = re.compile(r"""^[-|+:\s]*-[-|+:\s]*$""", re.VERBOSE)
-_GATE_FAILED_RE = re.compile(r"""^GATE\ FAILED:\s+(?P<what>.*)$""", re.VERBOSE)
-
 
 @dataclass(frozen=True)
 class Access:
@@ -230,40 +193,6 @@ class UninitializedRead:
 
 
 @dataclass(frozen=True)
-class HarnessRow:
-    """One row of the harness table."""
-
-    at: int
-    threads: int
-    kernel: str
-    mismatches: int
-    first_bad: int | None
-    gated: bool
-
-    def fields(self) -> dict[str, Any]:
-        """The values a page may quote, by name."""
-        return {
-            "threads": self.threads, "kernel": self.kernel, "mismatches": self.mismatches,
-            "first_bad": self.first_bad, "gated": self.gated, "_line": self.at,
-        }
-
-
-@dataclass(frozen=True)
-class Tiling:
-    """How one block size cuts the input: whole tiles, and the elements of the partial one."""
-
-    at: int
-    threads: int
-    full_tiles: int
-    partial: int
-
-    def fields(self) -> dict[str, Any]:
-        """The values a page may quote, by name."""
-        return {"threads": self.threads, "full_tiles": self.full_tiles, "partial": self.partial,
-                "_line": self.at}
-
-
-@dataclass(frozen=True)
 class Summary:
     """A summary line the tool printed, with its 1-based line in the transcript."""
 
@@ -282,11 +211,9 @@ class Transcript:
     hazards: tuple[HazardRecord, ...] = ()
     barriers: tuple[BarrierError, ...] = ()
     uninitialized: tuple[UninitializedRead, ...] = ()
-    rows: tuple[HarnessRow, ...] = ()
     summaries: tuple[Summary, ...] = ()
     scalars: dict[str, Any] = field(default_factory=dict)
     records: dict[str, tuple[dict[str, Any], ...]] = field(default_factory=dict)
-    tiling: tuple[Tiling, ...] = ()
 
     def collections(self) -> dict[str, tuple[dict[str, Any], ...]]:
         """Every list of records a query can select from, by name (built once per transcript)."""
@@ -299,8 +226,6 @@ class Transcript:
             "hazards": tuple(h.fields() for h in self.hazards),
             "barriers": tuple(b.fields() for b in self.barriers),
             "uninitialized": tuple(u.fields() for u in self.uninitialized),
-            "rows": tuple(r.fields() for r in self.rows),
-            "tiling": tuple(t.fields() for t in self.tiling),
         }
         out.update(self.records)
         return out
@@ -353,8 +278,9 @@ def iter_summary_mentions(text: str) -> Iterator[tuple[int, int, str | None]]:
             yield m.start(), m.end(), None
 
 
-def parse_transcript(text: str, source: str) -> Transcript:
-    """Parse a transcript (tool lines and program output mixed) into a Transcript."""
+def parse_transcript(text: str, source: str, harness: HarnessFormat | None = None) -> Transcript:
+    """Parse a transcript (tool lines and program output mixed) into a Transcript; the program's
+    lines are read by `harness` (the lesson's declared format), or not at all without one."""
     lines = tuple(text.splitlines())
     reports: list[RaceReport] = []
     hazards: list[HazardRecord] = []
@@ -362,7 +288,7 @@ def parse_transcript(text: str, source: str) -> Transcript:
     uninitialized: list[UninitializedRead] = []
     summaries: list[Summary] = []
     scalars: dict[str, Any] = {"tool": None}
-    program = _HarnessReader(source, scalars)
+    program = HarnessReader(harness, source, scalars) if harness is not None else None
     # The record being continued by indented tool lines, if any.
     current: Any = None
 
@@ -370,7 +296,8 @@ def parse_transcript(text: str, source: str) -> Transcript:
         split = _split_tool_line(raw)
         if split is None:
             current = _finish(current, reports, hazards, barriers, uninitialized)
-            program.read(raw.strip(), number)
+            if program is not None:
+                program.read(raw.strip(), number)
             continue
         cont, body = split
         if body.startswith("COMPUTE-SANITIZER"):
@@ -395,84 +322,9 @@ def parse_transcript(text: str, source: str) -> Transcript:
     _finish(current, reports, hazards, barriers, uninitialized)
     _summary_scalars(summaries, scalars)
     return Transcript(source, lines, reports=tuple(reports), hazards=tuple(hazards),
-                      barriers=tuple(barriers), uninitialized=tuple(uninitialized), rows=tuple(program.rows),
-                      summaries=tuple(summaries),
-                      scalars=scalars, tiling=tuple(program.tiling))
-
-
-@dataclass
-class _HarnessReader:
-    """Reads the program's own lines; a harness table stays open from its header to a blank line."""
-
-    source: str
-    scalars: dict[str, Any]
-    rows: list[HarnessRow] = field(default_factory=list)
-    tiling: list[Tiling] = field(default_factory=list)
-    layout: str | None = None  # of the open table: "pipes" or "spaces"; None outside a table
-
-    def read(self, line: str, number: int) -> None:
-        """Take one stripped line of program output; LessonError for a line meant but unreadable."""
-        if self._scalar_line(line, number):
-            return
-        if _ANY_HEADER_RE.match(line):
-            self.layout = self._header_layout(line, number)
-        elif m := _GATE_FAILED_RE.match(line):
-            self.scalars.setdefault("gate_failures", []).append(m.group("what"))
-        elif self.layout is None:
-            if _PIPE_ROW_RE.match(line):
-                raise LessonError(self.source, number, f"harness row {line!r} has no table header above "
-                                  f"it; expected the header {' | '.join(_COLUMNS)!r} first (a blank line "
-                                  "ends a table)")
-        elif not line:
-            self.layout = None
-        elif _ROWISH_RE.search(line) and not _RULE_RE.match(line):
-            self.rows.append(self._row(line, number, self.layout))
-
-    def _scalar_line(self, line: str, number: int) -> bool:
-        """Read a device, mode, elements or tiling line; False for any other line."""
-        if _ANY_DEVICE_RE.match(line):
-            m = _DEVICE_RE.match(line) or _OLD_DEVICE_RE.match(line)
-            if m is None:
-                raise LessonError(self.source, number, f"unreadable device line {line!r}; expected "
-                                  "'device: NAME | compute capability X.Y | warp size N' or "
-                                  "'GPU: NAME (compute capability X.Y), warp size N'")
-            self.scalars.update(gpu=m.group("gpu"), compute_capability=m.group("cc"))
-            if m.group("warp"):
-                self.scalars["warp_size"] = int(m.group("warp"))
-        elif m := _HARNESS_MODE_RE.match(line):
-            self.scalars["mode"] = m.group("mode")
-        elif line.startswith("elements:"):
-            if not (m := _ELEMENTS_RE.match(line)):
-                raise LessonError(self.source, number, f"unreadable elements line {line!r}; expected "
-                                  "'elements: N' or 'elements: N (HOW)'")
-            self.scalars["elements"] = int(m.group("count"))
-        elif line.startswith("tiling:"):
-            if not (m := _TILING_RE.match(line)):
-                raise LessonError(self.source, number, f"unreadable tiling line {line!r}; expected "
-                                  "'tiling: threads N | full tiles N | partial tile N elements'")
-            self.tiling.append(Tiling(number, int(m.group("threads")), int(m.group("full_tiles")),
-                                      int(m.group("partial"))))
-        else:
-            return False
-        return True
-
-    def _header_layout(self, line: str, number: int) -> str:
-        """'pipes' or 'spaces' for a header with the harness's five columns; LessonError otherwise."""
-        if "|" in line and tuple(c.strip() for c in line.split("|")) == _COLUMNS:
-            return "pipes"
-        if "|" not in line and " ".join(line.split()) == " ".join(_COLUMNS):
-            return "spaces"
-        raise LessonError(self.source, number, f"unreadable harness table header {line!r}; expected "
-                          f"{' | '.join(_COLUMNS)!r}, or the same columns aligned by spaces")
-
-    def _row(self, line: str, number: int, layout: str) -> HarnessRow:
-        m = _ROW_RES[layout].match(line)
-        if m is None:
-            raise LessonError(self.source, number, f"malformed harness row {line!r}; expected "
-                              f"{_ROW_FORMS[layout]}")
-        first_bad = None if m.group("first_bad") == "-" else int(m.group("first_bad"))
-        return HarnessRow(number, int(m.group("threads")), m.group("kernel"), int(m.group("mismatches")),
-                          first_bad, m.group("gated") == "yes")
+                      barriers=tuple(barriers), uninitialized=tuple(uninitialized),
+                      summaries=tuple(summaries), scalars=scalars,
+                      records=program.collections() if program is not None else {})
 
 
 def _start_record(body: str, number: int, source: str) -> Any:

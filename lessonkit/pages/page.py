@@ -19,12 +19,14 @@ from __future__ import annotations
 import re
 import shlex
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 
 from lessonkit.errors import LessonError, LessonErrors
 from lessonkit.evidence.sets import EvidenceSet
+from lessonkit.evidence.unrecorded import Unrecorded
 from lessonkit.pages.crossclaims import check_compound, compound
 from lessonkit.pages.regions import load_region
 from lessonkit.pages.render import (
@@ -55,14 +57,16 @@ _WORD_RE = re.compile(r"""[^ \t\r\n]+""")
 
 def process_page(markdown: str, path: str, repo: Path, sets: dict[str, EvidenceSet],
                  broken_sets: set[str] | frozenset[str] = frozenset(), line_offset: int = 0,
-                 transcripts: bool = True) -> PageResult:
+                 transcripts: bool = True, unrecorded: Mapping[str, Unrecorded] | None = None) -> PageResult:
     """Expand a page's directives and check its claims; `line_offset` counts lines stripped above `markdown`.
 
     `transcripts=False` leaves transcript slots empty: the same Markdown and errors, for a caller
-    that wants only the errors (the blocks are finished HTML that no check reads).
+    that wants only the errors (the blocks are finished HTML that no check reads). `unrecorded`:
+    the lessons with no evidence yet (lessonkit.evidence.unrecorded).
     """
     sets = _Reads(sets)
-    page = PageState(path, line_offset, repo, sets, set(broken_sets), transcripts=transcripts)
+    page = PageState(path, line_offset, repo, sets, set(broken_sets), dict(unrecorded or {}),
+                     transcripts=transcripts)
     page.result.looked_up = sets.names
     lines = LineIndex(markdown)
     tokens, unclosed = scan(markdown, lines)
@@ -72,7 +76,8 @@ def process_page(markdown: str, path: str, repo: Path, sets: dict[str, EvidenceS
     for token in tokens:
         if _directive_word(token) == "evidence" and stands_alone(markdown, token):
             page.default_set = token.body.split(None, 1)[1].strip() if len(token.body.split()) > 1 else ""
-            if page.default_set not in sets and page.default_set not in page.broken_sets:
+            if (page.default_set not in sets and page.default_set not in page.broken_sets
+                    and page.default_set not in page.unrecorded):
                 page.lookup(token.line, page.default_set)
     out = _expand(page, markdown, lines, tokens)
     in_fence, _ = structure(out)
@@ -334,7 +339,8 @@ def _directive(page: PageState, token: Token, word: str, text: str) -> str:
         page.error(index, f"cannot read the {word} directive: {exc}")
         return ""
     if word == "evidence":
-        return ""
+        lesson = page.unrecorded.get(parts[0]) if parts else None
+        return _not_recorded_notice(lesson) if lesson is not None else ""
     if word == "region":
         return _region(page, token, parts, text)
     if not parts:
@@ -428,6 +434,14 @@ def _check_title(page: PageState, index: int, ev: EvidenceSet, command: str, tit
             return
 
 
+def _not_recorded_notice(lesson: Unrecorded) -> str:
+    """What `{{ evidence LESSON }}` shows while the lesson has no evidence: a notice, not provenance."""
+    return (f'!!! warning "Not yet recorded"\n\n'
+            f"    This lesson's programs have not been run on a GPU for this page yet, so it shows no tool\n"
+            f"    output and no measured figure. They are recorded on a GPU machine with\n"
+            f"    `{lesson.refresh}`.\n")
+
+
 def _check_recorded(page: PageState, index: int, relpath: str) -> None:
     """A region shows code that ran: its file is an input of a recording in its lesson's evidence set
     (and the freshness check holds that input to the hash recorded)."""
@@ -438,6 +452,8 @@ def _check_recorded(page: PageState, index: int, relpath: str) -> None:
     key = f"code/{relpath}"
     if ev is not None and any(key in entry.inputs for entry in ev.entries.values()):
         return
+    if lesson in page.unrecorded and key in page.unrecorded[lesson].inputs:
+        return  # it will run: the lesson's warning says it has not yet
     where = f"any recording in evidence/{lesson}" if ev is not None else f"a recording: evidence/{lesson} does not exist"
     page.error(index, f"{key} is not an input of {where}; a region shows only code that ran, so that its lines "
                f"are the lines the transcripts come from: list the file under inputs in code/{lesson}/runs.toml "

@@ -7,11 +7,13 @@ lessonkit.pages.page builds it. Both import it from here, so neither imports the
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from lessonkit.errors import LessonError
 from lessonkit.evidence.sets import EvidenceSet
+from lessonkit.evidence.unrecorded import Unrecorded
 from lessonkit.pages.claims import ClaimValue, ClaimValueError, judge, parse_claim_value
 from lessonkit.pages.query import Query, QueryError, parse_query, resolve
 from lessonkit.pages.render import Published
@@ -87,6 +89,7 @@ class PageState:
     repo: Path
     sets: dict[str, EvidenceSet]
     broken_sets: set[str]
+    unrecorded: Mapping[str, Unrecorded] = field(default_factory=dict)  # lessons with no set yet
     default_set: str | None = None
     result: PageResult = field(default_factory=lambda: PageResult(""))
     citations: list[tuple[int, str, str]] = field(default_factory=list)  # (source line, set, run)
@@ -111,6 +114,9 @@ class PageState:
             elif ref in self.broken_sets or (default is None and self.default_set in self.broken_sets):
                 self.unknowable.append(index)
                 return None
+            elif default is None and self.default_set in self.unrecorded and ref not in self.unrecorded:
+                self.not_recorded(index, ref, self.unrecorded[self.default_set])
+                return None
             elif default is not None:
                 self.error(index, f"no transcript {ref!r} in the page's set {default.name!r} and no set "
                            f"of that name; transcripts: {', '.join(sorted(default.groups))}")
@@ -119,6 +125,9 @@ class PageState:
         if ev is None:
             if set_name in self.broken_sets:
                 self.unknowable.append(index)  # the unreadable manifest is the one error to report
+                return None
+            if set_name in self.unrecorded:
+                self.not_recorded(index, ref, self.unrecorded[set_name])
                 return None
             self.error(index, f"no evidence set {set_name!r}; the sets are: {', '.join(sorted(self.sets)) or 'none'}")
             return None
@@ -135,6 +144,11 @@ class PageState:
             return None
         self.cite(index, ev.name, group)
         return ev, group
+
+    def not_recorded(self, index: int, ref: str, lesson: Unrecorded) -> None:
+        """Record that `ref` names evidence of a lesson that has none yet."""
+        self.error(index, f"{ref!r} cannot be checked: lesson {lesson.lesson!r} is not recorded yet; "
+                   f"record it on a GPU machine: {lesson.refresh}")
 
     def cite(self, index: int, set_name: str, group: str) -> None:
         """Note that source line `index` cites run `group` of `set_name`."""

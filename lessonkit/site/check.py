@@ -55,13 +55,15 @@ class Site:
         return cls(repo, load_all_evidence(repo))
 
     def site_errors(self) -> list[LessonError]:
-        """Errors that belong to no page: evidence integrity and freshness, lesson READMEs."""
-        return self.evidence.errors + check_lesson_readmes(self.repo)
+        """Errors that belong to no page: evidence integrity and freshness, lesson READMEs; and a
+        warning for each lesson not recorded yet."""
+        return (self.evidence.errors + check_lesson_readmes(self.repo)
+                + [u.warning() for u in self.evidence.unrecorded.values()])
 
     def page(self, markdown: str, path: str, line_offset: int = 0) -> PageResult:
         """Expand and check one page's Markdown (`path` as messages name it)."""
         return process_page(markdown, path, self.repo, self.evidence.sets,
-                            self.evidence.unreadable, line_offset, self.transcripts)
+                            self.evidence.unreadable, line_offset, self.transcripts, self.evidence.unrecorded)
 
 
 def strip_front_matter(text: str) -> tuple[str, int]:
@@ -278,29 +280,35 @@ class CheckedSite:
         for rel, digest in evidence.items():
             top = rel.split(os.sep, 1)[0]
             per_set.setdefault(folders.get(top, top), []).append((rel, digest))
-        self._set_digests = {name: _combine(items) for name, items in per_set.items()}
+        # A set is read by its lesson's runs.toml ([harness]): a change there counts for every set.
+        specs = [(os.sep + rel, digest) for rel, digest in code.items() if rel.endswith(os.sep + "runs.toml")]
+        self._set_digests = {name: _combine(items + specs) for name, items in per_set.items()}
         self._set_folders = {name: top for top, name in folders.items()}
         self._scanned, self._scans, self._tree = now, scans, tree
         stored = self.store.get("site", "errors", tree)
         try:
             errors = sitecache.decode_errors(stored["errors"])
             names, unreadable = set(stored["sets"]), set(stored["unreadable"])
+            unrecorded = {lesson: tuple(files) for lesson, files in stored["unrecorded"].items()}
             self.cache_hits += 1
-        except (TypeError, KeyError, ValueError):
+        except (TypeError, KeyError, ValueError, AttributeError):
             site = self.site
             errors = site.site_errors()
             names, unreadable = set(site.evidence.sets), set(site.evidence.unreadable)
+            unrecorded = {u.lesson: tuple(sorted(u.inputs)) for u in site.evidence.unrecorded.values()}
             lessons = (ev.lesson for ev in site.evidence.sets.values())
             if (self.store.folder is not None
                     and sitecache.settled_since(scans[0], now) and sitecache.settled_since(scans[1], now)
                     and sitecache.inputs_inside(self.repo, lessons) and self._rescan() == scans):
                 self.store.put("site", "errors", tree, {
                     "errors": sitecache.encode_errors(errors), "sets": sorted(names),
-                    "unreadable": sorted(unreadable)})
+                    "unreadable": sorted(unreadable), "unrecorded": unrecorded})
         self._site_errors = errors
         self._names = frozenset(names | unreadable | set(self._set_digests))
         self._catalog = _combine([(name, "set") for name in sorted(names)]
-                                 + [(name, "unreadable") for name in sorted(unreadable)])
+                                 + [(name, "unreadable") for name in sorted(unreadable)]
+                                 + [(name, "unrecorded " + " ".join(files))
+                                    for name, files in sorted(unrecorded.items())])
         self.hashes.save()
 
     def _rescan(self) -> tuple[sitecache.Scan, sitecache.Scan]:
@@ -346,7 +354,8 @@ class CheckedSite:
             again.update({top + os.sep: None} if (self.repo / "evidence" / top).is_dir() else {})
             if mine != again or not sitecache.settled_since(mine, now):
                 return False
-        for rel, _ in inputs.files:
+        specs = [rel for rel in code if rel.endswith(os.sep + "runs.toml")] if inputs.sets else []
+        for rel in [f for f, _ in inputs.files] + specs:
             stamp = code.get(os.path.normpath(rel))
             try:
                 current = cache.stamp(os.stat(self.repo / "code" / rel))

@@ -381,3 +381,16 @@ def load_site_config_errors(folder: Path, config: Path | None = None) -> list[Le
     except LessonError as exc:
         return [*errors, exc]
     return errors + site_config_errors(read_site_config(text, shown, os.path.abspath(folder)))
+
+
+def site_is_strict(folder: Path) -> bool:
+    """Whether mkdocs.yml in `folder` sets `strict: true` (MkDocs then fails a build on a warning,
+    and `lessonkit check` does the same); False when it does not or cannot be read."""
+    try:
+        root = yaml.compose(read_text(folder / CONFIG, CONFIG), Loader=yaml.SafeLoader)
+    except (OSError, LessonError, yaml.YAMLError):
+        return False
+    if not isinstance(root, yaml.MappingNode):
+        return False
+    return any(isinstance(key, yaml.ScalarNode) and key.value == "strict" and isinstance(value, yaml.ScalarNode)
+               and value.value.lower() in ("true", "yes", "on") for key, value in root.value)

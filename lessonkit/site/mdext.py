@@ -15,6 +15,7 @@ extension is passive: the hooks do its work once per page and report every error
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -24,13 +25,15 @@ from markdown.extensions import Extension
 from markdown.postprocessors import Postprocessor
 from markdown.preprocessors import Preprocessor
 
-from lessonkit.errors import LessonErrors
+from lessonkit.errors import LessonErrors, split_warnings
 from lessonkit.pages.state import PageResult
 from lessonkit.site.check import CheckedSite, docs_pages
 from lessonkit.site.verify import CHECKED_MARK, START_MARK
 
 # Before every core and pymdownx preprocessor (normalize_whitespace is 30, snippets 32).
 _PRIORITY = 40
+_log = logging.getLogger("lessonkit")
+_warned: set[str] = set()
 _sessions: dict[Path, CheckedSite] = {}
 
 
@@ -109,9 +112,13 @@ class _ExpandAndCheck(Preprocessor):
         result = session.page(text, path, offset)
         # The site's own errors (evidence integrity, freshness) fail every page: an engine may
         # stop at the first page that fails, and must not publish any page over bad evidence.
-        errors = session.site_errors() + result.errors
+        errors, warnings = split_warnings(session.site_errors() + result.errors)
         if errors:
             raise LessonErrors(errors)
+        for warning in warnings:  # a lesson not recorded yet (its page shows a notice): said once
+            if str(warning) not in _warned:
+                _warned.add(str(warning))
+                _log.warning("lessonkit: %s", warning)
         self.ext.result = result
         self.ext.page = (session, path, _source(session, path, text))
         # The marks go in as raw HTML here, not in the postprocessor: Python-Markdown also runs

@@ -3,9 +3,10 @@ each keyed by the contents it was computed from (lessonkit.cache says how entrie
 
 The site's errors (evidence integrity and freshness, lesson READMEs) are derived from the files
 under evidence/ and code/: their key covers every file there (its path and sha256) and every
-folder. A page's result is derived from its text, the list of sets, the files of the sets it
-names and the code files its regions read: its key covers exactly those, as `PageInputs` does
-within a process. An entry is stored only when its inputs are known to be complete (a lesson
+folder. A page's result is derived from its text, the list of sets (and of the lessons not
+recorded yet, with their inputs), the files of the sets it names, every lesson's runs.toml (its
+[harness] says how a set's transcripts read) and the code files its regions read: its key
+covers exactly those, as `PageInputs` does within a process. An entry is stored only when its inputs are known to be complete (a lesson
 whose runs.toml names inputs outside code/<lesson>/, or a page citing a set it does not name
 inside double braces, is computed afresh every time).
 """
@@ -146,11 +147,11 @@ def entry_name(path: str) -> str:
 # -- results as plain data ---------------------------------------------------------------------
 
 def encode_errors(errors: Iterable[LessonError]) -> list[tuple[Any, ...]]:
-    return [(e.path, e.line, e.message, e.rank) for e in errors]
+    return [(e.path, e.line, e.message, e.rank, e.warning) for e in errors]
 
 
 def decode_errors(data: Any) -> list[LessonError]:
-    return [LessonError(path, line, message, rank) for path, line, message, rank in data]
+    return [LessonError(path, line, message, rank, bool(warning)) for path, line, message, rank, warning in data]
 
 
 def _encode_error(error: LessonError | None) -> tuple[Any, ...] | None:

@@ -1,0 +1,227 @@
+"""`lessonkit new`: a lesson that builds before it is recorded, says so, and is refused publication
+by a strict build until the refresh records it."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from conftest import REPO, mkdocs_build, mkdocs_yml, record_set
+from test_cache import SETTLE_S
+from test_cli import cli_run
+
+from lessonkit.cli.new import add_to_nav
+from lessonkit.evidence.spec import load_spec
+from lessonkit.evidence.transcript import parse_transcript
+from lessonkit.site.check import Site
+
+LESSON = "day27-global-reduction"
+NAV = """\
+nav:
+  - Home: index.md       # the course index
+  # Module 3 comes next
+  - "Module 7: debugging":
+      - "Demo": index.md
+"""
+WARNING = (f"code/{LESSON}/runs.toml: warning: lesson '{LESSON}' is not recorded yet: no evidence set holds "
+           "its runs, so its page shows a 'Not yet recorded' notice and none of its claims can be checked; "
+           f"record it on a GPU machine: python3 scripts/refresh.py {LESSON}")
+
+
+@pytest.fixture
+def course(demo_repo: Path) -> Path:
+    """The demo repository with a nav (and comments in it), as a course's mkdocs.yml has."""
+    (demo_repo / "mkdocs.yml").write_text(mkdocs_yml(NAV))
+    return demo_repo
+
+
+def new(repo: Path, *args: str) -> subprocess.CompletedProcess:
+    return cli_run("new", *args, "--repo", str(repo))
+
+
+def tree(repo: Path) -> dict[str, str]:
+    return {str(p.relative_to(repo)): p.read_text() for p in sorted(repo.rglob("*")) if p.is_file()}
+
+
+def test_new_writes_the_lesson_and_lists_its_page(course: Path):
+    before = (course / "mkdocs.yml").read_text()
+    done = new(course, LESSON)
+    assert done.returncode == 0, done.stderr
+    for rel in (f"code/{LESSON}/global-reduction.cu", f"code/{LESSON}/runs.toml", f"code/{LESSON}/README.md",
+                f"docs/{LESSON}.md"):
+        assert f"wrote {rel}\n" in done.stdout and (course / rel).is_file()
+    after = (course / "mkdocs.yml").read_text()
+    assert after == before.replace('      - "Demo": index.md\n', '      - "Demo": index.md\n'
+                                   '  - "New lessons":\n'
+                                   f'      - "Day 27: global reduction": {LESSON}.md\n')
+    spec = load_spec(course / "code", LESSON)
+    assert [r.name for r in spec.runs] == ["bare"] and spec.runs[0].gate and spec.harness is not None
+
+
+def test_a_new_lesson_checks_with_a_warning_and_strict_refuses_it(course: Path):
+    new(course, LESSON)
+    done = cli_run("check", "--repo", str(course))
+    assert (done.returncode, done.stderr.splitlines()) == (0, [WARNING, "0 errors and 1 warning found"])
+    assert done.stdout == f"ok: every page, region, claim and evidence set under {course} agrees, with 1 warning (above)\n"
+    strict = cli_run("check", "--repo", str(course), "--strict")
+    assert strict.returncode == 1
+    assert strict.stderr.splitlines()[-1] == "warnings fail this check: --strict; --no-strict lets them pass"
+
+
+def test_check_follows_mkdocs_yml_s_strict_setting(course: Path):
+    new(course, LESSON)
+    (course / "mkdocs.yml").write_text("strict: true\n" + (course / "mkdocs.yml").read_text())
+    done = cli_run("check", "--repo", str(course))
+    assert done.returncode == 1 and done.stderr.splitlines()[-1] == (
+        "warnings fail this check: mkdocs.yml sets 'strict: true', so its build fails on them too; "
+        "--no-strict lets them pass")
+    assert cli_run("check", "--repo", str(course), "--no-strict").returncode == 0
+
+
+def test_the_page_builds_with_a_notice_and_a_strict_build_refuses_it(course: Path):
+    new(course, LESSON)
+    done = mkdocs_build(course)
+    assert done.returncode == 0, done.stderr
+    loud = subprocess.run([*done.args[:4], *done.args[5:]], cwd=course, capture_output=True, text=True,
+                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1", "PYTHONPATH": str(REPO)}, timeout=120)
+    assert loud.returncode == 0 and f"WARNING -  {WARNING}" in loud.stderr  # not -q: warnings shown
+    html = (course / "site" / LESSON / "index.html").read_text()
+    assert "Not yet recorded" in html and f"python3 scripts/refresh.py {LESSON}" in html
+    assert "addOne" in html  # the region: code cut from the program
+    strict = mkdocs_build(course, "--strict")
+    assert strict.returncode == 1 and WARNING in strict.stderr
+
+
+def printed(source: str) -> str:
+    """What the stub prints on an H200 with a right answer, from its own printf format strings."""
+    formats = re.findall(r'std::printf\("((?:[^"\\]|\\.)*)"', source)
+    values = iter(["NVIDIA H200", "9", "0", "0", "1000"])
+    out = []
+    for fmt in formats:
+        out.append(re.sub(r"%[ds]", lambda _: next(values), fmt.replace("\\n", "\n")))
+    return "".join(out)
+
+
+def test_the_stub_s_output_is_read_by_its_declared_harness(course: Path):
+    new(course, LESSON)
+    text = printed((course / f"code/{LESSON}/global-reduction.cu").read_text())
+    assert text == "device: NVIDIA H200 | compute capability 9.0\nresult: 0 of 1000 elements wrong\n"
+    t = parse_transcript(text, "bare.txt", load_spec(course / "code", LESSON).harness)
+    assert t.scalars == {"tool": None, "gpu": "NVIDIA H200", "compute_capability": "9.0", "wrong": 0,
+                         "elements": 1000}
+
+
+def test_once_recorded_the_notice_and_the_warning_go(course: Path):
+    new(course, LESSON)
+    text = printed((course / f"code/{LESSON}/global-reduction.cu").read_text())
+    record_set(course, LESSON, {"bare": text})
+    page = (course / f"docs/{LESSON}.md").read_text() + "\nIt got {{ 0 @ bare:wrong }} wrong.\n"
+    (course / f"docs/{LESSON}.md").write_text(page)
+    done = cli_run("check", "--repo", str(course), "--strict")
+    assert (done.returncode, done.stderr) == (0, "")
+    result = Site.load(course).page(page, f"docs/{LESSON}.md")
+    assert result.errors == [] and "Not yet recorded" not in result.markdown
+    wrong = Site.load(course).page(page.replace("{{ 0 @", "{{ 1 @"), f"docs/{LESSON}.md").errors
+    assert [e.message.split(";")[0] for e in wrong] == [
+        f"claim '1' (bare:wrong) disagrees with evidence/{LESSON}/bare.txt"]
+
+
+def test_a_claim_on_a_lesson_not_recorded_is_an_error(course: Path):
+    new(course, LESSON)
+    page = (course / f"docs/{LESSON}.md").read_text() + "\nIt got {{ 0 @ bare:wrong }} wrong.\n"
+    errors = [str(e) for e in Site.load(course).page(page, f"docs/{LESSON}.md").errors]
+    line = page.splitlines().index("It got {{ 0 @ bare:wrong }} wrong.") + 1
+    assert errors == [(f"docs/{LESSON}.md:{line}: 'bare' cannot be checked: lesson '{LESSON}' is not recorded "
+                      f"yet; record it on a GPU machine: python3 scripts/refresh.py {LESSON}")]
+
+
+def test_a_region_of_a_file_no_run_reads_is_an_error_even_before_recording(course: Path):
+    new(course, LESSON)
+    (course / f"code/{LESSON}/other.cu").write_text("// snippet: k\nint x;\n// end snippet\n")
+    page = f"# T\n\n{{{{ evidence {LESSON} }}}}\n\n{{{{ region {LESSON}/other.cu k }}}}\n"
+    errors = [str(e) for e in Site.load(course).page(page, "docs/t.md").errors]
+    assert len(errors) == 1 and errors[0].startswith(
+        f"docs/t.md:5: code/{LESSON}/other.cu is not an input of a recording: evidence/{LESSON} does not exist")
+
+
+def test_a_warm_cache_says_the_same_and_sees_the_recording(course: Path):
+    new(course, LESSON)
+    time.sleep(SETTLE_S)
+    first = cli_run("check", "--repo", str(course))
+    again = cli_run("check", "--repo", str(course))
+    assert (again.returncode, again.stderr) == (first.returncode, first.stderr) and WARNING in first.stderr
+    record_set(course, LESSON, {"bare": "result: 0 of 1000 elements wrong\n"})
+    time.sleep(SETTLE_S)
+    recorded = cli_run("check", "--repo", str(course))
+    assert (recorded.returncode, recorded.stderr) == (0, "")
+
+
+@pytest.mark.parametrize("name", ["Day27", "day 27", "../x", "x.y", "day27_x", ""])
+def test_a_name_that_is_not_a_folder_name_is_refused(course: Path, name: str):
+    before = tree(course)
+    done = new(course, name)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == (f"{name}: is not a lesson name: use lowercase letters, digits and '-', starting with "
+                           "a letter or digit (it names a folder and a page's address), e.g. "
+                           "day27-global-reduction\n")
+    assert tree(course) == before
+
+
+@pytest.mark.parametrize("taken", ["code/{}/x.cu", "docs/{}.md", "evidence/{}/manifest.json"])
+def test_an_existing_lesson_is_refused(course: Path, taken: str):
+    path = course / taken.format("day9-x")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("")
+    before = tree(course)
+    done = new(course, "day9-x")
+    shown = taken.format("day9-x").removesuffix("/x.cu").removesuffix("/manifest.json")
+    assert (done.returncode, done.stderr) == (1, (f"{shown}: exists: lesson 'day9-x' is taken; choose another "
+                                                 "name (nothing was written)\n"))
+    assert tree(course) == before
+
+
+def test_a_section_that_exists_gets_the_page_at_its_end(tmp_path: Path):
+    config = tmp_path / "mkdocs.yml"
+    config.write_text("site_name: x\nnav:\n    - Home: index.md\n    - Debugging:   # module 7\n"
+                      "        - Day 62: day62.md\n    - Reference:\n        - R: r.md\nstrict: true\n")
+    assert add_to_nav(config, "Debugging", '- "Day 63: cuda-gdb": day63.md')
+    assert config.read_text() == ("site_name: x\nnav:\n    - Home: index.md\n    - Debugging:   # module 7\n"
+                                  "        - Day 62: day62.md\n        - \"Day 63: cuda-gdb\": day63.md\n"
+                                  "    - Reference:\n        - R: r.md\nstrict: true\n")
+
+
+@pytest.mark.parametrize("config", ["site_name: x\nnav: [index.md, a.md]\n", "site_name: x\n",
+                                    "site_name: x\nnav:\n"])
+def test_a_nav_it_cannot_edit_is_left_alone_and_the_line_printed(course: Path, config: str):
+    (course / "mkdocs.yml").write_text(config)
+    done = new(course, LESSON)
+    assert done.returncode == 0 and (course / f"docs/{LESSON}.md").is_file()
+    assert (course / "mkdocs.yml").read_text() == config
+    assert ("mkdocs.yml's nav could not be edited line by line; add this entry to it yourself:\n"
+            f'  - "Day 27: global reduction": {LESSON}.md\n') in done.stdout
+
+
+def test_the_stub_compiles_with_its_build_line(course: Path):
+    new(course, LESSON)
+    line = load_spec(course / "code", LESSON).build["sm_90"]
+    done = subprocess.run(line.split(), cwd=course / "code" / LESSON, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert (course / "code" / LESSON / "global-reduction").is_file()
+
+
+def test_an_engine_without_hooks_shows_the_notice_and_logs_the_warning(course: Path, caplog):
+    import markdown
+
+    new(course, LESSON)
+    page = (course / f"docs/{LESSON}.md").read_text()
+    md = markdown.Markdown(extensions=["lessonkit.site.mdext", "pymdownx.superfences", "pymdownx.highlight",
+                                       "admonition"],
+                           extension_configs={"lessonkit.site.mdext": {"repo": str(course)}})
+    with caplog.at_level("WARNING", logger="lessonkit"):
+        html = md.convert(page)
+    assert '<p class="admonition-title">Not yet recorded</p>' in html and "addOne" in html
+    assert [r.getMessage() for r in caplog.records] == [f"lessonkit: {WARNING}"]
