@@ -180,7 +180,8 @@ def test_verify_site_audits_a_built_page(demo_repo: Path, tmp_path: Path):
     result, errors = check.check(source, "docs/index.md")
     assert errors == []
     site = tmp_path / "site"
-    site.mkdir()
+    (site / "search").mkdir(parents=True)
+    (site / "search/search_index.json").write_text('{"docs": [{"location": ""}]}')  # the build's list of pages
     page = f"<html><nav>Day 120</nav>{START_MARK}{result.fill(check.render(result))}{CHECKED_MARK}</html>"
     (site / "index.html").write_text(page)
     assert verify_site(site, demo_repo) == []
