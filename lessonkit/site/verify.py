@@ -12,8 +12,8 @@ search index: the build's own list of its pages), a page that list names but the
 lacks or that lessonkit never checked, and a checked page the list does not name (a stale
 page of an earlier build).
 
-With the repository it was built from (`--repo`, default the working directory, when it has
-docs/), every built page is also audited as a reader sees it (lessonkit.pages.audit), so an
+With the repository it was built from (`--repo`, default the folder above SITE_DIR when it
+holds mkdocs.yml and docs/, as for site/), every built page is also audited as a reader sees it (lessonkit.pages.audit), so an
 engine that ran the expansion but skipped the audit, or changed the page after it, is caught.
 """
 
@@ -179,14 +179,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments of `verify-site`."""
     parser.add_argument("site_dir", type=Path, metavar="SITE_DIR",
                         help="the folder a build wrote (site/, or the folder given to build -d)")
-    parser.add_argument("--repo", type=Path, default=Path("."),
+    parser.add_argument("--repo", type=Path, default=None,
                         help="the repository the site was built from (docs/, evidence/): its pages are "
-                        "audited as built (default: the working directory, when it has docs/)")
+                        "audited as built (default: the folder above SITE_DIR when it holds mkdocs.yml "
+                        "and docs/, as for site/)")
 
 
 def run(args: argparse.Namespace) -> int:
     """Exit 0 when every built page was expanded and checked; 1 listing each page and text otherwise."""
-    repo = args.repo if (args.repo / "docs").is_dir() else None
+    repo = args.repo
+    if repo is None:
+        above = args.site_dir.resolve().parent
+        repo = above if (above / "mkdocs.yml").is_file() and (above / "docs").is_dir() else None
     errors = verify_site(args.site_dir, repo)
     if errors:
         print(LessonErrors(errors).report(), file=sys.stderr)
