@@ -279,14 +279,13 @@ def on_env(env, *, config, files):
     """After every page was read: fail the build, strict or not, listing every error of the site.
     Under `serve`, list them in the terminal and let the build finish: on_post_build puts the
     error page in place of every page."""
-    errors, warnings = lessonkit.split_warnings(_state.pop("setup", []) +
-                                                _state["session"].errors(_state.get("pages", [])))
+    pages = _state.get("pages", [])
+    errors, warnings = lessonkit.split_warnings(_state.pop("setup", []) + _state["session"].errors(pages))
     if config.get("strict"):  # refused here too: `-q` hides warnings from MkDocs' own strict count
         errors += warnings    # (and, logged, they would abort a strict `serve` after its error page)
     else:
         for warning in warnings:  # a lesson not recorded yet: its page shows a notice
             log.warning(str(warning))
-    pages = _state.get("pages", [])
     listed = {shown for shown, _ in pages}
     for shown in [s for s in _state["audits"] if s not in listed]:
         del _state["audits"][shown]  # a page no longer built

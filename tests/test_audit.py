@@ -65,6 +65,7 @@ def test_a_figure_is_read_as_a_reader_sees_it(demo_repo: Path, typed: str):
     f"The error has `{CLAIM_120} hazards` in code.",          # no span in a code span: its context is kept
     f"![the error has {CLAIM_120} hazards](x.png)",           # nor in alt text
     f"```text\nthe error has {CLAIM_120} hazards\n```",       # nor in a code block
+    f"A `code span over\ntwo lines, {CLAIM_120} hazards` too.",  # nor in a code span a line opened
 ])
 def test_a_claimed_figure_passes_wherever_it_stands(demo_repo: Path, text: str):
     assert audit(demo_repo, HEAD + text + "\n") == []

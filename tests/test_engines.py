@@ -47,10 +47,10 @@ def test_engine_builds_a_checked_site(demo_repo: Path, engine: str, capsys):
     assert done.returncode == 0, done.stderr
     html = (demo_repo / "site/index.html").read_text()
     assert 'the error has <span class="lk-v">120</span> hazards,' in html and CHECKED_MARK.strip() in html
-    assert verify_main([str(demo_repo / "site"), "--repo", str(demo_repo)]) == 0
+    assert verify_main([str(demo_repo / "site")]) == 0
     assert capsys.readouterr().out == (f"ok: the 1 page of the build under {demo_repo / 'site'} "
-                                       "expanded and checked by lessonkit; none shows a claim or directive unexpanded"
-                                       f"; the pages of {demo_repo / 'docs'} pass the audit as built\n")
+                                       "expanded and checked by lessonkit; none shows a claim or directive "
+                                       f"unexpanded; the pages of {demo_repo / 'docs'} pass the audit as built\n")
 
 
 @pytest.mark.parametrize("engine", ["mkdocs", "properdocs"])

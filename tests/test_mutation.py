@@ -24,6 +24,7 @@ import pytest
 from conftest import REPO
 
 from lessonkit.pages.audit import NARRATIVE, audit_page
+from lessonkit.pages.figures import FIGURE_RE
 from lessonkit.pages.fold import shown, skeleton
 from lessonkit.pages.readertext import read_html
 from lessonkit.pages.scan import LineIndex, scan
@@ -89,10 +90,11 @@ def _candidates(source: str) -> list[tuple[int, int, str]]:
         for d in _DIGITS_RE.finditer(value):
             found.append((token.start + 2 + d.start(), token.start + 2 + d.end(), kind))
     hidden = [(h.start(), h.end()) for h in _NOT_SHOWN_RE.finditer(source)]
-    for d in _DIGITS_RE.finditer(source, start):
-        if any(a <= d.start() < b for a, b in inside) or any(a <= d.start() < b for a, b in hidden):
+    for figure in FIGURE_RE.finditer(source, start):  # a figure as the audit reads one (not sm_90, H200)
+        if any(a <= figure.start() < b for a, b in inside) or any(a <= figure.start() < b for a, b in hidden):
             continue
-        found.append((d.start(), d.end(), "text"))
+        last = list(_DIGITS_RE.finditer(figure.group("whole") + figure.group("tail")))[-1]
+        found.append((figure.start() + last.start(), figure.start() + last.end(), "text"))
     return sorted(found)
 
 

@@ -35,7 +35,7 @@ from lessonkit.site.check import CheckedSite, FileDigests, check_site
 OTHER_PAGE = """\
 # Other
 
-{{ 0 @ demo/bare:rows[threads=32,kernel=k].mismatches }} mismatches at 32 threads.
+{{ 0 @ demo/bare:rows[threads=32,kernel=k].mismatches }} mismatches in one warp.
 
 {{ region two/two.cu step }}
 """

@@ -28,92 +28,29 @@ import re
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import yaml
 
 from lessonkit.errors import LessonError
 from lessonkit.evidence.sets import EvidenceSet
+from lessonkit.pages.figures import FIGURE_RE, canonical, evidence_figures
 from lessonkit.pages.fold import shown, skeleton
 from lessonkit.pages.readertext import Line, ReaderText, read_html
 from lessonkit.pages.render import language_of
+from lessonkit.pages.sourcemap import SourceFinder
 from lessonkit.pages.state import PAGE_RANK, PageResult
-from lessonkit.pages.text import visible
 from lessonkit.textio import FRONT_MATTER_RE
 
 NARRATIVE = "narrative"
 SKETCH_MARK = "not the lesson's program"  # a code block titled so is not shown as the program
 
-# A figure as a reader reads it: digits not glued to a letter, digit or underscore before them
-# (H200, sm_90 and fp32 are names), thousands grouped by commas, and a fraction; two points or
-# more make a version (12.4.131), compared as written.
-_NUMBER_RE = re.compile(r"""(?<![^\W\d_])(?<![\d_])(?<![0-9][.,])
-                            (?P<whole>[0-9]{1,3}(?:,[0-9]{3})+(?![0-9])|[0-9]+)(?P<tail>(?:\.[0-9]+)*)""", re.VERBOSE)
 # The tool's phrases, matched on a skeleton (lessonkit.pages.fold), so written as skeletons too.
 _SUMMARY_RE = re.compile(f"(?:{skeleton('RACECHECK')}|{skeleton('ERROR')})" + r"[\s_-]*" + skeleton("SUMMARY"))
 _REPORT_RE = re.compile(r"""(?:^|\s)={6,}\s*[^\s=]|""" + "|".join(
     skeleton(phrase).replace(" ", r"\s+") for phrase in
     ("Race reported between", "hazard detected at", "Barrier error detected")))
-_CLAIM_RE = re.compile(r"""\{\{.*?\}\}""")
-_FENCE_OPEN_RE = re.compile(r"""^[ \t]*(?P<fence>`{3,}|~{3,})(?P<info>\s*\{?\s*\.?(?P<lang>[\w+-]*).*)$""")
 _APOSTROPHES = str.maketrans("\u2019\u2018\u02bc", "'''")
-
-
-def canonical(figure: str) -> str:
-    """A figure as compared: commas of thousands dropped, trailing zeros of a fraction dropped
-    ('1,024' and '1024.0' are '1024'); a version (two points or more) as written."""
-    text = figure.replace(",", "")
-    if text.count(".") > 1:
-        return text
-    try:
-        value = Decimal(text)
-    except InvalidOperation:
-        return text
-    return format(value.normalize(), "f") if value == value.to_integral_value() or "." in text else text
-
-
-# -- what the evidence holds -------------------------------------------------------------------
-
-def evidence_figures(ev: EvidenceSet) -> dict[str, str]:
-    """Every figure in every recording of `ev` (canonical) -> where it is first found (RUN: FIELD)."""
-    known = ev.memo.get("audit-figures")
-    if known is not None:
-        return known
-    found: dict[str, str] = {}
-
-    def add(value: Any, where: str) -> None:
-        if isinstance(value, bool) or value is None:
-            return
-        if isinstance(value, (int, float)):
-            value = repr(value) if isinstance(value, float) else str(value)
-        if isinstance(value, str):
-            for m in _NUMBER_RE.finditer(value):
-                found.setdefault(canonical(m.group()), where)
-
-    for group, names in sorted(ev.groups.items()):  # what the runs printed first: the likelier source
-        run = f"{ev.name}/{group}"
-        for name in names:
-            try:
-                parsed = ev.transcript(name)
-            except LessonError:
-                continue  # reported by the integrity check and the claims on it
-            for key, value in parsed.scalars.items():
-                add(value, f"{run}: {key}")
-            for collection, records in parsed.collections().items():
-                for record in records:
-                    for key, value in record.items():
-                        if not key.startswith("_"):
-                            add(value, f"{run}: {collection}.{key}")
-    for group, names in sorted(ev.groups.items()):
-        for name in names:
-            fields = ev.entries[name].fields()
-            for key in ("command", "exit_code", "wall_s", "repeats"):
-                add(fields[key], f"{ev.name}/{group}: {key}")
-    for key, value in ev.provenance.items():
-        add(value, f"{ev.name}: {key}")
-    ev.memo["audit-figures"] = found
-    return found
 
 
 @dataclass
@@ -183,7 +120,7 @@ def _front_matter(source: str, path: str, errors: list[LessonError]) -> tuple[li
         if not isinstance(reason, str) or not reason.strip():
             errors.append(LessonError(path, where, f"narrative figure {text!r} needs a reason: "
                                       f'{text}: "what it counts, and why no recording holds it"', rank=PAGE_RANK))
-        elif not _NUMBER_RE.search(text):
+        elif not FIGURE_RE.search(text):
             errors.append(LessonError(path, where, f"narrative key {text!r} holds no figure; list a figure, "
                                       "or a short phrase around one", rank=PAGE_RANK))
         else:
@@ -214,7 +151,7 @@ def audit_page(html: str, source: str, path: str, result: PageResult,
     if cited is None:
         return errors  # a page that cites no evidence is no lesson: the Markdown's rules hold it
     narrative, skip = _front_matter(source, path, errors)
-    finder = _SourceFinder(source, skip)
+    finder = SourceFinder(source, skip)
     text = read_html(html)
     for line in text.lines:
         for context, start, end in result.unmarked:
@@ -237,7 +174,7 @@ def audit_page(html: str, source: str, path: str, result: PageResult,
     for n in narrative:  # declared for a figure the evidence does not hold: used if the page shows it
         if not n.used:
             for line in text.lines:
-                for m in _NUMBER_RE.finditer(line.text):
+                for m in FIGURE_RE.finditer(line.text):
                     if not n.used and not line.is_produced(m.start(), m.end()):
                         _exempt(line, m.start(), m.end(), [n], skeleton(line.text))
     for n in narrative:
@@ -247,7 +184,7 @@ def audit_page(html: str, source: str, path: str, result: PageResult,
     return errors
 
 
-def _tool_lines(text: ReaderText, cited: _Cited, finder: _SourceFinder, report: Any) -> None:
+def _tool_lines(text: ReaderText, cited: _Cited, finder: SourceFinder, report: Any) -> None:
     """Report and summary lines a reader sees that no transcript or claim produced."""
     blocks_reported: set[int] = set()
     for line in text.lines:
@@ -282,14 +219,14 @@ def _tool_lines(text: ReaderText, cited: _Cited, finder: _SourceFinder, report: 
             break
 
 
-def _figures(text: ReaderText, cited: _Cited, narrative: list[_Narrative], finder: _SourceFinder,
+def _figures(text: ReaderText, cited: _Cited, narrative: list[_Narrative], finder: SourceFinder,
              report: Any) -> None:
     """Figures a reader sees that the evidence holds and no claim produced."""
     for line in text.lines:
         if line.text.isascii() and not any(c.isdigit() for c in line.text):
             continue
         skel = None
-        for m in _NUMBER_RE.finditer(line.text):
+        for m in FIGURE_RE.finditer(line.text):
             if line.is_produced(m.start(), m.end()):
                 continue
             figure = canonical(m.group())
@@ -312,7 +249,7 @@ def _figures(text: ReaderText, cited: _Cited, narrative: list[_Narrative], finde
                        f"may read it as another figure; write the figure in the digits 0 to 9")
 
 
-def _code_blocks(text: ReaderText, cited: _Cited, finder: _SourceFinder, report: Any) -> None:
+def _code_blocks(text: ReaderText, cited: _Cited, finder: SourceFinder, report: Any) -> None:
     """Code in a recorded input's language comes from a region, or says it is not the program."""
     for k, block in enumerate(text.blocks):
         if block.produced or block.language not in cited.languages:
@@ -343,86 +280,4 @@ def _code_message(language: str) -> str:
             f"it is not: ```{language} title=\"sketch, {SKETCH_MARK}\"")
 
 
-# -- back to the Markdown ----------------------------------------------------------------------
 
-class _SourceFinder:
-    """The line of the page's Markdown a piece of rendered text comes from (1-based, in the file)."""
-
-    def __init__(self, source: str, skip: int) -> None:
-        self.lines = source.split("\n")
-        self.skip = skip
-        self._plain: dict[int, str] = {}
-        self._figures: dict[str, list[tuple[int, int, int]]] | None = None
-
-    def _outside_claims(self, k: int) -> str:
-        text = self._plain.get(k)
-        if text is None:
-            raw = _CLAIM_RE.sub(lambda m: " " * len(m.group()), self.lines[k])
-            text = self._plain[k] = shown(visible(raw)[0])
-        return text
-
-    def figure(self, figure: str, context: str, start: int, end: int) -> int | None:
-        """The line holding `figure` (outside claims) whose text around it best matches the reader's."""
-        if self._figures is None:
-            self._figures = {}
-            for k in range(self.skip, len(self.lines)):
-                if any(c.isdigit() for c in self.lines[k]):
-                    for m in _NUMBER_RE.finditer(self._outside_claims(k)):
-                        self._figures.setdefault(m.group(), []).append((k, m.start(), m.end()))
-        best: tuple[int, int] | None = None
-        for k, a, b in self._figures.get(figure, ()):
-            text = self._plain[k]
-            score = _common_suffix(text[:a], context[:start]) + _common_prefix(text[b:], context[end:])
-            if best is None or score > best[0]:
-                best = (score, k)
-        return best[1] + 1 if best else None
-
-    def phrase(self, folded: str, original: str) -> int | None:
-        """The first line whose folded text holds `folded` (outside claims), else one holding `original`."""
-        for k in range(self.skip, len(self.lines)):
-            if folded in skeleton(self._outside_claims(k)):
-                return k + 1
-        for k in range(self.skip, len(self.lines)):
-            if original and original in self.lines[k]:
-                return k + 1
-        return None
-
-    def fences(self) -> list[tuple[int, str]]:
-        """(0-based line, language) of every fence the page's Markdown opens."""
-        found, fence = [], ""
-        for k in range(self.skip, len(self.lines)):
-            m = _FENCE_OPEN_RE.match(self.lines[k])
-            if fence:
-                if m and m.group("fence")[0] == fence[0] and len(m.group("fence")) >= len(fence) \
-                        and not m.group("info").strip():
-                    fence = ""
-                continue
-            if m:
-                fence = m.group("fence")
-                found.append((k, m.group("lang") or ""))
-        return found
-
-    def code(self, first_line: str, language: str) -> int | None:
-        """The line of a code block's first line of code, else of a fence opening in `language`."""
-        wanted = first_line.strip()
-        for k in range(self.skip, len(self.lines)):
-            if wanted and wanted in self.lines[k]:
-                return k + 1
-        for k in range(self.skip, len(self.lines)):
-            if re.match(rf"""^\s*(?:`{{3,}}|~{{3,}})\s*\{{?\s*\.?{re.escape(language)}\b""", self.lines[k]):
-                return k + 1
-        return None
-
-
-def _common_suffix(a: str, b: str) -> int:
-    n = 0
-    while n < len(a) and n < len(b) and a[-1 - n] == b[-1 - n]:
-        n += 1
-    return n
-
-
-def _common_prefix(a: str, b: str) -> int:
-    n = 0
-    while n < len(a) and n < len(b) and a[n] == b[n]:
-        n += 1
-    return n

@@ -20,6 +20,7 @@ import re
 import shlex
 import unicodedata
 from collections.abc import Mapping
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -48,7 +49,6 @@ from lessonkit.pages.text import (
     check_hidden_text,
     check_reserved_marks,
     check_typed_output,
-    code_spans,
     visible,
 )
 from lessonkit.pages.units import unit_problem
@@ -101,20 +101,56 @@ def process_page(markdown: str, path: str, repo: Path, sets: dict[str, EvidenceS
 _CONTEXT_STOP = frozenset("`<>&\\*_[]\"'|\n")
 _CONTEXT_MAX = 40
 _TAG_RE = re.compile(r"""<[^<>]*>""")
-_ALT_RE = re.compile(r"""!\[[^\]]*\]""")
+
+
+def _alt_texts(text: str) -> list[tuple[int, int]]:
+    """Where the alt texts of a line's images lie: `![` to its matching `]` (alt text may hold
+    brackets: `x[t]`)."""
+    found = []
+    at = text.find("![")
+    while at != -1:
+        depth, k = 1, at + 2
+        while k < len(text) and depth:
+            depth += {"[": 1, "]": -1}.get(text[k], 0)
+            k += 1
+        found.append((at, k))
+        at = text.find("![", k)
+    return found
+
+
+_TICKS_RE = re.compile(r"""`+""")
+
+
+def _code_spans(text: str, ticks: str | None) -> tuple[list[tuple[int, int]], str | None]:
+    """The code spans of a line, one that a paragraph's earlier line opened included (Markdown
+    lets a code span run over lines), and the backticks still open at its end."""
+    spans: list[tuple[int, int]] = []
+    start = 0 if ticks is not None else -1
+    for m in _TICKS_RE.finditer(text):
+        if ticks is None:
+            ticks, start = m.group(), m.start()
+        elif m.group() == ticks:
+            spans.append((start, m.end()))
+            ticks = None
+    if ticks is not None:
+        spans.append((start, len(text)))  # open: a claim after it is code until the span closes
+    return spans, ticks
 
 
 def _marked_markdown(out: list[OutLine], in_fence: list[bool], unmarked: list[tuple[str, int, int]]) -> str:
     """The expanded page with every claim's value marked as produced (lessonkit.pages.render.produced), or,
     where HTML cannot hold a span (code, alt text, a tag), its context noted in `unmarked`."""
     lines = []
+    ticks: str | None = None  # a code span's backticks still open from an earlier line of the paragraph
     for i, line in enumerate(out):
-        if not line.spans:
-            lines.append(line.text)
-            continue
         text = line.text
-        closed = [] if in_fence[i] else code_spans(text) + [
-            (m.start(), m.end()) for r in (_TAG_RE, _ALT_RE) for m in r.finditer(text)]
+        if in_fence[i] or line.generated or not text.strip():
+            ticks = None
+        spans_here, ticks = ([], None) if in_fence[i] or line.generated else _code_spans(text, ticks)
+        if not line.spans:
+            lines.append(text)
+            continue
+        closed = spans_here + [(m.start(), m.end()) for m in _TAG_RE.finditer(text)] + _alt_texts(text)
         pieces, pos = [], 0
         for span in sorted(line.spans, key=lambda s: s.start):
             value = text[span.start:span.end]
@@ -272,6 +308,7 @@ def _inline(page: PageState, line: OutLine, token: Token, word: str | None, sour
     form = compound(ref_query)  # a ratio or a comparison of sets (lessonkit.pages.crossclaims)
     if form is not None:
         shown = check_compound(page, token.line, value, form, start, end)
+        shown = replace(shown, run=_first_run(page, form.operands[0], form.sets))
     else:
         shown = page.check_claim(token.line, value, ref_query, start, end)
     line.spans.append(Span(len(line.text), len(line.text) + len(value), shown))
@@ -281,6 +318,15 @@ def _inline(page: PageState, line: OutLine, token: Token, word: str | None, sour
         problem = unit_problem(shown.unit, visible(text[token.end:line_end if line_end != -1 else len(text)][:80])[0])
         if problem:
             page.error(token.line, f"claim {_one_line(source)!r}: {problem}")
+
+
+def _first_run(page: PageState, ref_query: str, sets: tuple[str, str] | None) -> tuple[str, str] | None:
+    """The (set, run) a ratio's or comparison's first operand names (a summary rule's citation)."""
+    ref = ref_query.partition(":")[0].strip()
+    set_name, sep, group = ref.partition("/")
+    if not sep:
+        set_name, group = (sets[0] if sets else page.default_set or ""), ref
+    return (set_name, group) if set_name in page.sets and group in page.sets[set_name].groups else None
 
 
 def _one_line(source: str) -> str:

@@ -4,7 +4,7 @@
 SVG text, and the alt, title and aria-label text of any element; nothing inside `<script>`,
 `<style>` or `<template>`, nor comments. A line ends where a block ends (a paragraph, a list
 item, a table cell, a heading, a `<br>`, a line of a code block), so a tool's report line stays
-one line whatever markup carried it.
+one line whatever markup carried it; a table row is one line, its cells joined by " | ".
 
 Each line says which of its characters the core produced from the evidence: those inside a
 `produced()` span, a region's code block, the commands block, a transcript block or a filled
@@ -14,6 +14,7 @@ Code blocks are listed too, with their language, their title and whether a regio
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
@@ -26,10 +27,11 @@ _VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "
 _BLOCKS = frozenset({"address", "article", "aside", "blockquote", "br", "caption", "dd", "details", "dialog",
                      "div", "dl", "dt", "fieldset", "figcaption", "figure", "footer", "form", "h1", "h2", "h3",
                      "h4", "h5", "h6", "header", "hr", "li", "main", "nav", "ol", "p", "pre", "section",
-                     "summary", "table", "tbody", "td", "tfoot", "th", "thead", "tr", "ul", "text", "svg",
+                     "summary", "table", "tbody", "tfoot", "thead", "tr", "ul", "text", "svg",
                      "title", "desc"})
 _PRODUCING = frozenset({PRODUCED_CLASS, REGION_CLASS, COMMANDS_CLASS, TRANSCRIPT_CLASS})
 _ATTRIBUTES = ("alt", "title", "aria-label")
+_SPACES_RE = re.compile(r"""\s+""")
 
 
 @dataclass
@@ -111,6 +113,9 @@ class _Reader(HTMLParser):
         skipped = self._skipped() or tag in _SKIPPED
         if tag in _BLOCKS:
             self._break()
+        elif tag in ("td", "th") and self.line.text.strip():
+            # a table row is one line, its cells apart, as the Markdown writes it
+            self.line.text += "| " if self.line.text.endswith(" ") else " | "
         block = None
         language = next((c[len("language-"):] for c in sorted(classes) if c.startswith("language-")), None)
         inside = self._code_block()
@@ -156,7 +161,11 @@ class _Reader(HTMLParser):
             block.title += shown(data)
             return
         code = self._code_block()
-        pieces = data.split("\n") if code is not None else [data.replace("\n", " ")]
+        if code is None:  # as a browser shows it: a run of white space is one space
+            data = _SPACES_RE.sub(" ", data)
+            if data.startswith(" ") and (not self.line.text or self.line.text.endswith(" ")):
+                data = data[1:]
+        pieces = data.split("\n") if code is not None else [data]
         for k, piece in enumerate(pieces):
             if k:
                 self._break()

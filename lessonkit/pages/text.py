@@ -91,11 +91,6 @@ _HIDING_RE = re.compile(
 _COMMENT_RE = re.compile(r"""<!--|-->""")
 
 
-def code_spans(text: str) -> list[tuple[int, int]]:
-    """Where the backtick code spans of a line lie (start, end), backticks included."""
-    return [(m.start(), m.end()) for m in _CODE_SPAN_RE.finditer(text)]
-
-
 def _in_code_span(text: str, at: int) -> bool:
     """Whether column `at` lies inside a backtick code span, which shows its text literally."""
     return any(m.start() < at < m.end() for m in _CODE_SPAN_RE.finditer(text))

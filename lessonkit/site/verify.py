@@ -4,16 +4,17 @@ Every page lessonkit expanded and checked carries `CHECKED_MARK` (the MkDocs hoo
 Markdown extension add it). A built page without it that still shows a claim
 (`{{ VALUE @ REF:QUERY }}`) or a directive (`{{ region ... }}`, ...) was published by an engine
 that never ran lessonkit: the hooks were ignored, or the extension was not configured. A page
-with an unfilled transcript slot ran the expansion but not its second half. And with the
-repository it was built from (`--repo`, default the working directory), every built page is
-audited as a reader sees it (lessonkit.pages.audit), so an engine that ran the expansion but skipped
-the audit, or changed the page after it, is caught too.
+with an unfilled transcript slot ran the expansion but not its second half.
 
 It also refuses what it cannot verify: a folder with no built page (an empty folder, `docs/`,
 `site/` after a failed build), a folder that is not a site MkDocs or ProperDocs built (no
 search index: the build's own list of its pages), a page that list names but the folder
 lacks or that lessonkit never checked, and a checked page the list does not name (a stale
 page of an earlier build).
+
+With the repository it was built from (`--repo`, default the folder above SITE_DIR when it
+holds mkdocs.yml and docs/, as for site/), every built page is also audited as a reader sees it (lessonkit.pages.audit), so an
+engine that ran the expansion but skipped the audit, or changed the page after it, is caught.
 """
 
 from __future__ import annotations
@@ -99,8 +100,7 @@ def indexed_pages(site_dir: Path) -> tuple[list[str], list[LessonError]]:
 def verify_site(site_dir: Path, repo: Path | None = None) -> list[LessonError]:
     """Every page of the build missing or not checked by lessonkit, every checked page the build
     does not list, and every unexpanded claim, directive or slot in the HTML pages under `site_dir`;
-    with `repo`, the repository the site was built from, also the audit of every built page
-    against its source."""
+    with `repo`, the repository the site was built from, also the audit of every built page."""
     if not site_dir.is_dir():
         return [LessonError(str(site_dir), None, "is not a folder; expected a built site (mkdocs build)")]
     pages, errors = indexed_pages(site_dir)
@@ -124,7 +124,7 @@ def verify_site(site_dir: Path, repo: Path | None = None) -> list[LessonError]:
             errors.append(LessonError(shown, None, "was checked by lessonkit but is not a page of this build "
                                       "(its search index does not list it): left by an earlier build; build "
                                       "into an empty folder (mkdocs build --clean)"))
-    if repo is not None:
+    if repo is not None and not errors:
         errors.extend(audit_site(site_dir, repo))
     return errors
 
@@ -163,15 +163,15 @@ def audit_site(site_dir: Path, repo: Path) -> list[LessonError]:
     return errors
 
 
-HELP = ("check a built site: every listed page there, checked, nothing unexpanded, and each page "
-        "passing the audit of what a reader sees; exit 1 naming each page otherwise")
+HELP = ("check a built site: every page its search index lists is there and was checked by "
+        "lessonkit, no page shows a claim or directive unexpanded, and every page passes the audit of what a reader "
+        "sees; exit 1 naming each page otherwise")
 
 
 DESCRIPTION = ("Check a folder a build wrote (mkdocs build, properdocs build, zensical build): every "
                "page the build lists in its search index is there and was expanded and checked by "
                "lessonkit, no page shows a claim {{ ... @ ... }} or a directive unexpanded, and no "
-               "checked page is left from an earlier build; with --repo, every page passes the audit of "
-               "what a reader sees (lessonkit.pages.audit) against its Markdown. Refuses a folder that is not a built "
+               "checked page is left from an earlier build; with --repo, every page passes the audit of what a reader sees (lessonkit.pages.audit). Refuses a folder that is not a built "
                "site (an empty folder, docs/). Exit 0 when all holds, 1 naming each page otherwise.")
 
 
@@ -179,21 +179,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments of `verify-site`."""
     parser.add_argument("site_dir", type=Path, metavar="SITE_DIR",
                         help="the folder a build wrote (site/, or the folder given to build -d)")
-    parser.add_argument("--repo", type=Path, default=Path("."),
+    parser.add_argument("--repo", type=Path, default=None,
                         help="the repository the site was built from (docs/, evidence/): its pages are "
-                        "audited as built (default: the working directory)")
+                        "audited as built (default: the folder above SITE_DIR when it holds mkdocs.yml "
+                        "and docs/, as for site/)")
 
 
 def run(args: argparse.Namespace) -> int:
     """Exit 0 when every built page was expanded and checked; 1 listing each page and text otherwise."""
-    repo = args.repo if (args.repo / "docs").is_dir() else None
+    repo = args.repo
+    if repo is None:
+        above = args.site_dir.resolve().parent
+        repo = above if (above / "mkdocs.yml").is_file() and (above / "docs").is_dir() else None
     errors = verify_site(args.site_dir, repo)
     if errors:
         print(LessonErrors(errors).report(), file=sys.stderr)
         return 1
     pages, _ = indexed_pages(args.site_dir)
-    n = len(pages)
     audited = f"; the pages of {repo / 'docs'} pass the audit as built" if repo is not None else ""
+    n = len(pages)
     print(f"ok: {'the' if n == 1 else 'all'} {n} page{'' if n == 1 else 's'} of the build under {args.site_dir} "
           f"expanded and checked by lessonkit; none shows a claim or directive unexpanded{audited}")
     return 0
