@@ -164,8 +164,70 @@ def test_missing_tools_are_named(lab):
     assert done.returncode == 2
     assert done.stderr.strip() == (
         "refresh: the refresh needs a GPU machine; not found on PATH: nvcc (the CUDA compiler), nvidia-smi (the "
-        "NVIDIA driver's tool (no GPU driver?)), compute-sanitizer (the sanitizer)")
+        "NVIDIA driver's tool (no GPU driver?)), compute-sanitizer (the sanitizer); without a GPU, "
+        "`python3 scripts/refresh.py demo --dry-run` builds the program and lists what the refresh would run")
     assert not (repo / "evidence/demo").exists()
+
+
+def no_gpu(env: dict) -> None:
+    """Take the fake GPU away (nvidia-smi and compute-sanitizer); nvcc stays, as on a laptop with the toolkit."""
+    for tool in ("compute-sanitizer", "nvidia-smi"):
+        (Path(env["FAKE_PROGRAM"]).parent / tool).unlink()
+
+
+def test_without_a_gpu_the_dry_run_builds_and_lists_every_command(lab):
+    repo, env = lab
+    no_gpu(env)
+    runs = repo / "code/demo/runs.toml"
+    runs.write_text(runs.read_text().replace('name = "slow"\n', 'name = "slow"\nrepeat = 5\nexclusive = true\n'))
+    plain = refresh(repo, env)
+    assert plain.returncode == 2 and plain.stderr.strip().endswith("`python3 scripts/refresh.py demo --dry-run` "
+                                                                   "builds the program and lists what the refresh "
+                                                                   "would run")
+    done = refresh(repo, env, "--dry-run")
+    assert (done.returncode, done.stderr) == (0, ""), done.stdout
+    lines = done.stdout.splitlines()
+    assert lines[0] == "dry run of the refresh of demo: nothing is run on a GPU and nothing is recorded"
+    assert lines[1].startswith("nvcc    ") and lines[1].endswith("(Cuda compilation tools, release 13.0, V13.0.88)")
+    assert lines[2] == "note    compute-sanitizer is not on PATH here; the GPU machine needs it for the runs that use it"
+    assert lines[3:] == [
+        "build   sm_90: nvcc -lineinfo -arch=sm_90 -o demo demo.cu",
+        "build   ok (in a scratch folder, removed)",
+        "would run bare: ./demo all",
+        "          once, shared (alongside the others), timeout 30 s, gate (a failure records nothing)",
+        "would run race: compute-sanitizer --tool racecheck ./demo buggy",
+        "          once, shared (alongside the others), timeout 30 s",
+        "would run slow: ./demo slow",
+        "          5 times, exclusive (the GPU to itself), timeout 30 s",
+        "would write evidence/demo/ (7 recordings and manifest.json), then check every page against it",
+        "to record: run the same command without --dry-run on a machine with an NVIDIA GPU",
+    ]
+    assert not (repo / "evidence").exists() and sorted(p.name for p in (repo / "code/demo").iterdir()) == [
+        "README.md", "demo.cu", "runs.toml"]  # nothing recorded, nothing built in the lesson's folder
+    assert list(Path(env["TMPDIR"]).iterdir()) == []  # the scratch build is gone
+
+
+def test_the_dry_run_fails_when_the_build_does(lab):
+    repo, env = lab
+    no_gpu(env)
+    runs = repo / "code/demo/runs.toml"
+    runs.write_text(runs.read_text().replace("-o demo demo.cu", "demo.cu"))  # the fake nvcc needs -o
+    done = refresh(repo, env, "--dry-run", "--only", "race", "--arch", "sm_90")
+    assert done.returncode == 2, done.stdout
+    assert "build   failed (exit 1); the refresh would stop here and record nothing:" in done.stdout
+    assert "ValueError" in done.stdout and "would run" not in done.stdout
+
+
+def test_the_dry_run_needs_nvcc_and_a_known_build_line(lab):
+    repo, env = lab
+    no_gpu(env)
+    assert refresh(repo, env, "--dry-run", "--arch", "sm_80").stderr == (
+        "refresh: code/demo/runs.toml has no build line for sm_80; it has: sm_90\n")
+    (Path(env["FAKE_PROGRAM"]).parent / "nvcc").unlink()
+    done = refresh(repo, env, "--dry-run")
+    assert (done.returncode, done.stderr) == (2, "refresh: the dry run builds the program, and nvcc (the CUDA "
+                                                 "compiler) is not on PATH; install the CUDA toolkit, or name one "
+                                                 "with --toolkit DIR\n")
 
 
 def test_a_hang_is_recorded_not_waited_for(lab):

@@ -38,6 +38,7 @@ from lessonkit.evidence.manifest import (
     sha256_file,
     write_manifest,
 )
+from lessonkit.evidence.plan import RefreshError, check_inputs, choose_runs, dry_run
 from lessonkit.evidence.sets import OLD_PREFIX, SCRATCH_PREFIX, load_evidence_set
 from lessonkit.evidence.spec import LessonSpec, RunSpec, load_spec
 from lessonkit.evidence.toolkit import (
@@ -54,10 +55,6 @@ from lessonkit.evidence.toolkit import (
 CRASH_AT_ENV = "LESSONKIT_REFRESH_CRASH_AT"
 NO_EXCHANGE_ENV = "LESSONKIT_REFRESH_NO_EXCHANGE"
 CRASH_POINTS = ("scratch-written", "exchanged", "old-moved", "new-moved")
-
-
-class RefreshError(Exception):
-    """The refresh cannot go on; the old evidence is untouched. The message says why."""
 
 
 @dataclass(frozen=True)
@@ -127,11 +124,12 @@ def _capture(argv: list[str], cwd: Path | None = None, env: dict[str, str] | Non
     return done.stdout
 
 
-def preflight(runs: list[RunSpec], toolkit: Toolkit | None = None) -> dict[str, str]:
+def preflight(runs: list[RunSpec], toolkit: Toolkit | None = None, lesson: str | None = None) -> dict[str, str]:
     """Check that nvcc, compute-sanitizer (if used) and a GPU are there; return the provenance.
 
     With a toolkit, nvcc and compute-sanitizer are the toolkit's own (its versions are recorded,
-    and its folder under 'toolkit'); without one, the ones on PATH.
+    and its folder under 'toolkit'); without one, the ones on PATH. Without a GPU, the message
+    names the dry run of `lesson`'s refresh (lessonkit.evidence.plan).
     """
     missing = []
     needed = ["nvcc", "nvidia-smi"]
@@ -152,8 +150,10 @@ def preflight(runs: list[RunSpec], toolkit: Toolkit | None = None) -> dict[str, 
     if missing:
         what = {"nvcc": "the CUDA compiler", "nvidia-smi": "the NVIDIA driver's tool (no GPU driver?)",
                 "compute-sanitizer": "the sanitizer"}
+        hint = (f"; without a GPU, `python3 scripts/refresh.py {lesson} --dry-run` builds the program and "
+                "lists what the refresh would run" if lesson and "nvidia-smi" in missing else "")
         raise RefreshError("the refresh needs a GPU machine; not found on PATH: " +
-                           ", ".join(f"{t} ({what[t]})" for t in missing))
+                           ", ".join(f"{t} ({what[t]})" for t in missing) + hint)
     smi = _capture(["nvidia-smi", "--query-gpu=name,compute_cap,driver_version", "--format=csv,noheader"])
     first = smi.strip().splitlines()[0] if smi.strip() else ""
     parts = [p.strip() for p in first.split(",")]
@@ -326,23 +326,11 @@ def refresh(repo: Path, lesson: str, set_name: str | None = None, only: list[str
     target = repo / "evidence" / set_name
     for line in recover(target):
         out(f"recover {line}")
-    runs = list(spec.runs)
-    if only:
-        runs = []
-        for name in only:
-            chosen = spec.run(name)
-            if chosen is None:
-                raise RefreshError(f"no run {name!r} in {spec.path}; runs: {', '.join(r.name for r in spec.runs)}")
-            if chosen not in runs:
-                runs.append(chosen)
-        if not (target / "manifest.json").is_file():
-            raise RefreshError(f"--only needs an existing set at evidence/{set_name}; run a full refresh first")
-    missing = [f"code/{lesson}/{rel}" for r in runs for rel in spec.inputs + r.inputs
-               if not (repo / "code" / lesson / rel).is_file()]
-    if missing:
-        raise RefreshError(f"{spec.path} names inputs that do not exist: {', '.join(sorted(set(missing)))}; "
-                           "nothing was run")
-    provenance = preflight(runs, toolkit)
+    runs = choose_runs(spec, only)
+    if only and not (target / "manifest.json").is_file():
+        raise RefreshError(f"--only needs an existing set at evidence/{set_name}; run a full refresh first")
+    check_inputs(repo, spec, runs)
+    provenance = preflight(runs, toolkit, lesson)
     used = str(toolkit.nvcc) if toolkit is not None else shutil.which("nvcc") or "nvcc"
     refused = refuse_recording(spec, set_name, toolkit is not None, used, provenance["nvcc"])
     if refused:
@@ -534,12 +522,19 @@ def main(argv: list[str] | None = None) -> int:
                              "refusing any command that would reach another toolkit's tool")
     parser.add_argument("--only", action="append",
                         help="re-record these runs (comma-separated, or repeated), keeping the others")
-    parser.add_argument("--arch", help="build line to use, e.g. sm_90 (default: from the GPU)")
+    parser.add_argument("--arch", help="build line to use, e.g. sm_90 (default: from the GPU; "
+                        "with --dry-run, the first build line)")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="no GPU needed: build into a scratch folder and list every command the refresh "
+                             "would run; nothing is run or recorded (exit 0 when the build succeeds)")
     parser.add_argument("--repo", default=".", help="repository root (default: .)")
     args = parser.parse_args(argv)
     only = [n.strip() for item in args.only or [] for n in item.split(",") if n.strip()] or None
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind, so the scratch folder is removed
     try:
+        if args.dry_run:
+            return dry_run(Path(args.repo).resolve(), args.lesson, args.set_name, only, args.arch,
+                           out=lambda s: print(s, flush=True), toolkit_dir=args.toolkit)
         return refresh(Path(args.repo).resolve(), args.lesson, args.set_name, only, args.arch,
                        out=lambda s: print(s, flush=True), toolkit_dir=args.toolkit)
     except (RefreshError, LessonError) as exc:
