@@ -225,9 +225,9 @@ def test_the_dry_run_needs_nvcc_and_a_known_build_line(lab):
         "refresh: code/demo/runs.toml has no build line for sm_80; it has: sm_90\n")
     (Path(env["FAKE_PROGRAM"]).parent / "nvcc").unlink()
     done = refresh(repo, env, "--dry-run")
-    assert (done.returncode, done.stderr) == (2, "refresh: the dry run builds the program, and nvcc (the CUDA "
-                                                 "compiler) is not on PATH; install the CUDA toolkit, or name one "
-                                                 "with --toolkit DIR\n")
+    assert (done.returncode, done.stderr) == (2, ("refresh: the dry run builds the program, and nvcc (the CUDA "
+                                                  "compiler) is not on PATH; install the CUDA toolkit, or name one "
+                                                  "with --toolkit DIR\n"))
 
 
 def test_a_hang_is_recorded_not_waited_for(lab):
