@@ -38,7 +38,13 @@ from lessonkit.pages.render import (
 from lessonkit.pages.rules import check_row_labels, check_summaries
 from lessonkit.pages.scan import LineIndex, OutLine, Span, Token, scan, stands_alone, structure
 from lessonkit.pages.state import PageResult, PageState
-from lessonkit.pages.text import SUMMARY_MENTION_RE, check_hidden_text, check_typed_output, visible
+from lessonkit.pages.text import (
+    SUMMARY_MENTION_RE,
+    check_escaped_directives,
+    check_hidden_text,
+    check_typed_output,
+    visible,
+)
 
 _DIRECTIVES = ("region", "transcript", "evidence", "provenance", "commands")
 _CLAIM_AT_RE = re.compile(r"""\s@\s""")
@@ -74,6 +80,7 @@ def process_page(markdown: str, path: str, repo: Path, sets: dict[str, EvidenceS
     out = _expand(page, markdown, lines, tokens)
     in_fence, sections = structure(out)
     check_hidden_text(page, out, in_fence)
+    check_escaped_directives(page, markdown)
     check_typed_output(page, out, in_fence)
     check_row_labels(page, out, in_fence)
     check_summaries(page, out, in_fence, sections)

@@ -97,6 +97,12 @@ class PageState:
         self.result.errors.append(err)
         return err
 
+    def warn(self, index: int, message: str) -> LessonError:
+        """Record a warning at 0-based source line `index`: shown, and failing only a strict build."""
+        err = LessonError(self.path, index + 1 + self.offset, message, rank=PAGE_RANK, warning=True)
+        self.result.errors.append(err)
+        return err
+
     def lookup(self, index: int, ref: str, claim: str | None = None) -> tuple[EvidenceSet, str | None] | None:
         """Resolve REF to (set, run or None); records an error (or a skip) and returns None if it names nothing.
 
