@@ -345,8 +345,8 @@ def _sets_found(repo: Path) -> dict[str, Path]:
     ("fallback", "scratch-written"), ("fallback", "old-moved"), ("fallback", "new-moved"),
 ])
 def test_a_crash_at_any_swap_point_leaves_exactly_one_set(lab, path, point):
-    from lessonkit.evidence.refresh import CRASH_AT_ENV, NO_EXCHANGE_ENV
     from lessonkit.evidence.sets import load_all_evidence
+    from lessonkit.evidence.swap import CRASH_AT_ENV, NO_EXCHANGE_ENV
     repo, env = lab
     assert refresh(repo, env, FAKE_HAZARDS="111").returncode == 0
     old = snapshot(repo / "evidence/demo")
@@ -373,7 +373,7 @@ def test_a_crash_at_any_swap_point_leaves_exactly_one_set(lab, path, point):
 
 
 def test_recover_after_a_completed_fallback_swap_removes_the_old_set(tmp_path):
-    from lessonkit.evidence.refresh import old_folder, recover
+    from lessonkit.evidence.swap import old_folder, recover
     target = tmp_path / "evidence/demo"
     target.mkdir(parents=True)
     (target / "new").write_text("n")
@@ -385,7 +385,7 @@ def test_recover_after_a_completed_fallback_swap_removes_the_old_set(tmp_path):
 
 
 def test_recover_between_the_renames_restores_the_old_set(tmp_path):
-    from lessonkit.evidence.refresh import old_folder, recover
+    from lessonkit.evidence.swap import old_folder, recover
     target = tmp_path / "evidence/demo"
     old = old_folder(target)
     old.mkdir(parents=True)
@@ -398,7 +398,7 @@ def test_recover_between_the_renames_restores_the_old_set(tmp_path):
 
 
 def test_scratch_folders_of_other_sets_are_left_alone(tmp_path):
-    from lessonkit.evidence.refresh import recover
+    from lessonkit.evidence.swap import recover
     base = tmp_path / "evidence"
     (base / "day62").mkdir(parents=True)
     other = base / ".refresh.day62-t4.999999999"
@@ -411,7 +411,7 @@ def test_scratch_folders_of_other_sets_are_left_alone(tmp_path):
 
 def test_swap_never_deletes_before_the_new_set_is_in_place(tmp_path, monkeypatch):
     """Without an atomic exchange the old set is moved aside, never deleted, until the new one is in place."""
-    import lessonkit.evidence.refresh as rf
+    import lessonkit.evidence.swap as rf
     monkeypatch.setenv(rf.NO_EXCHANGE_ENV, "1")
     target = tmp_path / "evidence/demo"
     target.mkdir(parents=True)

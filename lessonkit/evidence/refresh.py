@@ -7,8 +7,6 @@ Standard library only: the GPU machine has no MkDocs and no network.
 from __future__ import annotations
 
 import argparse
-import ctypes
-import ctypes.util
 import importlib.metadata
 import os
 import platform
@@ -39,8 +37,9 @@ from lessonkit.evidence.manifest import (
     write_manifest,
 )
 from lessonkit.evidence.plan import RefreshError, check_inputs, choose_runs, dry_run
-from lessonkit.evidence.sets import OLD_PREFIX, SCRATCH_PREFIX, load_evidence_set
+from lessonkit.evidence.sets import load_evidence_set
 from lessonkit.evidence.spec import LessonSpec, RunSpec, load_spec
+from lessonkit.evidence.swap import crash_point, recover, scratch_folder, swap_in
 from lessonkit.evidence.toolkit import (
     Toolkit,
     ToolkitError,
@@ -50,11 +49,6 @@ from lessonkit.evidence.toolkit import (
     refresh_command,
     release,
 )
-
-# Test hooks: stop the process dead at a named point of the swap, or pretend renameat2 is missing.
-CRASH_AT_ENV = "LESSONKIT_REFRESH_CRASH_AT"
-NO_EXCHANGE_ENV = "LESSONKIT_REFRESH_NO_EXCHANGE"
-CRASH_POINTS = ("scratch-written", "exchanged", "old-moved", "new-moved")
 
 
 @dataclass(frozen=True)
@@ -105,12 +99,6 @@ swap_state = SwapState()
 
 def _utc_now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _crash_point(name: str) -> None:
-    """Die here, as a SIGKILL would, when the test hook names this point."""
-    if os.environ.get(CRASH_AT_ENV) == name:
-        os._exit(137)
 
 
 def _capture(argv: list[str], cwd: Path | None = None, env: dict[str, str] | None = None) -> str:
@@ -215,92 +203,6 @@ def _kill_all() -> None:
     with _live_lock:
         for proc in list(_live):
             _kill(proc)
-
-
-def _exchange(a: Path, b: Path) -> bool:
-    """Atomically swap two directories (Linux renameat2 RENAME_EXCHANGE); False if unsupported."""
-    if os.environ.get(NO_EXCHANGE_ENV):
-        return False
-    libc_name = ctypes.util.find_library("c")
-    if not libc_name or sys.platform != "linux":
-        return False
-    libc = ctypes.CDLL(libc_name, use_errno=True)
-    fn = getattr(libc, "renameat2", None)
-    if fn is None:
-        return False
-    at_fdcwd, rename_exchange = -100, 2
-    rc = fn(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange)
-    return rc == 0
-
-
-def old_folder(target: Path) -> Path:
-    """Where the fallback swap parks the previous set: evidence/.old.<set> (hidden from the build
-    while the set itself exists; read in its place while it does not)."""
-    return target.with_name(OLD_PREFIX + target.name)
-
-
-def scratch_folder(target: Path) -> Path:
-    """This process's work in progress for set `target`: evidence/.refresh.<set>.<pid>."""
-    return target.with_name(f"{SCRATCH_PREFIX}{target.name}.{os.getpid()}")
-
-
-def swap_in(new: Path, target: Path) -> None:
-    """Make the complete folder `new` the set at `target`; the old set is removed.
-
-    At every instant one complete set is findable: with renameat2 the exchange is atomic; without
-    it, target moves to .old.<set> (which the build and the next refresh read as the set while
-    target is missing), new moves to target, and only then is the old one deleted.
-    """
-    if not target.exists():
-        os.rename(new, target)
-        return
-    if _exchange(new, target):
-        _crash_point("exchanged")
-        shutil.rmtree(new)  # `new` now holds the old evidence
-        return
-    old = old_folder(target)
-    if old.exists():
-        shutil.rmtree(old)  # left by a crash after a completed swap (recover removes it first)
-    os.rename(target, old)
-    _crash_point("old-moved")
-    os.rename(new, target)
-    _crash_point("new-moved")
-    shutil.rmtree(old)
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def recover(target: Path) -> list[str]:
-    """Put a set back in order after a refresh that died; returns what it did, one line each.
-
-    Exactly one set remains: the old one restored when the crash came between the two renames,
-    the new one when it came after. Scratch folders of dead refreshes of this set are removed
-    (another set's scratch never matches: names are .refresh.<set>.<pid>, and set names hold no dot).
-    """
-    did: list[str] = []
-    old = old_folder(target)
-    if old.exists():
-        if target.exists():
-            shutil.rmtree(old)
-            did.append(f"removed {old.name} (a swap had completed)")
-        else:
-            os.rename(old, target)
-            did.append(f"restored {target.name} from {old.name} (a swap was interrupted)")
-    prefix = f"{SCRATCH_PREFIX}{target.name}."
-    for scratch in sorted(target.parent.glob(prefix + "*")) if target.parent.is_dir() else []:
-        pid = scratch.name[len(prefix):]
-        if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
-            shutil.rmtree(scratch, ignore_errors=True)
-            did.append(f"removed {scratch.name} (a refresh that did not finish)")
-    return did
 
 
 def refresh(repo: Path, lesson: str, set_name: str | None = None, only: list[str] | None = None,
@@ -474,7 +376,7 @@ def _record(repo: Path, spec: LessonSpec, set_name: str, build_line: str, arch: 
                 entries[name] = _entry(res, name, file, sha256_file(scratch / file), inputs, art.format, art.name,
                                        refresh_id)
         write_manifest(scratch, Manifest(spec.lesson, arch, build_line, refresh_cmd, provenance, entries))
-        _crash_point("scratch-written")
+        crash_point("scratch-written")
         # Signals wait until the swap is done, so an interruption never leaves it half made.
         blocked = {signal.SIGINT, signal.SIGTERM}
         old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
