@@ -267,3 +267,13 @@ def test_an_engine_without_hooks_shows_the_notice_and_logs_the_warning(course: P
         html = md.convert(page)
     assert '<p class="admonition-title">Not yet recorded</p>' in html and "addOne" in html
     assert [r.getMessage() for r in caplog.records] == [f"lessonkit: {WARNING}"]
+
+
+def test_a_recorded_lesson_s_broken_runs_toml_is_one_error(course: Path):
+    new(course, LESSON)
+    record_set(course, LESSON, {"bare": "result: 0 of 1000 elements wrong\n"})
+    runs = course / f"code/{LESSON}/runs.toml"
+    runs.write_text(runs.read_text().replace("timeout = 60", 'timeout = "sixty"'))
+    done = cli_run("check", "--repo", str(course))
+    assert done.returncode == 1 and done.stderr.splitlines()[-1] == "1 error found", done.stderr
+    assert done.stderr.startswith(f"code/{LESSON}/runs.toml")
