@@ -3,7 +3,10 @@
 No checking logic lives here. The hooks check the setup, keep one `CheckedSite` across the
 rebuilds of `mkdocs serve` (so a rebuild re-checks only the pages whose inputs changed, and a
 `--dirtyreload` rebuild re-reads them too), load the core again when a file of it changed,
-and turn the core's errors into a build failure, strict or not.
+and turn the core's errors into a build failure, strict or not. Under `serve` a build with
+errors, or a setup it refuses, does not fail: every page of the served site becomes a page
+listing them (lessonkit.site.errorpage), so the browser reloads to it instead of waiting, and
+reloads to the site once the errors are fixed.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import lessonkit.pages.render
 import lessonkit.site.check
 import lessonkit.site.config
+import lessonkit.site.errorpage
 import lessonkit.site.verify
 
 log = logging.getLogger("mkdocs.plugins.lessonkit")
@@ -69,6 +73,7 @@ def reload_core_if_changed() -> bool:
     importlib.invalidate_caches()
     lessonkit = importlib.import_module("lessonkit")
     importlib.import_module("lessonkit.site.check")
+    importlib.import_module("lessonkit.site.errorpage")
     importlib.import_module("lessonkit.site.config")
     importlib.import_module("lessonkit.site.verify")
     _state["core"] = digest
@@ -77,11 +82,16 @@ def reload_core_if_changed() -> bool:
     return True
 
 
-def setup_errors(config) -> list[str]:
+def setup_problems(config) -> list:
     """What in the site's configuration would let a page be published unchecked or shown wrongly:
     the rules of lessonkit.site.config (those `lessonkit check` applies), on the file the engine read."""
     path = Path(config.config_file_path or "mkdocs.yml").resolve()
-    return [str(e) for e in lessonkit.site.config.load_site_config_errors(path.parent, path)]
+    return lessonkit.site.config.load_site_config_errors(path.parent, path)
+
+
+def setup_errors(config) -> list[str]:
+    """setup_problems as messages."""
+    return [str(e) for e in setup_problems(config)]
 
 
 def _timed(hook):
@@ -125,11 +135,13 @@ def on_startup(*, command: str, dirty: bool) -> None:
 
 @_timed
 def on_config(config, **kwargs):
-    """Refuse a setup that cannot show checked pages; refresh the evidence (only what changed)."""
+    """Refuse a setup that cannot show checked pages (under `serve`, list it on the error page that
+    replaces every page); refresh the evidence (only what changed)."""
     reload_core_if_changed()
-    problems = setup_errors(config)
-    if problems:
-        raise PluginError("lessonkit cannot check this site:\n" + "\n".join(problems))
+    problems = setup_problems(config)
+    if problems and not _state["serving"]:
+        raise PluginError("lessonkit cannot check this site:\n" + "\n".join(map(str, problems)))
+    _state["setup"] = problems
     if "lessonkit.site.mdext" in config.markdown_extensions:  # the hooks do its work, once
         config.mdx_configs.setdefault("lessonkit.site.mdext", {})["passive"] = True
     _state["builds"] += 1
@@ -154,8 +166,10 @@ def on_files(files, *, config):
     pages = [(f, _shown(f, config), Path(f.abs_src_path)) for f in files.documentation_pages()]
     _state["pages"] = [(shown, path) for _, shown, path in pages]
     _state["sources"] = {}
+    # After a build that served the error page everywhere, every page must be written again.
+    rewrite_all = _state.pop("error_page_served", False) and _state["dirty"]
     for f, shown, path in pages:
-        if _state["dirty"] and session.needs_check(shown, path):
+        if rewrite_all or (_state["dirty"] and session.needs_check(shown, path)):
             f.is_modified = lambda: True
         _state["sources"][shown] = session.digests.digest(path)
     return files
@@ -256,18 +270,38 @@ def _share_compiled_templates() -> None:
 
 @_timed
 def on_env(env, *, config, files):
-    """After every page was read: fail the build, strict or not, listing every error of the site."""
-    errors, warnings = lessonkit.split_warnings(_state["session"].errors(_state.get("pages", [])))
-    for warning in warnings:  # a lesson not recorded yet: its page shows a notice
-        log.warning(str(warning))
+    """After every page was read: fail the build, strict or not, listing every error of the site.
+    Under `serve`, list them in the terminal and let the build finish: on_post_build puts the
+    error page in place of every page."""
+    errors, warnings = lessonkit.split_warnings(_state.pop("setup", []) +
+                                                _state["session"].errors(_state.get("pages", [])))
     if config.get("strict"):  # refused here too: `-q` hides warnings from MkDocs' own strict count
-        errors += warnings
-    if errors:
-        # Under serve, MkDocs logs a message only once per process (its DuplicateFilter): a
-        # rebuild that breaks the same way again would show no errors unless its header differs.
-        where = f" (rebuild {_state['builds']})" if _state["serving"] else ""
-        raise PluginError(f"lessonkit found problems{where}:\n" + lessonkit.LessonErrors(errors).report())
+        errors += warnings    # (and, logged, they would abort a strict `serve` after its error page)
+    else:
+        for warning in warnings:  # a lesson not recorded yet: its page shows a notice
+            log.warning(str(warning))
+    _state["errors"] = errors
+    if not errors:
+        return env
+    report = lessonkit.LessonErrors(errors).report()
+    if not _state["serving"]:
+        raise PluginError("lessonkit found problems:\n" + report)
+    # Written, not logged: under `strict`, a logged error would abort the build after the pages
+    # were written, and the server would keep the browser waiting. The rebuild's number tells
+    # a report from the one before it.
+    print(f"ERROR   -  lessonkit found problems (rebuild {_state['builds']}):\n{report}\n"
+          "The served site shows them in place of every page until they are fixed.",
+          file=sys.stderr, flush=True)
     return env
+
+
+def _serve_error_page(site_dir: Path, errors: list) -> None:
+    """Write the page listing `errors` over every HTML file of the served site (404.html too)."""
+    repo = _state["session"].repo
+    text = lessonkit.site.errorpage.error_page(errors, repo, note=f"Build {_state['builds']} of this server.")
+    for page in site_dir.rglob("*.html"):
+        page.write_text(text, encoding="utf-8")
+    _state["error_page_served"] = True
 
 
 def _write_timings(ok: bool) -> None:
@@ -288,7 +322,10 @@ def on_post_build(*, config):
         target = site_dir / dest
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, target)
-    _write_timings(True)
+    errors = _state.pop("errors", [])
+    if errors:  # only under serve, where on_env let a build with errors finish
+        _serve_error_page(site_dir, errors)
+    _write_timings(not errors)
 
 
 def on_build_error(*, error):

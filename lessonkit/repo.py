@@ -15,3 +15,12 @@ def find_repo(start: Path) -> Path:
             return folder
     raise LessonError(str(start), None, "is not inside a course repository: no folder from here up holds "
                       "mkdocs.yml beside code/ or evidence/; run from inside one, or name it with --repo PATH")
+
+
+def repo_root(named: Path | None, cwd: Path) -> Path:
+    """The repository named with --repo (which must be a folder), or the one around `cwd`."""
+    if named is None:
+        return find_repo(cwd)
+    if not named.is_dir():
+        raise LessonError(str(named), None, "is not a folder; name the repository's root folder with --repo PATH")
+    return named.resolve()

@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Course-scale benchmark: a synthetic site of N copies of a real lesson, measured as whole processes.
 
-Usage: python3 scripts/bench_build.py --lessons 100 [--runs 5] [--reloads 7] [--json] [--profile]
+Usage: .venv/bin/python scripts/bench_build.py --lessons 100 [--runs 5] [--reloads 7] [--json] [--profile]
+
+It takes minutes (over three at 100 lessons) and prints each step to stderr as it
+goes, with the time since it started; the results go to stdout at the end.
 
 Each copy has its page, code folder and evidence set (renamed, `lessonkit check` passing).
 Alternating, `--runs` times each: `mkdocs build` with the hooks; the same expanded pages built
@@ -29,6 +32,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -52,6 +56,13 @@ _SUMMARY_RE = re.compile(r"""(?P<head>[A-Z]+\ SUMMARY:\ )(?P<n>\d+)""", re.VERBO
 
 # A rebuild that passed (MkDocs logs "Documentation built in N seconds" once per distinct N).
 _DONE = "Reloading browsers"
+_START = time.monotonic()
+
+
+def progress(message: str) -> None:
+    """One line on stderr: the time since the benchmark started, and the step it is at."""
+    elapsed = int(time.monotonic() - _START)
+    print(f"bench [{elapsed // 60}:{elapsed % 60:02d}] {message}", file=sys.stderr, flush=True)
 
 REPLAY_HOOK = '''"""Benchmark only: paste the pages lessonkit expanded earlier, without checking anything."""
 import json, re
@@ -225,11 +236,13 @@ class Serve:
             return r.read().decode("utf-8", errors="replace")
 
     def close(self) -> None:
-        self.proc.terminate()
+        """Stop the server as Ctrl-C does, so that it removes its build folder (mkdocs_*) itself."""
+        self.proc.send_signal(signal.SIGINT)
         try:
             self.proc.wait(timeout=15)
         except subprocess.TimeoutExpired:
             self.proc.kill()
+            self.proc.wait()
         self.log.close()
 
 
@@ -247,11 +260,13 @@ def measure_reloads(repo: Path, lessons: int, reloads: int) -> tuple[list[float]
     must then report every error line that check reported.
     """
     expected = []
+    progress("preparing three injected errors, each confirmed by a full check")
     for what, inject in injections(repo, lessons):
         undo = inject()
         errors = full_check(repo)
         undo()
         expected.append((what, inject, errors))
+    progress("starting mkdocs serve --dirtyreload (its first build)")
     serve = Serve(repo)
     times: list[float] = []
     missed: list[str] = []
@@ -268,12 +283,17 @@ def measure_reloads(repo: Path, lessons: int, reloads: int) -> tuple[list[float]
                     sys.exit(f"bench: the edit of {page.name} never reached the served page")
                 time.sleep(0.005)
             times.append(time.perf_counter() - start)
+            progress(f"edit {k + 1} of {reloads} served after {times[-1]:.2f} s")
             serve.wait_for(lambda t: _DONE in t, 30, "a reload")
         for what, inject, errors in expected:
             undo = inject()
-            report = serve.wait_for(lambda t, e=errors: all(line in t for line in e), 30, what)
+            # Under serve a build with errors ends as any other (its error page is served), so
+            # wait for the report and for that build's end before undoing the error.
+            report = serve.wait_for(lambda t, e=errors: all(line in t for line in e)
+                                    and t.rfind(_DONE) > max(t.find(line) for line in e), 30, what)
             if not report:
                 missed.append(what)
+            progress(f"injected {what}: {'MISSED' if not report else 'reported'}")
             undo()
             serve.wait_for(lambda t: _DONE in t, 60, f"undoing {what}")
     finally:
@@ -366,11 +386,13 @@ def main() -> int:
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="lk-bench-"))
+    ENV["TMPDIR"] = str(work)  # what the builds and servers leave in a temporary folder goes with it
     try:
         src, where = lesson_source(work, args.rev, args.core)
         repo = args.keep or work / "site"
         if repo.exists():
             shutil.rmtree(repo)
+        progress(f"writing {args.lessons} copies of {LESSON} (page, code, evidence) under {repo}")
         make_site(repo, args.lessons, src, args.core)
         (repo / "bench").mkdir()
         (repo / "bench" / "replay.py").write_text(REPLAY_HOOK)
@@ -381,21 +403,26 @@ def main() -> int:
         build = [sys.executable, "-m", "mkdocs", "build", "-q", "-d", str(repo / "bench" / "out")]
         replay = build + ["-f", "mkdocs-replay.yml"]
         check = [sys.executable, "-m", "lessonkit", "check", "--repo", "."]
+        progress("warming up: one build, one build without checking, one check (untimed)")
         run(build, repo, with_env)  # warm the disk caches and the .pyc files, untimed
         run(replay, repo)
         run(check, repo)
         timing_file.unlink()
         with_s, without_s, check_s, cold_s = [], [], [], []
-        for _ in range(args.runs):
+        for k in range(args.runs):
             with_s.append(run(build, repo, with_env))
             without_s.append(run(replay, repo))
             check_s.append(run(check, repo))
+            progress(f"round {k + 1} of {args.runs}: build {with_s[-1]:.2f} s, without checking "
+                     f"{without_s[-1]:.2f} s, check {check_s[-1]:.2f} s")
         inside = timings(timing_file)
-        for _ in range(args.runs):  # a fresh clone: no cache
+        for k in range(args.runs):  # a fresh clone: no cache
             shutil.rmtree(repo / CACHE, ignore_errors=True)
             cold_s.append(run(check, repo))
+            progress(f"check with the cache deleted, {k + 1} of {args.runs}: {cold_s[-1]:.2f} s")
         reload_s, missed, which = measure_reloads(repo, args.lessons, args.reloads)
         if args.profile:
+            progress("profiling one build, with the cache warm and without it")
             profile(repo)
     finally:
         if not args.keep:

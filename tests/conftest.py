@@ -6,6 +6,8 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -184,6 +186,35 @@ markdown_extensions:
   - pymdownx.highlight
   - lessonkit.site.mdext
 {extra}"""
+
+
+@pytest.fixture(scope="session", autouse=True)
+def temporary_folder_left_clean(tmp_path_factory):
+    """The tests, and every process they start, leave nothing in the temporary folder.
+
+    They get one of their own (TMPDIR, and tempfile's default in this process); at the end it
+    must be empty: a `mkdocs serve` killed before it removed its build folder (mkdocs_*), a
+    benchmark or a refresh that left scratch files, fail the session. pytest's own folders
+    (tmp_path) are made before, in the usual place.
+    """
+    tmp_path_factory.getbasetemp()
+    folder = Path(tempfile.mkdtemp(prefix="lessonkit-tests-"))
+    saved = os.environ.get("TMPDIR"), tempfile.tempdir
+    os.environ["TMPDIR"] = tempfile.tempdir = str(folder)
+    try:
+        yield folder
+    finally:
+        if saved[0] is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = saved[0]
+        tempfile.tempdir = saved[1]
+        end = time.monotonic() + 5  # a browser or server just stopped may still be tidying up
+        while any(folder.iterdir()) and time.monotonic() < end:
+            time.sleep(0.1)
+        left = sorted(p.name for p in folder.iterdir())
+        shutil.rmtree(folder, ignore_errors=True)
+    assert left == [], f"the tests left these in the temporary folder: {left}"
 
 
 @pytest.fixture

@@ -69,7 +69,8 @@ def test_without_a_terminal_or_yes_it_only_lists(rerecorded: Path):
 def test_the_author_confirms_or_declines_at_a_terminal(rerecorded: Path):
     before = (rerecorded / "docs/index.md").read_bytes()
     code, out = accept(rerecorded, stdin=Terminal("n\n"))
-    assert code == EXIT_UNCONFIRMED and out.endswith("rewrite 1 claim value in 1 page? [y/N] ")
+    assert code == EXIT_UNCONFIRMED and out.endswith("rewrite 1 claim value in 1 page? [y/N] "
+                                                     "nothing written: not confirmed\n")
     assert (rerecorded / "docs/index.md").read_bytes() == before
     code, out = accept(rerecorded, stdin=Terminal("y\n"))
     assert code == EXIT_DONE and "{{ 110\u2013140 @" in (rerecorded / "docs/index.md").read_text()

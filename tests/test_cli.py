@@ -233,3 +233,65 @@ def test_transcript_of_an_unknown_run_names_the_runs(demo_repo, capsys):
     from lessonkit.cli.commands import main as cli_main
     assert cli_main(["transcript", "demo/nope", "--repo", str(demo_repo)]) == 1
     assert capsys.readouterr().err.strip() == "demo/nope: set 'demo' has no run 'nope'; it has: bare, race"
+
+
+# Help for readers, every argument described, a message on every non-zero exit.
+
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+
+
+def test_help_is_written_for_readers():
+    done = cli_run("--help")
+    assert done.returncode == 0
+    text = done.stdout
+    assert "COMMANDS" not in text and "subcommand" not in text  # no notes for the code's readers
+    assert text.startswith("usage: python -m lessonkit [-h] COMMAND ...\n\nCheck the course site against its evidence")
+    for name in cli.COMMANDS:
+        assert f"\n    {name}" in text, name
+    assert "exit status:\n  0    everything agrees (warnings" in text and "\n  1    errors found" in text
+    assert "  .venv/bin/python -m lessonkit check\n" in text
+
+
+def test_every_command_and_argument_is_described():
+    for name, sub in _subparsers(cli.build_parser()).items():
+        # `NAME --help` says more than the one line of the command list.
+        assert len(sub.description) > 2 * len(cli.COMMANDS[name].help), name
+        for action in sub._actions:
+            if not isinstance(action, argparse._HelpAction):
+                assert action.help and action.help != argparse.SUPPRESS, (name, action.dest)
+
+
+def test_regions_help_describes_its_argument():
+    done = cli_run("regions", "--help")
+    assert done.returncode == 0
+    assert "  FILE        a source file with region markers, e.g.\n" in done.stdout
+    assert "Print the named regions of a source file as JSON" in done.stdout
+
+
+@pytest.mark.parametrize("argv", [
+    [], ["nonsense"], ["check", "--repo", "{tmp}/nowhere"], ["check", "--repo", "{tmp}"],
+    ["regions", "{tmp}/missing.cu"], ["transcript", "{tmp}/missing.txt"], ["transcript", "nope/run"],
+    ["verify-site", "{tmp}"], ["verify-site", "{tmp}/nowhere"], ["accept", "--repo", "{tmp}/nowhere"],
+    ["transcript", "demo/race", "--repo", "{tmp}/nowhere"],
+])
+def test_every_failure_says_why(tmp_path: Path, argv: list[str], capsys):
+    argv = [a.format(tmp=tmp_path) for a in argv]
+    with pytest.raises(SystemExit) if len(argv) < 1 or argv[0] == "nonsense" else _returns() as status:
+        status.value = cli.main(argv)
+    out = capsys.readouterr()
+    code = status.value.code if isinstance(status.value, SystemExit) else status.value
+    assert code != 0, argv
+    assert (out.err + out.out).strip(), f"{argv} exits {code} saying nothing"
+
+
+class _returns:
+    """A context that keeps the value the block assigns (pytest.raises' twin for a return)."""
+
+    value: object = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        return False

@@ -48,7 +48,8 @@ def test_engine_builds_a_checked_site(demo_repo: Path, engine: str, capsys):
     html = (demo_repo / "site/index.html").read_text()
     assert "the error has 120 hazards." in html and CHECKED_MARK.strip() in html
     assert verify_main([str(demo_repo / "site")]) == 0
-    assert capsys.readouterr().out.startswith("ok: no unexpanded claim or directive in the ")
+    assert capsys.readouterr().out == (f"ok: the 1 page of the build under {demo_repo / 'site'} "
+                                       "expanded and checked by lessonkit; none shows a claim or directive unexpanded\n")
 
 
 @pytest.mark.parametrize("engine", ["mkdocs", "properdocs"])
@@ -96,6 +97,62 @@ def test_verify_site_needs_a_folder(tmp_path: Path, capsys):
     assert verify_main([str(tmp_path / "nothing")]) == 1
     assert capsys.readouterr().err == (f"{tmp_path / 'nothing'}: is not a folder; expected a built site "
                                        "(mkdocs build)\n1 error found\n")
+
+
+NO_PAGE = ("holds no built page (no .html file): an empty folder, a source folder or a build that failed; "
+           "build the site (mkdocs build) and name the folder it wrote")
+
+
+@pytest.mark.parametrize("folder", ["empty", "docs"])
+def test_verify_site_refuses_a_folder_without_built_pages(demo_repo: Path, folder: str, capsys):
+    (demo_repo / "empty").mkdir()
+    assert verify_main([str(demo_repo / folder)]) == 1
+    assert capsys.readouterr().err == f"{(demo_repo / folder).as_posix()}: {NO_PAGE}\n1 error found\n"
+
+
+def test_verify_site_refuses_what_no_build_wrote(demo_repo: Path, capsys):
+    """HTML pages without the build's list of its pages: not a site MkDocs or ProperDocs built."""
+    assert engine_build(demo_repo, "mkdocs").returncode == 0
+    (demo_repo / "site/search/search_index.json").unlink()
+    assert verify_main([str(demo_repo / "site")]) == 1
+    assert capsys.readouterr().err == (
+        f"{(demo_repo / 'site').as_posix()}: is not a built site: no search/search_index.json (MkDocs, "
+        "ProperDocs) or search.json (Zensical), the list of its pages a build writes after the last one; "
+        "build with 'search' in mkdocs.yml's plugins (its default)\n1 error found\n")
+
+
+def test_verify_site_refuses_a_site_that_lacks_a_page_of_its_build(demo_repo: Path, capsys):
+    (demo_repo / "docs/other.md").write_text("# Other\n\nNo claim here.\n")
+    assert engine_build(demo_repo, "mkdocs").returncode == 0
+    assert verify_main([str(demo_repo / "site")]) == 0
+    capsys.readouterr()
+    (demo_repo / "site/other/index.html").unlink()  # as a build stopped halfway leaves it
+    assert verify_main([str(demo_repo / "site")]) == 1
+    assert capsys.readouterr().err == (
+        f"{(demo_repo / 'site').as_posix()}/other/index.html: is missing: the search index lists it, "
+        "so the build stopped before writing it or it was deleted since; build the site again\n1 error found\n")
+
+
+def test_verify_site_refuses_a_page_lessonkit_never_checked(demo_repo: Path, capsys):
+    """An engine without lessonkit publishes a page with no claim: nothing unexpanded, but unchecked."""
+    (demo_repo / "mkdocs.yml").write_text(mkdocs_yml().replace(f"hooks:\n  - {HOOKS}\n", "hooks: []\n")
+                                          .replace("  - lessonkit.site.mdext\n", ""))
+    (demo_repo / "docs/index.md").write_text("# Home\n\nERROR SUMMARY: 7 errors\n")
+    assert engine_build(demo_repo, "mkdocs").returncode == 0
+    assert verify_main([str(demo_repo / "site")]) == 1
+    assert capsys.readouterr().err == (f"{(demo_repo / 'site').as_posix()}/index.html: is a page of the build "
+                                       f"that lessonkit never checked; {FIX}\n1 error found\n")
+
+
+def test_verify_site_refuses_a_checked_page_of_an_earlier_build(demo_repo: Path, capsys):
+    assert engine_build(demo_repo, "mkdocs").returncode == 0
+    (demo_repo / "site/old").mkdir()
+    (demo_repo / "site/old/index.html").write_text((demo_repo / "site/index.html").read_text())
+    assert verify_main([str(demo_repo / "site")]) == 1
+    assert capsys.readouterr().err == (
+        f"{(demo_repo / 'site').as_posix()}/old/index.html: was checked by lessonkit but is not a page of this "
+        "build (its search index does not list it): left by an earlier build; build into an empty "
+        "folder (mkdocs build --clean)\n1 error found\n")
 
 
 def test_cli_runs_verify_site(demo_repo: Path):

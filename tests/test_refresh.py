@@ -473,3 +473,19 @@ def test_interrupt_before_the_swap_says_the_old_evidence_is_in_place(lab):
     _, err = proc.communicate(timeout=60)
     assert err.strip().endswith("refresh: interrupted before the swap; evidence/demo holds the old evidence, "
                                 "untouched")
+
+
+def test_a_runs_python3_is_the_python_of_the_refresh(lab):
+    """Run as .venv/bin/python scripts/refresh.py, a run's own `python3` is that environment's
+    Python (the one whose package versions the provenance records), not the system's."""
+    repo, env = lab
+    assert sys.prefix != sys.base_prefix  # the tests run in the project's .venv
+    command = "python3 -c 'import sys; print(sys.prefix)'"
+    runs, readme = repo / "code/demo/runs.toml", repo / "code/demo/README.md"
+    runs.write_text(runs.read_text() + f'\n[[run]]\nname = "py"\ncommand = "{command}"\ntimeout = 30\n')
+    readme.write_text(readme.read_text().replace("./demo slow\n", f"./demo slow\n{command}\n"))
+    venv_bin = f"{Path(sys.executable).parent}:"
+    assert venv_bin in env["PATH"]
+    done = refresh(repo, env, PATH=env["PATH"].replace(venv_bin, ""))  # python3: the system's
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert sys.prefix + "\n" in (repo / "evidence/demo/py.txt").read_text()

@@ -7,6 +7,7 @@ import hashlib
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -174,15 +175,20 @@ def free_port() -> int:
 class Serve:
     """`python -m mkdocs serve` in repo, its log read as it grows."""
 
-    def __init__(self, repo: Path, *args: str):
+    def __init__(self, repo: Path, *args: str, engine: str = "mkdocs"):
         self.log_path = repo / "serve.log"
         self.log = open(self.log_path, "w")  # noqa: SIM115 (open while the server runs)
         env = dict(os.environ, NO_MKDOCS_2_WARNING="1", PYTHONPATH=str(REPO))  # lessonkit.site.mdext
-        self.proc = subprocess.Popen([sys.executable, "-m", "mkdocs", "serve", *args, "-a",
-                                      f"127.0.0.1:{free_port()}"], cwd=repo, env=env,
+        self.port = free_port()
+        self.proc = subprocess.Popen([sys.executable, "-m", engine, "serve", *args, "-a",
+                                      f"127.0.0.1:{self.port}"], cwd=repo, env=env,
                                      stdout=self.log, stderr=subprocess.STDOUT)
         self.seen = 0
         self.first = self.expect("Serving on")  # the first build's log comes before it
+
+    def url(self, path: str = "") -> str:
+        """The served address of `path` (e.g. "other/")."""
+        return f"http://127.0.0.1:{self.port}/{path}"
 
     def expect(self, needle: str, timeout: float = 60) -> str:
         """Wait until `needle` appears in the log after what was read; return the new text."""
@@ -198,9 +204,16 @@ class Serve:
         raise AssertionError(f"{needle!r} not in the serve log:\n{self.log_path.read_text()[self.seen:]}")
 
     def close(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(timeout=20)
-        self.log.close()
+        """Stop the server as Ctrl-C does: it removes its build folder (mkdocs_*) on the way out;
+        terminated, it would leave it in the temporary folder."""
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.wait(timeout=20)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+            self.log.close()
 
 
 SERVED = "strict: true\n" + mkdocs_yml() + "watch:\n  - code\n  - evidence\n"

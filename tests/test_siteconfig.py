@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import HOOKS, REPO, mkdocs_build, write_tree
 
 from lessonkit.site.config import load_site_config_errors, read_site_config, site_config_errors
@@ -196,6 +197,18 @@ def test_second_configurations_beside_mkdocs_yml(tmp_path: Path):
                           ("zensical.toml", "Zensical reads it instead of mkdocs.yml")]]
 
 
+@pytest.mark.parametrize("name", ["properdocs.yml", "mkdocs.yaml"])
+def test_mkdocs_yml_renamed(tmp_path: Path, name: str):
+    """Renamed as ProperDocs advises: one error, which does not assume mkdocs.yml is still there,
+    from `check` and from the hooks under an engine that read the renamed file."""
+    write_tree(tmp_path, {name: GOOD})
+    expected = [(f"{name}: is the site's configuration under a name lessonkit does not read (mkdocs.yml is "
+                 f"missing); rename it back: git mv {name} mkdocs.yml (ProperDocs reads mkdocs.yml too: "
+                 "'properdocs build -f mkdocs.yml' builds it without advising the rename)")]
+    assert [str(e) for e in load_site_config_errors(tmp_path)] == expected
+    assert [str(e) for e in load_site_config_errors(tmp_path, tmp_path / name)] == expected
+
+
 def test_missing_configuration(tmp_path: Path):
     assert [str(e) for e in load_site_config_errors(tmp_path)] == [
         ("mkdocs.yml: is missing: it says how MkDocs and ProperDocs build the site, and lessonkit "
@@ -212,7 +225,7 @@ def test_check_refuses_a_configuration_that_publishes_unchecked_pages(demo_repo:
     write_tree(demo_repo, {"pages/index.md": "# Home\n\nERROR SUMMARY: 7 errors\n"})
     built = mkdocs_build(demo_repo)
     assert built.returncode == 0, built.stderr  # the engine alone publishes the unchecked page
-    assert verify_main([str(demo_repo / "site")]) == 0  # and nothing unexpanded shows it
+    assert verify_main([str(demo_repo / "site")]) == 1  # nothing unexpanded shows it, but it lacks the mark
     done = subprocess.run([sys.executable, "-m", "lessonkit", "check", "--repo", str(demo_repo)],
                           capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
     assert (done.returncode, done.stdout) == (1, "")

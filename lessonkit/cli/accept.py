@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TextIO
 
 from lessonkit.errors import LessonError
-from lessonkit.repo import find_repo
+from lessonkit.repo import repo_root
 from lessonkit.site.check import Site, strip_front_matter
 from lessonkit.textio import decode_utf8
 
@@ -121,25 +121,40 @@ def _confirmed(count: int, pages: int, yes: bool, stdin: TextIO, out: TextIO) ->
         return False
     out.write(f"rewrite {count} claim value{'s' if count != 1 else ''} in {pages} page{'s' if pages != 1 else ''}? [y/N] ")
     out.flush()
-    return stdin.readline().strip().lower() in ("y", "yes")
+    if stdin.readline().strip().lower() in ("y", "yes"):
+        return True
+    print("nothing written: not confirmed", file=out)
+    return False
 
 
 HELP = ("list the claims the evidence no longer supports as page:line: old -> new, and rewrite their "
         "values once confirmed (--yes: without asking)")
+DESCRIPTION = """\
+After a refresh, list every claim whose value the new evidence no longer supports, as
+PAGE:LINE: OLD -> NEW, and once you confirm, rewrite those values and nothing else on the
+pages. The new value is exact when every recording agrees, rounded (~V) for a rounded claim,
+and otherwise a range around every recorded value. A claim whose reference is broken, or
+whose evidence set has errors, is listed and left alone.
+
+exit status: 0 every claim holds or was rewritten; 1 nothing written (not confirmed, or no
+terminal to ask and no --yes); 2 some claims could not be accepted (listed), the others
+were rewritten."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare accept's arguments on `parser`."""
-    parser.add_argument("--repo", type=Path, default=None,
-                        help="repository root (default: the nearest folder up from here with mkdocs.yml)")
-    parser.add_argument("--yes", action="store_true", help="rewrite without asking")
+    parser.add_argument("--repo", type=Path, default=None, metavar="PATH",
+                        help="the repository's root folder (default: the nearest folder from here up "
+                             "that holds mkdocs.yml beside code/ or evidence/)")
+    parser.add_argument("--yes", action="store_true",
+                        help="rewrite without asking (needed where there is no terminal to ask)")
 
 
 def run(args: argparse.Namespace, stdin: TextIO | None = None, out: TextIO | None = None) -> int:
     """Run accept with parsed arguments; returns EXIT_DONE, EXIT_UNCONFIRMED or EXIT_REFUSED."""
     stdin = stdin or sys.stdin
     out = out or sys.stdout
-    repo = args.repo.resolve() if args.repo is not None else find_repo(Path.cwd())
+    repo = repo_root(args.repo, Path.cwd())
     plan = plan_accept(repo)
     for edit in plan.edits:
         print(f"{edit.page}:{edit.line}: {edit.old} -> {edit.new}", file=out)
@@ -166,7 +181,8 @@ def run(args: argparse.Namespace, stdin: TextIO | None = None, out: TextIO | Non
 
 def main(argv: list[str] | None = None, stdin: TextIO | None = None, out: TextIO | None = None) -> int:
     """`python -m lessonkit accept [--repo R] [--yes]`; returns the exit status."""
-    parser = argparse.ArgumentParser(prog="python -m lessonkit accept", description=HELP)
+    parser = argparse.ArgumentParser(prog="python -m lessonkit accept", description=DESCRIPTION,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(parser)
     try:
         return run(parser.parse_args(argv), stdin, out)

@@ -1,13 +1,9 @@
 """Command line: `python -m lessonkit check [--no-cache] [--[no-]strict] | regions FILE |
 transcript FILE|SET/RUN [--lesson LESSON] | accept | verify-site | new LESSON`.
 
-Exit status: 0 all agree (warnings, listed on stderr, pass unless strict), 1 errors found
-(listed on stderr), 2 a usage error (argparse's,
-or no repository around the working folder), 141 the reader of stdout went away
-(`... | head`), as a shell reports a program ended by SIGPIPE.
-
-A subcommand is one entry of COMMANDS: its help, a function that declares its arguments,
-and a function that runs it and returns the exit status.
+A subcommand is one entry of COMMANDS: its help line, its description for `NAME --help`, a
+function that declares its arguments (each with its help), and a function that runs it and
+returns the exit status. DESCRIPTION and EPILOG are what `--help` shows a reader.
 """
 
 from __future__ import annotations
@@ -16,6 +12,7 @@ import argparse
 import json
 import os
 import sys
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +24,7 @@ from lessonkit.evidence.harness import HarnessFormat
 from lessonkit.evidence.jsontranscript import parse_json_transcript
 from lessonkit.evidence.transcript import parse_transcript
 from lessonkit.pages.regions import parse_regions
-from lessonkit.repo import find_repo
+from lessonkit.repo import repo_root
 from lessonkit.site import verify
 from lessonkit.site.check import check_site
 from lessonkit.textio import read_text
@@ -38,13 +35,37 @@ EXIT_USAGE = 2
 EXIT_BROKEN_PIPE = 128 + 13  # SIGPIPE
 
 
+DESCRIPTION = """\
+Check the course site against its evidence: every figure a page quotes, every code region it
+shows and every transcript it embeds, against the recordings under evidence/ (made on a GPU
+machine by scripts/refresh.py). Run it from anywhere inside the repository."""
+
+EPILOG = """\
+exit status:
+  0    everything agrees (warnings, such as a lesson not recorded yet, are listed on
+       stderr and pass unless check --strict)
+  1    errors found, each listed on stderr as PATH:LINE: what is wrong; what to do
+  2    the command line is wrong, or no course repository around the working folder
+       (accept: some claims could not be accepted; see accept --help)
+  141  the program reading the output closed it early (as with | head)
+
+examples:
+  .venv/bin/python -m lessonkit check
+  .venv/bin/python -m lessonkit regions code/day62-racecheck/racecheck.cu
+  .venv/bin/python -m lessonkit transcript day62-racecheck/racecheck-buggy-analysis
+  .venv/bin/python -m lessonkit verify-site site/
+
+Run `.venv/bin/python -m lessonkit COMMAND --help` for what a command does and its arguments."""
+
+
 @dataclass(frozen=True)
 class Command:
-    """One subcommand: its help line, its arguments, and what it does."""
+    """One subcommand: its help line, its arguments, what it does, and its `--help` text."""
 
     help: str
     add_arguments: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace], int]
+    description: str = ""
 
 
 def _read(path: str) -> str:
@@ -56,8 +77,9 @@ def _read(path: str) -> str:
 
 
 def _check_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--repo", type=Path, default=None,
-                        help="repository root (default: the nearest folder up from here with mkdocs.yml)")
+    parser.add_argument("--repo", type=Path, default=None, metavar="PATH",
+                        help="the repository's root folder (default: the nearest folder from here up "
+                             "that holds mkdocs.yml beside code/ or evidence/)")
 
 
 def _check_site_arguments(parser: argparse.ArgumentParser) -> None:
@@ -71,14 +93,11 @@ def _check_site_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _check(args: argparse.Namespace) -> int:
-    if args.repo is not None:
-        repo = args.repo.resolve()
-    else:
-        try:
-            repo = find_repo(Path.cwd())
-        except LessonError as exc:
-            print(exc, file=sys.stderr)
-            return EXIT_USAGE
+    try:
+        repo = repo_root(args.repo, Path.cwd())
+    except LessonError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_USAGE
     # Imported here: only `check` reads mkdocs.yml (with PyYAML); the other commands, run on a
     # GPU machine too, need the standard library alone.
     from lessonkit.site.config import load_site_config_errors, site_is_strict
@@ -99,13 +118,18 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _file_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file")
+    parser.add_argument("file", metavar="FILE",
+                        help="a source file with region markers, e.g. code/day62-racecheck/racecheck.cu")
 
 
 def _transcript_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", help="a transcript file, or SET/RUN: every recording of a run of an evidence set")
-    parser.add_argument("--lesson", help="read the program's lines by code/LESSON/runs.toml's [harness] "
-                        "(default: the lesson of the evidence set holding FILE, if it is in one)")
+    parser.add_argument("file", metavar="FILE|SET/RUN",
+                        help="a transcript file (evidence/SET/NAME.txt or .json), or SET/RUN: every "
+                             "recording of the run RUN of the evidence set SET, e.g. "
+                             "day62-racecheck/racecheck-buggy-analysis")
+    parser.add_argument("--lesson", metavar="LESSON",
+                        help="read the program's lines by code/LESSON/runs.toml's [harness] "
+                             "(default: the lesson of the evidence set holding FILE, if it is in one)")
     _check_arguments(parser)
 
 
@@ -138,8 +162,7 @@ def _harness_for(args: argparse.Namespace) -> HarnessFormat | None:
         lesson = read_manifest(path.parent, f"evidence/{path.parent.name}").lesson
     if lesson is None:
         return None
-    repo = args.repo.resolve() if args.repo is not None else find_repo(
-        path.parent if args.lesson is None else Path.cwd())
+    repo = repo_root(args.repo, path.parent if args.lesson is None else Path.cwd())
     return load_spec(repo / "code", lesson).harness
 
 
@@ -147,7 +170,7 @@ def _recordings(args: argparse.Namespace) -> int:
     """SET/RUN: every recording of the run, each with how it was recorded and what it says."""
     from lessonkit.evidence.sets import load_all_evidence
 
-    repo = args.repo.resolve() if args.repo is not None else find_repo(Path.cwd())
+    repo = repo_root(args.repo, Path.cwd())
     set_name, _, group = args.file.partition("/")
     evidence = load_all_evidence(repo)
     ev = evidence.sets.get(set_name)
@@ -167,27 +190,55 @@ def _recordings(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+NEW_DESCRIPTION = (
+    "Start a lesson that builds while it waits for its first recording: code/LESSON/ (a program "
+    "stub with a region, runs.toml with its build line and one run, a README with the commands), "
+    "the page docs/LESSON.md, and its entry in mkdocs.yml's nav (inserted as a line, so the file's "
+    "comments stay; where it cannot be, the line to add is printed). Until a refresh on a GPU "
+    "machine records it, its page shows a 'Not yet recorded' notice and check warns.")
+
 COMMANDS: dict[str, Command] = {
-    "check": Command("verify the site configuration and every page, region, claim and evidence set; "
-                     "exit 1 listing all errors",
-                     _check_site_arguments, _check),
-    "regions": Command("the regions of a source file as JSON", _file_argument, _regions),
-    "transcript": Command("a parsed transcript as JSON; SET/RUN gives every recording of a run",
-                          _transcript_arguments, _transcript),
-    "accept": Command(accept.HELP, accept.add_arguments, accept.run),
-    "verify-site": Command(verify.HELP, verify.add_arguments, verify.run),
-    "new": Command(new.HELP, new.add_arguments, new.run),
+    "check": Command(
+        "check the site configuration and every page, region, claim and evidence set; exit 1 "
+        "listing all errors", _check_site_arguments, _check,
+        "Check what a build checks, without building: mkdocs.yml (the hooks and extensions that "
+        "keep every published page checked), every page under docs/, every code region, claim and "
+        "transcript on them, and every evidence set (hashes, freshness against the code, README "
+        "commands). Lists every error, causes first, and exits 1; prints ok and exits 0 when "
+        "everything agrees. Results are kept in .lessonkit-cache/, keyed by the contents they "
+        "came from, so a second run re-checks only what changed."),
+    "regions": Command(
+        "the regions of a source file as JSON", _file_argument, _regions,
+        "Print the named regions of a source file as JSON: for each region between a "
+        "'// snippet: NAME' line and its '// end snippet' line (or '#' comments), its name and its "
+        "first and last line, as a page's {{ region FILE NAME }} shows them. A malformed marker is "
+        "an error naming its line."),
+    "transcript": Command(
+        "a parsed transcript as JSON; SET/RUN gives every recording of a run",
+        _transcript_arguments, _transcript,
+        "Print a transcript as JSON: every value a page can quote from it (tables, sanitizer "
+        "reports, summaries). Given SET/RUN, print every recording of that run of the evidence "
+        "set, each with how it was recorded (command, exit code, date, hashes) and what it says."),
+    "accept": Command(accept.HELP, accept.add_arguments, accept.run, accept.DESCRIPTION),
+    "verify-site": Command(verify.HELP, verify.add_arguments, verify.run, verify.DESCRIPTION),
+    "new": Command(new.HELP, new.add_arguments, new.run, NEW_DESCRIPTION),
 }
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser, one subparser for each entry of COMMANDS."""
-    parser = argparse.ArgumentParser(prog="python -m lessonkit", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m lessonkit", description=DESCRIPTION, epilog=EPILOG,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, title="commands", metavar="COMMAND")
     for name, command in COMMANDS.items():
-        command.add_arguments(sub.add_parser(name, help=command.help))
+        command.add_arguments(sub.add_parser(name, help=command.help, description=_paragraphs(
+            command.description or command.help), formatter_class=argparse.RawDescriptionHelpFormatter))
     return parser
+
+
+def _paragraphs(text: str, width: int = 80) -> str:
+    """`text` filled to `width`, its paragraphs (split by a blank line) kept apart."""
+    return "\n\n".join(textwrap.fill(par, width, break_on_hyphens=False) for par in text.split("\n\n"))
 
 
 def main(argv: list[str] | None = None) -> int:

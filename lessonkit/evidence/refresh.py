@@ -205,6 +205,16 @@ def _kill_all() -> None:
             _kill(proc)
 
 
+def python_first(env: dict[str, str]) -> dict[str, str]:
+    """`env` with the virtual environment of the Python running the refresh first on PATH, so a
+    run's own `python3` (the sweep, the litmus campaign) is this Python, with the packages whose
+    versions the provenance records (a refresh run as .venv/bin/python scripts/refresh.py)."""
+    if sys.prefix == sys.base_prefix:
+        return env  # not in a virtual environment: the runs find python3 on PATH, as before
+    folder = os.path.dirname(sys.executable)
+    return {**env, "PATH": folder + os.pathsep + env.get("PATH", os.defpath)}
+
+
 def refresh(repo: Path, lesson: str, set_name: str | None = None, only: list[str] | None = None,
             arch: str | None = None, out=print, toolkit_dir: str | None = None) -> int:
     """Re-record a lesson's evidence; returns 0 if the pages still agree, 1 if not, 2 if nothing was recorded.
@@ -223,6 +233,7 @@ def refresh(repo: Path, lesson: str, set_name: str | None = None, only: list[str
         cuda_release = release(_capture([str(toolkit.nvcc), "--version"], env=env))
         if cuda_release is None:
             raise RefreshError(f"{toolkit.nvcc} --version names no release; cannot name the set after it")
+    env = python_first(env)
     set_name = set_name or default_set_name(lesson, cuda_release)
     swap_state.target = f"evidence/{set_name}"
     target = repo / "evidence" / set_name

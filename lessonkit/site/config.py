@@ -361,15 +361,33 @@ def site_config_errors(config: SiteConfig) -> list[LessonError]:
     return sorted(errors, key=lambda e: e.line or 0)
 
 
+# The other names of mkdocs.yml itself, the same YAML under another file name.
+RENAMES = ("properdocs.yml", "properdocs.yaml", "mkdocs.yaml")
+
+
+def _second_config(name: str, why: str) -> LessonError:
+    return LessonError(name, None, f"is a second site configuration: {why}, so a build would use "
+                       f"settings lessonkit does not check; delete it (the site is configured in "
+                       f"{CONFIG} alone)", rank=0)
+
+
 def load_site_config_errors(folder: Path, config: Path | None = None) -> list[LessonError]:
     """The errors of the configuration in `folder` (mkdocs.yml, or `config`: the file an engine
     read), and one for each other configuration an engine would read instead."""
     config = config or folder / CONFIG
     shown = config.name if config.parent.resolve() == folder.resolve() else str(config)
-    errors = [LessonError(name, None, f"is a second site configuration: {why}, so a build would use "
-                          f"settings lessonkit does not check; delete it (the site is configured in "
-                          f"{CONFIG} alone)", rank=0)
-              for name, why in OTHER_CONFIGS.items() if (folder / name).exists()]
+    others = [(name, why) for name, why in OTHER_CONFIGS.items() if (folder / name).exists()]
+    renamed = [name for name, _ in others if name in RENAMES] if not (folder / CONFIG).exists() else []
+    if renamed:  # mkdocs.yml renamed (as ProperDocs advises): one cause, said once
+        errors = [LessonError(name, None, f"is the site's configuration under a name lessonkit does not "
+                              f"read ({CONFIG} is missing); rename it back: git mv {name} {CONFIG} "
+                              f"(ProperDocs reads {CONFIG} too: 'properdocs build -f {CONFIG}' builds it "
+                              "without advising the rename)", rank=0) for name in renamed]
+        errors += [_second_config(name, why) for name, why in others if name not in renamed]
+        if config.name == CONFIG:
+            return errors
+    else:
+        errors = [_second_config(name, why) for name, why in others]
     try:
         text = read_text(config, shown)
     except FileNotFoundError:

@@ -5,12 +5,19 @@ Markdown extension add it). A built page without it that still shows a claim
 (`{{ VALUE @ REF:QUERY }}`) or a directive (`{{ region ... }}`, ...) was published by an engine
 that never ran lessonkit: the hooks were ignored, or the extension was not configured. A page
 with an unfilled transcript slot ran the expansion but not its second half.
+
+It also refuses what it cannot verify: a folder with no built page (an empty folder, `docs/`,
+`site/` after a failed build), a folder that is not a site MkDocs or ProperDocs built (no
+search index: the build's own list of its pages), a page that list names but the folder
+lacks or that lessonkit never checked, and a checked page the list does not name (a stale
+page of an earlier build).
 """
 
 from __future__ import annotations
 
 import argparse
 import html
+import json
 import re
 import sys
 from pathlib import Path
@@ -45,23 +52,90 @@ def unexpanded(text: str, shown: str) -> list[LessonError]:
     return errors
 
 
+SEARCH_INDEX = "search/search_index.json"
+# The search index each engine writes, and the key of its list of entries.
+_INDEXES = {SEARCH_INDEX: "docs",  # MkDocs, ProperDocs, Material for MkDocs
+            "search.json": "items"}  # Zensical
+
+
+def indexed_pages(site_dir: Path) -> tuple[list[str], list[LessonError]]:
+    """The pages of the build, as its search index lists them (relative to `site_dir`), or why
+    `site_dir` is not a site that can be verified.
+
+    The index is the build's own list of its pages: the search plugin of MkDocs and ProperDocs
+    (Material's too), and Zensical, write it after the last page, each page by its address
+    relative to the site, in the nav or not. sitemap.xml is empty without site_url, and
+    mkdocs.yml's nav neither lists the pages outside it nor says what this folder holds.
+    """
+    shown = site_dir.as_posix()
+    if not any(site_dir.rglob("*.html")):
+        return [], [LessonError(shown, None, "holds no built page (no .html file): an empty folder, a "
+                                "source folder or a build that failed; build the site (mkdocs build) "
+                                "and name the folder it wrote", rank=0)]
+    found = [(name, key) for name, key in _INDEXES.items() if (site_dir / name).is_file()]
+    if not found:
+        return [], [LessonError(shown, None, f"is not a built site: no {SEARCH_INDEX} (MkDocs, ProperDocs) "
+                                "or search.json (Zensical), the list of its pages a build writes after the "
+                                "last one; build with 'search' in mkdocs.yml's plugins (its default)", rank=0)]
+    name, key = found[0]
+    try:
+        locations = [d["location"] for d in json.loads((site_dir / name).read_text(encoding="utf-8"))[key]]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return [], [LessonError(f"{shown}/{name}", None, f"is not a search index a build wrote "
+                                f"({type(exc).__name__}: {exc}); build the site again", rank=0)]
+    pages = []
+    for location in locations:
+        if isinstance(location, str) and "#" not in location:
+            page = location + "index.html" if location == "" or location.endswith("/") else location
+            if page not in pages:
+                pages.append(page)
+    return pages, []
+
+
 def verify_site(site_dir: Path) -> list[LessonError]:
-    """Every unexpanded claim, directive or slot in the HTML pages under `site_dir`."""
+    """Every page of the build missing or not checked by lessonkit, every checked page the build
+    does not list, and every unexpanded claim, directive or slot in the HTML pages under `site_dir`."""
     if not site_dir.is_dir():
         return [LessonError(str(site_dir), None, "is not a folder; expected a built site (mkdocs build)")]
-    errors: list[LessonError] = []
+    pages, errors = indexed_pages(site_dir)
+    if errors:
+        return errors
+    for page in pages:
+        if not (site_dir / page).is_file():
+            errors.append(LessonError(f"{site_dir.as_posix()}/{page}", None, "is missing: the search "
+                                      "index lists it, so the build stopped before writing it or it was deleted "
+                                      "since; build the site again"))
+    listed = set(pages)
     for page in sorted(site_dir.rglob("*.html")):
+        rel = page.relative_to(site_dir).as_posix()
+        shown = (site_dir / rel).as_posix()
         text = page.read_text(encoding="utf-8", errors="replace")
-        errors.extend(unexpanded(text, (site_dir / page.relative_to(site_dir)).as_posix()))
+        errors.extend(unexpanded(text, shown))
+        checked = CHECKED_MARK.strip() in text
+        if rel in listed and not checked and not any(e.path == shown for e in errors):
+            errors.append(LessonError(shown, None, f"is a page of the build that lessonkit never checked; {_FIX}"))
+        elif rel not in listed and checked:
+            errors.append(LessonError(shown, None, "was checked by lessonkit but is not a page of this build "
+                                      "(its search index does not list it): left by an earlier build; build "
+                                      "into an empty folder (mkdocs build --clean)"))
     return errors
 
 
-HELP = "exit 1 naming page and text if a built page shows a claim or directive unexpanded"
+HELP = ("check a built site: every page its search index lists is there and was checked by "
+        "lessonkit, and no page shows a claim or directive unexpanded; exit 1 naming each page otherwise")
+
+
+DESCRIPTION = ("Check a folder a build wrote (mkdocs build, properdocs build, zensical build): every "
+               "page the build lists in its search index is there and was expanded and checked by "
+               "lessonkit, no page shows a claim {{ ... @ ... }} or a directive unexpanded, and no "
+               "checked page is left from an earlier build. Refuses a folder that is not a built "
+               "site (an empty folder, docs/). Exit 0 when all holds, 1 naming each page otherwise.")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments of `verify-site`."""
-    parser.add_argument("site_dir", type=Path, help="the folder a build wrote (e.g. site/)")
+    parser.add_argument("site_dir", type=Path, metavar="SITE_DIR",
+                        help="the folder a build wrote (site/, or the folder given to build -d)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -70,14 +144,16 @@ def run(args: argparse.Namespace) -> int:
     if errors:
         print(LessonErrors(errors).report(), file=sys.stderr)
         return 1
-    pages = sum(1 for _ in args.site_dir.rglob("*.html"))
-    print(f"ok: no unexpanded claim or directive in the {pages} pages under {args.site_dir}")
+    pages, _ = indexed_pages(args.site_dir)
+    n = len(pages)
+    print(f"ok: {'the' if n == 1 else 'all'} {n} page{'' if n == 1 else 's'} of the build under {args.site_dir} "
+          "expanded and checked by lessonkit; none shows a claim or directive unexpanded")
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m lessonkit verify-site SITE_DIR` on its own; returns the exit status."""
-    parser = argparse.ArgumentParser(prog="python -m lessonkit verify-site", description=HELP)
+    parser = argparse.ArgumentParser(prog="python -m lessonkit verify-site", description=DESCRIPTION)
     add_arguments(parser)
     return run(parser.parse_args(argv))
 
