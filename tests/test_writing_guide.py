@@ -32,6 +32,8 @@ def course(demo_repo: Path, tmp_path: Path) -> tuple[Path, dict[str, str]]:
     """A course configured as this site is (strict, a nav), and the fake GPU tools."""
     (demo_repo / "mkdocs.yml").write_text("strict: true\n" + mkdocs_yml("nav:\n  - Home: index.md\n"))
     env = install(tmp_path / "bin")
+    (tmp_path / "tmp").mkdir()
+    env["TMPDIR"] = str(tmp_path / "tmp")  # the refresh's fixed build folder goes here, as in test_refresh
     (tmp_path / "bin" / "fake_program.py").write_text(f"#!/usr/bin/env python3\nprint({OUTPUT!r}, end='')\n")
     return demo_repo, env
 
