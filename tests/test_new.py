@@ -52,7 +52,7 @@ def test_new_writes_the_lesson_and_lists_its_page(course: Path):
     done = new(course, LESSON)
     assert done.returncode == 0, done.stderr
     for rel in (f"code/{LESSON}/global-reduction.cu", f"code/{LESSON}/runs.toml", f"code/{LESSON}/README.md",
-                f"docs/{LESSON}.md"):
+                f"code/{LESSON}/.gitignore", f"docs/{LESSON}.md"):
         assert f"wrote {rel}\n" in done.stdout and (course / rel).is_file()
     after = (course / "mkdocs.yml").read_text()
     assert after == before.replace('      - "Demo": index.md\n', '      - "Demo": index.md\n'
@@ -135,8 +135,37 @@ def test_a_claim_on_a_lesson_not_recorded_is_an_error(course: Path):
     page = (course / f"docs/{LESSON}.md").read_text() + "\nIt got {{ 0 @ bare:wrong }} wrong.\n"
     errors = [str(e) for e in Site.load(course).page(page, f"docs/{LESSON}.md").errors]
     line = page.splitlines().index("It got {{ 0 @ bare:wrong }} wrong.") + 1
-    assert errors == [(f"docs/{LESSON}.md:{line}: 'bare' cannot be checked: lesson '{LESSON}' is not recorded "
-                      f"yet; record it on a GPU machine: python3 scripts/refresh.py {LESSON}")]
+    assert errors == [(f"docs/{LESSON}.md:{line}: claim '0 @ bare:wrong' cannot be checked: lesson '{LESSON}' is "
+                      f"not recorded yet; record it on a GPU machine: python3 scripts/refresh.py {LESSON}")]
+
+
+def test_two_claims_on_one_line_each_name_their_claim(course: Path):
+    new(course, LESSON)
+    claims = ("On an {{ NVIDIA H200 @ bare:gpu }}, {{ 0 @ bare:wrong }} wrong, "
+              "{{ 1.0 / 1.0 @ bare:wrong / bare:elements }} and {{ " + "a very long value " * 5 + "@ bare:gpu }}.")
+    page = (course / f"docs/{LESSON}.md").read_text() + "\n" + claims + "\n"
+    errors = Site.load(course).page(page, f"docs/{LESSON}.md").errors
+    assert len({e.line for e in errors}) == 1
+    assert [e.message.split(" cannot be checked: ")[0] for e in errors] == [
+        "claim 'NVIDIA H200 @ bare:gpu'", "claim '0 @ bare:wrong'", "claim '1.0 / 1.0 @ bare:wrong / bare:elements'",
+        "claim 'a very long value a very long value a very long value a ver…'"]
+
+
+def test_a_runs_toml_that_cannot_be_read_is_the_one_error_of_its_lesson(course: Path):
+    new(course, LESSON)
+    page = course / f"docs/{LESSON}.md"
+    page.write_text(page.read_text() + "\nIt got {{ 0 @ bare:wrong }} wrong of {{ 1000 @ bare:elements }}.\n")
+    runs = course / f"code/{LESSON}/runs.toml"
+    runs.write_text(runs.read_text().replace('wrong = "int"', 'wrong = "integer"'))
+    line = runs.read_text().splitlines().index('wrong = "integer"') + 1
+    cause = (f"code/{LESSON}/runs.toml:{line}: [harness.types]: group 'wrong' has unknown type 'integer'; "
+             "expected one of str, int, float, yes-no")
+    for _ in range(2):  # cold, then from the cache
+        done = cli_run("check", "--repo", str(course))
+        assert (done.returncode, done.stderr.splitlines()) == (1, [cause, "1 error found"])
+    runs.write_text(runs.read_text().replace('wrong = "integer"', 'wrong = "int"'))
+    done = cli_run("check", "--repo", str(course))
+    assert "claim '0 @ bare:wrong' cannot be checked" in done.stderr and WARNING in done.stderr
 
 
 def test_a_region_of_a_file_no_run_reads_is_an_error_even_before_recording(course: Path):
@@ -213,6 +242,19 @@ def test_the_stub_compiles_with_its_build_line(course: Path):
     assert (course / "code" / LESSON / "global-reduction").is_file()
 
 
+def test_the_built_program_stays_out_of_git(course: Path):
+    new(course, LESSON)
+    folder = course / "code" / LESSON
+    line = load_spec(course / "code", LESSON).build["sm_90"]
+    assert line.split()[line.split().index("-o") + 1] == "global-reduction"
+    (folder / "global-reduction").write_bytes(b"\x7fELF")  # as the build line writes it
+    subprocess.run(["git", "init", "-q", str(course)], check=True)
+    status = subprocess.run(["git", "-C", str(course), "status", "--porcelain", "--untracked-files=all"],
+                            capture_output=True, text=True, check=True).stdout.split()
+    assert f"code/{LESSON}/global-reduction.cu" in status and f"code/{LESSON}/.gitignore" in status
+    assert f"code/{LESSON}/global-reduction" not in status
+
+
 def test_an_engine_without_hooks_shows_the_notice_and_logs_the_warning(course: Path, caplog):
     import markdown
 
@@ -225,3 +267,13 @@ def test_an_engine_without_hooks_shows_the_notice_and_logs_the_warning(course: P
         html = md.convert(page)
     assert '<p class="admonition-title">Not yet recorded</p>' in html and "addOne" in html
     assert [r.getMessage() for r in caplog.records] == [f"lessonkit: {WARNING}"]
+
+
+def test_a_recorded_lesson_s_broken_runs_toml_is_one_error(course: Path):
+    new(course, LESSON)
+    record_set(course, LESSON, {"bare": "result: 0 of 1000 elements wrong\n"})
+    runs = course / f"code/{LESSON}/runs.toml"
+    runs.write_text(runs.read_text().replace("timeout = 60", 'timeout = "sixty"'))
+    done = cli_run("check", "--repo", str(course))
+    assert done.returncode == 1 and done.stderr.splitlines()[-1] == "1 error found", done.stderr
+    assert done.stderr.startswith(f"code/{LESSON}/runs.toml")

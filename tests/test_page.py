@@ -164,3 +164,46 @@ def test_a_lesson_can_have_several_sets(demo_repo: Path):
             "{{ 90 @ demo-t4/race:reports[severity=Error].hazards }} on {{ Tesla T4 @ demo-t4:gpu }}")
     assert errs(demo_repo, text) == []
     assert check_site(demo_repo) == []
+
+
+ESCAPED = """\
+# Demo
+
+\\{{ evidence demo }}
+
+Where the race is:
+
+  \\{{ region demo/demo.cu body }}
+
+A mention in prose, `\\{{ transcript race }}`, and one inside a line: see \\{{ transcript race }}.
+
+```markdown
+\\{{ transcript race }}
+```
+"""
+
+
+def test_an_escaped_directive_at_a_line_start_is_a_warning(demo_repo: Path):
+    result = Site.load(demo_repo).page(ESCAPED, "docs/day5.md", 2)
+    assert [(str(e), e.warning) for e in result.errors] == [
+        (("docs/day5.md:5: warning: '\\{{ evidence demo }}' is escaped and shows as text; remove the backslash "
+          "to expand it (\\{{ writes literal braces: the evidence directive is not run)"), True),
+        (("docs/day5.md:9: warning: '\\{{ region demo/demo.cu body }}' is escaped and shows as text; remove the "
+          "backslash to expand it (\\{{ writes literal braces: the region directive is not run)"), True)]
+    assert "{{ region demo/demo.cu body }}" in result.markdown  # shown as text, as the warning says
+    unescaped = Site.load(demo_repo).page(ESCAPED.replace("\\{{ evidence", "{{ evidence").replace(
+        "\\{{ region", "{{ region"), "docs/day5.md")
+    assert unescaped.errors == []
+
+
+def test_a_reference_page_shows_directives_as_text(demo_repo: Path):
+    assert Site.load(demo_repo).page(ESCAPED, "docs/reference/writing.md").errors == []
+
+
+def test_an_escaped_directive_fails_a_strict_check(demo_repo: Path):
+    from test_cli import cli_run
+
+    (demo_repo / "docs" / "day5.md").write_text(ESCAPED)
+    done = cli_run("check", "--repo", str(demo_repo), "--strict")
+    assert done.returncode == 1 and "docs/day5.md:3: warning: '\\{{ evidence demo }}' is escaped" in done.stderr
+    assert cli_run("check", "--repo", str(demo_repo), "--no-strict").returncode == 0

@@ -164,8 +164,70 @@ def test_missing_tools_are_named(lab):
     assert done.returncode == 2
     assert done.stderr.strip() == (
         "refresh: the refresh needs a GPU machine; not found on PATH: nvcc (the CUDA compiler), nvidia-smi (the "
-        "NVIDIA driver's tool (no GPU driver?)), compute-sanitizer (the sanitizer)")
+        "NVIDIA driver's tool (no GPU driver?)), compute-sanitizer (the sanitizer); without a GPU, "
+        "`python3 scripts/refresh.py demo --dry-run` builds the program and lists what the refresh would run")
     assert not (repo / "evidence/demo").exists()
+
+
+def no_gpu(env: dict) -> None:
+    """Take the fake GPU away (nvidia-smi and compute-sanitizer); nvcc stays, as on a laptop with the toolkit."""
+    for tool in ("compute-sanitizer", "nvidia-smi"):
+        (Path(env["FAKE_PROGRAM"]).parent / tool).unlink()
+
+
+def test_without_a_gpu_the_dry_run_builds_and_lists_every_command(lab):
+    repo, env = lab
+    no_gpu(env)
+    runs = repo / "code/demo/runs.toml"
+    runs.write_text(runs.read_text().replace('name = "slow"\n', 'name = "slow"\nrepeat = 5\nexclusive = true\n'))
+    plain = refresh(repo, env)
+    assert plain.returncode == 2 and plain.stderr.strip().endswith("`python3 scripts/refresh.py demo --dry-run` "
+                                                                   "builds the program and lists what the refresh "
+                                                                   "would run")
+    done = refresh(repo, env, "--dry-run")
+    assert (done.returncode, done.stderr) == (0, ""), done.stdout
+    lines = done.stdout.splitlines()
+    assert lines[0] == "dry run of the refresh of demo: nothing is run on a GPU and nothing is recorded"
+    assert lines[1].startswith("nvcc    ") and lines[1].endswith("(Cuda compilation tools, release 13.0, V13.0.88)")
+    assert lines[2] == "note    compute-sanitizer is not on PATH here; the GPU machine needs it for the runs that use it"
+    assert lines[3:] == [
+        "build   sm_90: nvcc -lineinfo -arch=sm_90 -o demo demo.cu",
+        "build   ok (in a scratch folder, removed)",
+        "would run bare: ./demo all",
+        "          once, shared (alongside the others), timeout 30 s, gate (a failure records nothing)",
+        "would run race: compute-sanitizer --tool racecheck ./demo buggy",
+        "          once, shared (alongside the others), timeout 30 s",
+        "would run slow: ./demo slow",
+        "          5 times, exclusive (the GPU to itself), timeout 30 s",
+        "would write evidence/demo/ (7 recordings and manifest.json), then check every page against it",
+        "to record: run the same command without --dry-run on a machine with an NVIDIA GPU",
+    ]
+    assert not (repo / "evidence").exists() and sorted(p.name for p in (repo / "code/demo").iterdir()) == [
+        "README.md", "demo.cu", "runs.toml"]  # nothing recorded, nothing built in the lesson's folder
+    assert list(Path(env["TMPDIR"]).iterdir()) == []  # the scratch build is gone
+
+
+def test_the_dry_run_fails_when_the_build_does(lab):
+    repo, env = lab
+    no_gpu(env)
+    runs = repo / "code/demo/runs.toml"
+    runs.write_text(runs.read_text().replace("-o demo demo.cu", "demo.cu"))  # the fake nvcc needs -o
+    done = refresh(repo, env, "--dry-run", "--only", "race", "--arch", "sm_90")
+    assert done.returncode == 2, done.stdout
+    assert "build   failed (exit 1); the refresh would stop here and record nothing:" in done.stdout
+    assert "ValueError" in done.stdout and "would run" not in done.stdout
+
+
+def test_the_dry_run_needs_nvcc_and_a_known_build_line(lab):
+    repo, env = lab
+    no_gpu(env)
+    assert refresh(repo, env, "--dry-run", "--arch", "sm_80").stderr == (
+        "refresh: code/demo/runs.toml has no build line for sm_80; it has: sm_90\n")
+    (Path(env["FAKE_PROGRAM"]).parent / "nvcc").unlink()
+    done = refresh(repo, env, "--dry-run")
+    assert (done.returncode, done.stderr) == (2, ("refresh: the dry run builds the program, and nvcc (the CUDA "
+                                                  "compiler) is not on PATH; install the CUDA toolkit, or name one "
+                                                  "with --toolkit DIR\n"))
 
 
 def test_a_hang_is_recorded_not_waited_for(lab):
@@ -283,8 +345,8 @@ def _sets_found(repo: Path) -> dict[str, Path]:
     ("fallback", "scratch-written"), ("fallback", "old-moved"), ("fallback", "new-moved"),
 ])
 def test_a_crash_at_any_swap_point_leaves_exactly_one_set(lab, path, point):
-    from lessonkit.evidence.refresh import CRASH_AT_ENV, NO_EXCHANGE_ENV
     from lessonkit.evidence.sets import load_all_evidence
+    from lessonkit.evidence.swap import CRASH_AT_ENV, NO_EXCHANGE_ENV
     repo, env = lab
     assert refresh(repo, env, FAKE_HAZARDS="111").returncode == 0
     old = snapshot(repo / "evidence/demo")
@@ -311,7 +373,7 @@ def test_a_crash_at_any_swap_point_leaves_exactly_one_set(lab, path, point):
 
 
 def test_recover_after_a_completed_fallback_swap_removes_the_old_set(tmp_path):
-    from lessonkit.evidence.refresh import old_folder, recover
+    from lessonkit.evidence.swap import old_folder, recover
     target = tmp_path / "evidence/demo"
     target.mkdir(parents=True)
     (target / "new").write_text("n")
@@ -323,7 +385,7 @@ def test_recover_after_a_completed_fallback_swap_removes_the_old_set(tmp_path):
 
 
 def test_recover_between_the_renames_restores_the_old_set(tmp_path):
-    from lessonkit.evidence.refresh import old_folder, recover
+    from lessonkit.evidence.swap import old_folder, recover
     target = tmp_path / "evidence/demo"
     old = old_folder(target)
     old.mkdir(parents=True)
@@ -336,7 +398,7 @@ def test_recover_between_the_renames_restores_the_old_set(tmp_path):
 
 
 def test_scratch_folders_of_other_sets_are_left_alone(tmp_path):
-    from lessonkit.evidence.refresh import recover
+    from lessonkit.evidence.swap import recover
     base = tmp_path / "evidence"
     (base / "day62").mkdir(parents=True)
     other = base / ".refresh.day62-t4.999999999"
@@ -349,7 +411,7 @@ def test_scratch_folders_of_other_sets_are_left_alone(tmp_path):
 
 def test_swap_never_deletes_before_the_new_set_is_in_place(tmp_path, monkeypatch):
     """Without an atomic exchange the old set is moved aside, never deleted, until the new one is in place."""
-    import lessonkit.evidence.refresh as rf
+    import lessonkit.evidence.swap as rf
     monkeypatch.setenv(rf.NO_EXCHANGE_ENV, "1")
     target = tmp_path / "evidence/demo"
     target.mkdir(parents=True)

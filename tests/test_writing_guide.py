@@ -32,6 +32,8 @@ def course(demo_repo: Path, tmp_path: Path) -> tuple[Path, dict[str, str]]:
     """A course configured as this site is (strict, a nav), and the fake GPU tools."""
     (demo_repo / "mkdocs.yml").write_text("strict: true\n" + mkdocs_yml("nav:\n  - Home: index.md\n"))
     env = install(tmp_path / "bin")
+    (tmp_path / "tmp").mkdir()
+    env["TMPDIR"] = str(tmp_path / "tmp")  # the refresh's fixed build folder goes here, as in test_refresh
     (tmp_path / "bin" / "fake_program.py").write_text(f"#!/usr/bin/env python3\nprint({OUTPUT!r}, end='')\n")
     return demo_repo, env
 
@@ -91,6 +93,7 @@ def test_every_command_of_the_guide_works_as_written(course, tmp_path: Path):
         "printf 'device: NVIDIA H200 | compute capability 9.0\\nresult: 0 of 1000 elements wrong\\n' > /tmp/add-one.txt",
         f".venv/bin/python -m lessonkit transcript /tmp/add-one.txt --lesson {LESSON}",
         f"python3 scripts/refresh.py {LESSON}",
+        f"python3 scripts/refresh.py {LESSON} --dry-run",
         ".venv/bin/python -m lessonkit check",
         ".venv/bin/python -m lessonkit accept",
     ]
@@ -98,3 +101,26 @@ def test_every_command_of_the_guide_works_as_written(course, tmp_path: Path):
     for m in INLINE_RE.finditer(GUIDE.read_text()):  # the commands named in the prose
         done = run(m.group("cmd"), repo, env, tmp_path)
         assert done.returncode == 0, (m.group("cmd"), done.stderr)
+
+
+def test_without_a_gpu_the_guide_shows_what_the_refresh_says(course, tmp_path: Path):
+    repo, env = course
+    subprocess.run([sys.executable, "-m", "lessonkit", "new", LESSON, "--repo", str(repo)], check=True,
+                   env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True)
+    (tmp_path / "bin" / "nvidia-smi").unlink()  # a laptop with the CUDA toolkit and no GPU
+    said = [body for lang, body in blocks() if lang == "text" and "needs a GPU machine" in body]
+    plain = run(f"python3 scripts/refresh.py {LESSON}", repo, env, tmp_path)
+    assert (plain.returncode, [plain.stderr]) == (2, said)
+    dry = run(f"python3 scripts/refresh.py {LESSON} --dry-run", repo, env, tmp_path)
+    assert dry.returncode == 0, dry.stderr
+    assert "build   sm_90: nvcc -std=c++17 -O2 -lineinfo -arch=sm_90 -o add-one add-one.cu" in dry.stdout
+    assert "would run bare: ./add-one" in dry.stdout and not (repo / "evidence" / LESSON).exists()
+
+
+def test_the_guide_explains_what_new_writes():
+    text = GUIDE.read_text()
+    first = text.index("evidence directive")
+    assert "names the\npage's default evidence set" in text[first:first + 400]  # where it first appears
+    assert "`code/day3-add-one/.gitignore`: the program the build line writes" in text
+    source_note = text[:text.index("## 1. Make the lesson")]
+    assert "backslash" in source_note and "is escaped and shows as text" in source_note

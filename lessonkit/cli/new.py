@@ -1,7 +1,8 @@
 """`python -m lessonkit new LESSON`: a new lesson that builds, waiting for its first recording.
 
 It writes code/LESSON/ (runs.toml with one run and the harness format of the program's output, a
-program stub with a snippet region, a README with the build line and the command), the page
+program stub with a snippet region, a README with the build line and the command, a .gitignore
+for the program the build writes), the page
 docs/LESSON.md, and the page's entry in mkdocs.yml's nav (a line inserted into the file, so its
 comments stay; where the nav cannot be edited so, it prints the line to add). Until the refresh
 records the lesson, its page shows a "Not yet recorded" notice and `check` warns
@@ -12,12 +13,13 @@ from __future__ import annotations
 
 import argparse
 import re
+import shlex
 from pathlib import Path
 
 from lessonkit.errors import LessonError
 from lessonkit.repo import find_repo
 
-HELP = "make a new lesson: code/LESSON/ (program stub, runs.toml, README), docs/LESSON.md, its nav entry"
+HELP = "make a new lesson: code/LESSON/ (program stub, runs.toml, README, .gitignore), docs/LESSON.md, its nav entry"
 EXIT_DONE = 0
 
 _LESSON_RE = re.compile(r"""\A[a-z0-9][a-z0-9-]*\Z""")
@@ -49,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
         f"code/{lesson}/{program}.cu": program_stub(lesson, title, program),
         f"code/{lesson}/runs.toml": runs_toml(lesson, program),
         f"code/{lesson}/README.md": readme(lesson, title, program),
+        f"code/{lesson}/.gitignore": gitignore(build_line(program)),
         f"docs/{lesson}.md": page_stub(lesson, title, program),
     }
     for rel, text in files.items():
@@ -170,6 +173,18 @@ def _lists(text: str, page: str) -> bool:
 def build_line(program: str) -> str:
     """The build line of the stub for the course's GPU."""
     return f"nvcc -std=c++17 -O2 -lineinfo -arch={ARCH} -o {program} {program}.cu"
+
+
+def built(line: str) -> str:
+    """The file a build line writes: the word after its `-o`."""
+    words = shlex.split(line)
+    return words[words.index("-o") + 1]
+
+
+def gitignore(line: str) -> str:
+    """The lesson folder's .gitignore: the program the build line writes stays out of git."""
+    return (f"# What the build line of runs.toml writes: built from the source, never committed.\n"
+            f"/{built(line)}\n")
 
 
 def program_stub(lesson: str, title: str, program: str) -> str:

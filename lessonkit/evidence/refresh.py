@@ -7,8 +7,6 @@ Standard library only: the GPU machine has no MkDocs and no network.
 from __future__ import annotations
 
 import argparse
-import ctypes
-import ctypes.util
 import importlib.metadata
 import os
 import platform
@@ -38,8 +36,10 @@ from lessonkit.evidence.manifest import (
     sha256_file,
     write_manifest,
 )
-from lessonkit.evidence.sets import OLD_PREFIX, SCRATCH_PREFIX, load_evidence_set
+from lessonkit.evidence.plan import RefreshError, check_inputs, choose_runs, dry_run
+from lessonkit.evidence.sets import load_evidence_set
 from lessonkit.evidence.spec import LessonSpec, RunSpec, load_spec
+from lessonkit.evidence.swap import crash_point, recover, scratch_folder, swap_in
 from lessonkit.evidence.toolkit import (
     Toolkit,
     ToolkitError,
@@ -49,15 +49,6 @@ from lessonkit.evidence.toolkit import (
     refresh_command,
     release,
 )
-
-# Test hooks: stop the process dead at a named point of the swap, or pretend renameat2 is missing.
-CRASH_AT_ENV = "LESSONKIT_REFRESH_CRASH_AT"
-NO_EXCHANGE_ENV = "LESSONKIT_REFRESH_NO_EXCHANGE"
-CRASH_POINTS = ("scratch-written", "exchanged", "old-moved", "new-moved")
-
-
-class RefreshError(Exception):
-    """The refresh cannot go on; the old evidence is untouched. The message says why."""
 
 
 @dataclass(frozen=True)
@@ -110,12 +101,6 @@ def _utc_now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _crash_point(name: str) -> None:
-    """Die here, as a SIGKILL would, when the test hook names this point."""
-    if os.environ.get(CRASH_AT_ENV) == name:
-        os._exit(137)
-
-
 def _capture(argv: list[str], cwd: Path | None = None, env: dict[str, str] | None = None) -> str:
     try:
         done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
@@ -127,11 +112,12 @@ def _capture(argv: list[str], cwd: Path | None = None, env: dict[str, str] | Non
     return done.stdout
 
 
-def preflight(runs: list[RunSpec], toolkit: Toolkit | None = None) -> dict[str, str]:
+def preflight(runs: list[RunSpec], toolkit: Toolkit | None = None, lesson: str | None = None) -> dict[str, str]:
     """Check that nvcc, compute-sanitizer (if used) and a GPU are there; return the provenance.
 
     With a toolkit, nvcc and compute-sanitizer are the toolkit's own (its versions are recorded,
-    and its folder under 'toolkit'); without one, the ones on PATH.
+    and its folder under 'toolkit'); without one, the ones on PATH. Without a GPU, the message
+    names the dry run of `lesson`'s refresh (lessonkit.evidence.plan).
     """
     missing = []
     needed = ["nvcc", "nvidia-smi"]
@@ -152,8 +138,10 @@ def preflight(runs: list[RunSpec], toolkit: Toolkit | None = None) -> dict[str, 
     if missing:
         what = {"nvcc": "the CUDA compiler", "nvidia-smi": "the NVIDIA driver's tool (no GPU driver?)",
                 "compute-sanitizer": "the sanitizer"}
+        hint = (f"; without a GPU, `python3 scripts/refresh.py {lesson} --dry-run` builds the program and "
+                "lists what the refresh would run" if lesson and "nvidia-smi" in missing else "")
         raise RefreshError("the refresh needs a GPU machine; not found on PATH: " +
-                           ", ".join(f"{t} ({what[t]})" for t in missing))
+                           ", ".join(f"{t} ({what[t]})" for t in missing) + hint)
     smi = _capture(["nvidia-smi", "--query-gpu=name,compute_cap,driver_version", "--format=csv,noheader"])
     first = smi.strip().splitlines()[0] if smi.strip() else ""
     parts = [p.strip() for p in first.split(",")]
@@ -217,92 +205,6 @@ def _kill_all() -> None:
             _kill(proc)
 
 
-def _exchange(a: Path, b: Path) -> bool:
-    """Atomically swap two directories (Linux renameat2 RENAME_EXCHANGE); False if unsupported."""
-    if os.environ.get(NO_EXCHANGE_ENV):
-        return False
-    libc_name = ctypes.util.find_library("c")
-    if not libc_name or sys.platform != "linux":
-        return False
-    libc = ctypes.CDLL(libc_name, use_errno=True)
-    fn = getattr(libc, "renameat2", None)
-    if fn is None:
-        return False
-    at_fdcwd, rename_exchange = -100, 2
-    rc = fn(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange)
-    return rc == 0
-
-
-def old_folder(target: Path) -> Path:
-    """Where the fallback swap parks the previous set: evidence/.old.<set> (hidden from the build
-    while the set itself exists; read in its place while it does not)."""
-    return target.with_name(OLD_PREFIX + target.name)
-
-
-def scratch_folder(target: Path) -> Path:
-    """This process's work in progress for set `target`: evidence/.refresh.<set>.<pid>."""
-    return target.with_name(f"{SCRATCH_PREFIX}{target.name}.{os.getpid()}")
-
-
-def swap_in(new: Path, target: Path) -> None:
-    """Make the complete folder `new` the set at `target`; the old set is removed.
-
-    At every instant one complete set is findable: with renameat2 the exchange is atomic; without
-    it, target moves to .old.<set> (which the build and the next refresh read as the set while
-    target is missing), new moves to target, and only then is the old one deleted.
-    """
-    if not target.exists():
-        os.rename(new, target)
-        return
-    if _exchange(new, target):
-        _crash_point("exchanged")
-        shutil.rmtree(new)  # `new` now holds the old evidence
-        return
-    old = old_folder(target)
-    if old.exists():
-        shutil.rmtree(old)  # left by a crash after a completed swap (recover removes it first)
-    os.rename(target, old)
-    _crash_point("old-moved")
-    os.rename(new, target)
-    _crash_point("new-moved")
-    shutil.rmtree(old)
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def recover(target: Path) -> list[str]:
-    """Put a set back in order after a refresh that died; returns what it did, one line each.
-
-    Exactly one set remains: the old one restored when the crash came between the two renames,
-    the new one when it came after. Scratch folders of dead refreshes of this set are removed
-    (another set's scratch never matches: names are .refresh.<set>.<pid>, and set names hold no dot).
-    """
-    did: list[str] = []
-    old = old_folder(target)
-    if old.exists():
-        if target.exists():
-            shutil.rmtree(old)
-            did.append(f"removed {old.name} (a swap had completed)")
-        else:
-            os.rename(old, target)
-            did.append(f"restored {target.name} from {old.name} (a swap was interrupted)")
-    prefix = f"{SCRATCH_PREFIX}{target.name}."
-    for scratch in sorted(target.parent.glob(prefix + "*")) if target.parent.is_dir() else []:
-        pid = scratch.name[len(prefix):]
-        if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
-            shutil.rmtree(scratch, ignore_errors=True)
-            did.append(f"removed {scratch.name} (a refresh that did not finish)")
-    return did
-
-
 def python_first(env: dict[str, str]) -> dict[str, str]:
     """`env` with the virtual environment of the Python running the refresh first on PATH, so a
     run's own `python3` (the sweep, the litmus campaign) is this Python, with the packages whose
@@ -337,23 +239,11 @@ def refresh(repo: Path, lesson: str, set_name: str | None = None, only: list[str
     target = repo / "evidence" / set_name
     for line in recover(target):
         out(f"recover {line}")
-    runs = list(spec.runs)
-    if only:
-        runs = []
-        for name in only:
-            chosen = spec.run(name)
-            if chosen is None:
-                raise RefreshError(f"no run {name!r} in {spec.path}; runs: {', '.join(r.name for r in spec.runs)}")
-            if chosen not in runs:
-                runs.append(chosen)
-        if not (target / "manifest.json").is_file():
-            raise RefreshError(f"--only needs an existing set at evidence/{set_name}; run a full refresh first")
-    missing = [f"code/{lesson}/{rel}" for r in runs for rel in spec.inputs + r.inputs
-               if not (repo / "code" / lesson / rel).is_file()]
-    if missing:
-        raise RefreshError(f"{spec.path} names inputs that do not exist: {', '.join(sorted(set(missing)))}; "
-                           "nothing was run")
-    provenance = preflight(runs, toolkit)
+    runs = choose_runs(spec, only)
+    if only and not (target / "manifest.json").is_file():
+        raise RefreshError(f"--only needs an existing set at evidence/{set_name}; run a full refresh first")
+    check_inputs(repo, spec, runs)
+    provenance = preflight(runs, toolkit, lesson)
     used = str(toolkit.nvcc) if toolkit is not None else shutil.which("nvcc") or "nvcc"
     refused = refuse_recording(spec, set_name, toolkit is not None, used, provenance["nvcc"])
     if refused:
@@ -497,7 +387,7 @@ def _record(repo: Path, spec: LessonSpec, set_name: str, build_line: str, arch: 
                 entries[name] = _entry(res, name, file, sha256_file(scratch / file), inputs, art.format, art.name,
                                        refresh_id)
         write_manifest(scratch, Manifest(spec.lesson, arch, build_line, refresh_cmd, provenance, entries))
-        _crash_point("scratch-written")
+        crash_point("scratch-written")
         # Signals wait until the swap is done, so an interruption never leaves it half made.
         blocked = {signal.SIGINT, signal.SIGTERM}
         old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
@@ -545,12 +435,19 @@ def main(argv: list[str] | None = None) -> int:
                              "refusing any command that would reach another toolkit's tool")
     parser.add_argument("--only", action="append",
                         help="re-record these runs (comma-separated, or repeated), keeping the others")
-    parser.add_argument("--arch", help="build line to use, e.g. sm_90 (default: from the GPU)")
+    parser.add_argument("--arch", help="build line to use, e.g. sm_90 (default: from the GPU; "
+                        "with --dry-run, the first build line)")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="no GPU needed: build into a scratch folder and list every command the refresh "
+                             "would run; nothing is run or recorded (exit 0 when the build succeeds)")
     parser.add_argument("--repo", default=".", help="repository root (default: .)")
     args = parser.parse_args(argv)
     only = [n.strip() for item in args.only or [] for n in item.split(",") if n.strip()] or None
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind, so the scratch folder is removed
     try:
+        if args.dry_run:
+            return dry_run(Path(args.repo).resolve(), args.lesson, args.set_name, only, args.arch,
+                           out=lambda s: print(s, flush=True), toolkit_dir=args.toolkit)
         return refresh(Path(args.repo).resolve(), args.lesson, args.set_name, only, args.arch,
                        out=lambda s: print(s, flush=True), toolkit_dir=args.toolkit)
     except (RefreshError, LessonError) as exc:

@@ -35,12 +35,13 @@ class Unrecorded:
                            f"record it on a GPU machine: {self.refresh}", warning=True)
 
 
-def find_unrecorded(repo: Path, recorded: Iterable[str]) -> dict[str, Unrecorded]:
-    """Every lesson under code/ with a readable runs.toml whose name is not in `recorded` (the
-    lessons and folder names of the evidence sets); a runs.toml that cannot be read is left to
-    the check that reports it."""
+def find_unrecorded(repo: Path, recorded: Iterable[str]) -> tuple[dict[str, Unrecorded], set[str]]:
+    """(every lesson under code/ with a readable runs.toml whose name is not in `recorded` (the
+    lessons and folder names of the evidence sets), the names of those whose runs.toml cannot be
+    read): the error of such a runs.toml is left to the check that reports it."""
     known = set(recorded)
     found: dict[str, Unrecorded] = {}
+    unread: set[str] = set()
     code = repo / "code"
     for spec_path in sorted(code.glob("*/runs.toml")) if code.is_dir() else []:
         lesson = spec_path.parent.name
@@ -49,7 +50,8 @@ def find_unrecorded(repo: Path, recorded: Iterable[str]) -> dict[str, Unrecorded
         try:
             spec = load_spec(code, lesson)
         except LessonError:
+            unread.add(lesson)
             continue
         files = spec.inputs + tuple(i for r in spec.runs for i in r.inputs)
         found[lesson] = Unrecorded(lesson, frozenset(f"code/{lesson}/{f}" for f in files))
-    return found
+    return found, unread

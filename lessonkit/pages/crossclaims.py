@@ -103,15 +103,15 @@ def check_compound(page: PageState, index: int, value: str, form: Form, start: i
     errors_before = len(page.result.errors)
     try:
         if form.sets is None:
-            sample, _ = _sample(page, index, None, form, used)
+            sample, _ = _sample(page, index, None, form, used, f"{value} @ {shown}")
             verdict = judge(values[0], sample)
             if verdict.holds:
                 outcome()
             else:
                 fail(verdict.problem, verdict.fix)
             return ShownClaim(values[0], None)
-        a, table_a = _sample(page, index, form.sets[0], form, used)
-        b, table_b = _sample(page, index, form.sets[1], form, used)
+        a, table_a = _sample(page, index, form.sets[0], form, used, f"{value} @ {shown}")
+        b, table_b = _sample(page, index, form.sets[1], form, used, f"{value} @ {shown}")
     except _Refused:
         new = page.result.errors[errors_before:]
         outcome(new[0] if new else None, skipped=not new)
@@ -162,8 +162,9 @@ def _values(value: str, form: Form) -> list[ClaimValue]:
     return [parsed]
 
 
-def _operand(page: PageState, index: int, set_name: str | None, text: str, compared: bool) -> tuple[EvidenceSet, str, str]:
-    """(set, run, query) of one REF:QUERY operand, in `set_name` when the claim compares sets."""
+def _operand(page: PageState, index: int, set_name: str | None, text: str, compared: bool,
+             claim: str) -> tuple[EvidenceSet, str, str]:
+    """(set, run, query) of one REF:QUERY operand of `claim`, in `set_name` when the claim compares sets."""
     ref, sep, query = (p.strip() for p in text.partition(":"))
     if not sep or not ref:
         page.error(index, f"{text!r} is not RUN:QUERY")
@@ -171,7 +172,7 @@ def _operand(page: PageState, index: int, set_name: str | None, text: str, compa
     if compared and "/" in ref:
         page.error(index, f"{text!r} names a set; a comparison names the run alone, and the sets after 'in'")
         raise _Refused
-    found = page.lookup(index, f"{set_name}/{ref}" if set_name else ref)
+    found = page.lookup(index, f"{set_name}/{ref}" if set_name else ref, claim)
     if found is None:
         raise _Refused
     ev, group = found
@@ -184,15 +185,16 @@ def _operand(page: PageState, index: int, set_name: str | None, text: str, compa
 Table = list[tuple[tuple[tuple[tuple[str, str], ...], str], ...]]
 
 
-def _sample(page: PageState, index: int, set_name: str | None, form: Form, used: list[str]) -> tuple[Sample, Table]:
+def _sample(page: PageState, index: int, set_name: str | None, form: Form, used: list[str],
+            claim: str) -> tuple[Sample, Table]:
     """The values the claim's query (or ratio) names in one set, and per recording (or pair) its values
     keyed by the wildcard keys of their records (for sameness)."""
     compared = form.sets is not None
     if len(form.operands) == 1:
-        ev, group, query = _operand(page, index, set_name, form.operands[0], compared)
+        ev, group, query = _operand(page, index, set_name, form.operands[0], compared, claim)
         used.append(ev.name)
         return resolve(ev, group, query), keyed(ev, group, query)
-    (ev, g1, q1), (ev2, g2, q2) = (_operand(page, index, set_name, o, compared) for o in form.operands)
+    (ev, g1, q1), (ev2, g2, q2) = (_operand(page, index, set_name, o, compared, claim) for o in form.operands)
     if ev is not ev2:
         page.error(index, f"a ratio divides two runs of one set (recorded together), not {ev.name!r} by {ev2.name!r}")
         raise _Refused

@@ -42,6 +42,7 @@ from lessonkit.pages.scan import LineIndex, OutLine, Span, Token, scan, stands_a
 from lessonkit.pages.state import PageResult, PageState
 from lessonkit.pages.text import (
     SUMMARY_MENTION_RE,
+    check_escaped_directives,
     check_hidden_text,
     check_reserved_marks,
     check_typed_output,
@@ -82,6 +83,7 @@ def process_page(markdown: str, path: str, repo: Path, sets: dict[str, EvidenceS
     out = _expand(page, markdown, lines, tokens)
     in_fence, _ = structure(out)
     check_hidden_text(page, out, in_fence)
+    check_escaped_directives(page, markdown)
     check_typed_output(page, out, in_fence)
     check_reserved_marks(page, out, in_fence)
     check_row_labels(page, out, in_fence)

@@ -102,8 +102,17 @@ class PageState:
         self.result.errors.append(err)
         return err
 
-    def lookup(self, index: int, ref: str) -> tuple[EvidenceSet, str | None] | None:
-        """Resolve REF to (set, run or None); records an error (or a skip) and returns None if it names nothing."""
+    def warn(self, index: int, message: str) -> LessonError:
+        """Record a warning at 0-based source line `index`: shown, and failing only a strict build."""
+        err = LessonError(self.path, index + 1 + self.offset, message, rank=PAGE_RANK, warning=True)
+        self.result.errors.append(err)
+        return err
+
+    def lookup(self, index: int, ref: str, claim: str | None = None) -> tuple[EvidenceSet, str | None] | None:
+        """Resolve REF to (set, run or None); records an error (or a skip) and returns None if it names nothing.
+
+        `claim`: the text of the claim that names REF, so that its error names it among others on its line.
+        """
         set_name, sep, group = ref.partition("/")
         default = self.sets.get(self.default_set or "")
         if not sep:
@@ -115,7 +124,7 @@ class PageState:
                 self.unknowable.append(index)
                 return None
             elif default is None and self.default_set in self.unrecorded and ref not in self.unrecorded:
-                self.not_recorded(index, ref, self.unrecorded[self.default_set])
+                self.not_recorded(index, ref, self.unrecorded[self.default_set], claim)
                 return None
             elif default is not None:
                 self.error(index, f"no transcript {ref!r} in the page's set {default.name!r} and no set "
@@ -127,7 +136,7 @@ class PageState:
                 self.unknowable.append(index)  # the unreadable manifest is the one error to report
                 return None
             if set_name in self.unrecorded:
-                self.not_recorded(index, ref, self.unrecorded[set_name])
+                self.not_recorded(index, ref, self.unrecorded[set_name], claim)
                 return None
             self.error(index, f"no evidence set {set_name!r}; the sets are: {', '.join(sorted(self.sets)) or 'none'}")
             return None
@@ -145,9 +154,10 @@ class PageState:
         self.cite(index, ev.name, group)
         return ev, group
 
-    def not_recorded(self, index: int, ref: str, lesson: Unrecorded) -> None:
-        """Record that `ref` names evidence of a lesson that has none yet."""
-        self.error(index, f"{ref!r} cannot be checked: lesson {lesson.lesson!r} is not recorded yet; "
+    def not_recorded(self, index: int, ref: str, lesson: Unrecorded, claim: str | None = None) -> None:
+        """Record that `ref` names evidence of a lesson that has none yet (in `claim`, when a claim does)."""
+        what = f"claim {shorten(claim)!r}" if claim else repr(ref)
+        self.error(index, f"{what} cannot be checked: lesson {lesson.lesson!r} is not recorded yet; "
                    f"record it on a GPU machine: {lesson.refresh}")
 
     def cite(self, index: int, set_name: str, group: str) -> None:
@@ -183,7 +193,7 @@ class PageState:
             outcome(self.error(index, f"claim {value!r} ({shown}): {exc}"))
             return ShownClaim(None, parsed_query)
         errors_before = len(self.result.errors)
-        found = self.lookup(index, ref)
+        found = self.lookup(index, ref, f"{value} @ {ref_query.strip()}")
         if found is None:
             new = self.result.errors[errors_before:]
             outcome(new[0] if new else None, skipped=not new)
@@ -205,6 +215,12 @@ class PageState:
         else:
             outcome(self.error(index, f"claim {value!r} ({shown}) {verdict.problem}"), verdict.fix)
         return ShownClaim(claim, parsed_query, run)
+
+
+def shorten(text: str, limit: int = 60) -> str:
+    """`text` on one line, cut to `limit` characters with '…' where it was cut."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[:limit - 1].rstrip() + "…"
 
 
 def _try_query(text: str) -> Query | None:

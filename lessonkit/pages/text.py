@@ -10,6 +10,11 @@ Typed tool output. A code block may not type compute-sanitizer's report lines by
 detected"): recorded output comes in through `{{ transcript RUN }}`. A summary line is a quote,
 held to the recordings by the summary rule.
 
+Escaped directives. `\\{{` writes literal braces, so `\\{{ region ... }}` at the start of a line
+shows the directive's text instead of expanding it; only a page about the directives themselves
+(under docs/reference/) means that, so on any other page it is a warning: an author who copied
+a directive from the Markdown source of "Writing a lesson" would otherwise publish it unchecked.
+
 `visible` gives the text a reader sees of a line, with each character's column on the page:
 the summary rule uses it to refuse a quote that formatting splits (lessonkit.pages.rules).
 """
@@ -19,10 +24,16 @@ from __future__ import annotations
 import html
 import re
 import unicodedata
+from pathlib import PurePosixPath
 
 from lessonkit.pages.scan import OutLine
 from lessonkit.pages.state import PageState
 
+# A directive escaped at the start of a line: it shows as text.
+ESCAPED_DIRECTIVE_RE = re.compile(
+    r"""^[ \t]*\\\{\{[ \t]*(?P<word>region|transcript|evidence|provenance|commands|table)\b""")
+_RAW_FENCE_RE = re.compile(r"""^[ \t]*(?P<fence>`{3,}|~{3,})""")
+REFERENCE_FOLDER = "reference"  # docs/reference/: pages that show directives as text on purpose
 # "RACECHECK SUMMARY" or "ERROR SUMMARY", as a page may space it: a mention of a sanitizer's summary.
 SUMMARY_MENTION_RE = re.compile(
     r"""\b(?P<tool>racecheck|error)(?:[\s_-]|&nbsp;|&\#0*160;|&\#x0*a0;)*summary\b""", re.IGNORECASE | re.VERBOSE)
@@ -286,3 +297,33 @@ def check_typed_output(page: PageState, out: list[OutLine], in_fence: list[bool]
         reported = True
         page.error(line.src, f"a code block types compute-sanitizer output by hand ({line.text.strip()[:40]!r}); "
                    "show what a run printed with {{ transcript RUN }}, or quote its summary line in the text")
+
+
+def is_reference_page(path: str) -> bool:
+    """Whether page `path` (as messages name it, e.g. docs/reference/checking.md) is a reference page."""
+    parts = PurePosixPath(path.replace("\\", "/")).parts
+    return REFERENCE_FOLDER in parts[:-1]
+
+
+def check_escaped_directives(page: PageState, markdown: str) -> None:
+    """A warning for each directive escaped at the start of a line outside code blocks, except on a
+    reference page (which shows directives as text on purpose)."""
+    if is_reference_page(page.path):
+        return
+    fence = ""
+    for index, text in enumerate(markdown.split("\n")):
+        m = _RAW_FENCE_RE.match(text)
+        if fence:
+            if m and m.group("fence")[0] == fence[0] and len(m.group("fence")) >= len(fence) \
+                    and not text.strip().strip(fence[0]):
+                fence = ""
+            continue
+        if m:
+            fence = m.group("fence")
+            continue
+        found = ESCAPED_DIRECTIVE_RE.match(text)
+        if found:
+            shown = text.strip()
+            shown = shown if len(shown) <= 60 else shown[:59] + "…"
+            page.warn(index, f"'{shown}' is escaped and shows as text; remove the backslash to expand it "
+                      f"(\\{{{{ writes literal braces: the {found.group('word')} directive is not run)")

@@ -57,8 +57,9 @@ class Site:
     def site_errors(self) -> list[LessonError]:
         """Errors that belong to no page: evidence integrity and freshness, lesson READMEs; and a
         warning for each lesson not recorded yet."""
-        return (self.evidence.errors + check_lesson_readmes(self.repo)
-                + [u.warning() for u in self.evidence.unrecorded.values()])
+        found = (self.evidence.errors + check_lesson_readmes(self.repo)
+                 + [u.warning() for u in self.evidence.unrecorded.values()])
+        return list(dict.fromkeys(found))  # a runs.toml that cannot be read is found by both: one error
 
     def page(self, markdown: str, path: str, line_offset: int = 0) -> PageResult:
         """Expand and check one page's Markdown (`path` as messages name it)."""
