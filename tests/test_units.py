@@ -62,3 +62,9 @@ def test_a_derived_figure_by_multiplication_or_division(rates: Path):
 def test_derivations_apply_in_turn(rates: Path):
     assert errs(rates, page("{{ 13 @ race:rows[threads=256].mismatches * 2 - 1 }}")) == []
     assert len(errs(rates, page("{{ 14 @ race:rows[threads=256].mismatches * 2 - 1 }}"))) == 1
+
+
+def test_a_text_claim_that_ends_in_a_percent_sign_is_not_scaled(rates: Path):
+    assert errs(rates, page("it said {{ RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning) @ race:summary }}")) == []
+    found = errs(rates, page("{{ share 4% @ res-json:rows[config=mp].config }}"))
+    assert len(found) == 1 and "not declared a fraction" not in found[0] and "'mp'" in found[0]

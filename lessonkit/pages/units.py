@@ -69,10 +69,16 @@ def split_transform(ref_query: str, value: str) -> tuple[str, str, Transform]:
             transform = Transform(scale="percent" if m.group("scale") == "percent" else "per 100000")
         else:
             transform = Transform(ops=tuple((o.group("op"), int(o.group("k"))) for o in _OP_RE.finditer(m.group("ops"))))
-    if value.endswith("%") and transform.scale is None:
+    if value.endswith("%") and transform.scale is None and _figure(value[:-1].rstrip()):
         value = value[:-1].rstrip()
         transform = replace(transform, scale="percent")
     return ref_query, value, transform
+
+
+def _figure(text: str) -> bool:
+    """Whether a claim value is a figure (exact, ~rounded or LOW–HIGH), not a text that ends in '%'."""
+    parts = text.lstrip("~").split("\u2013")
+    return len(parts) <= 2 and all(number(p.strip()) is not None for p in parts)
 
 
 def shown_unit(declared: str | None, transform: Transform) -> str | None:
