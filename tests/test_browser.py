@@ -165,13 +165,14 @@ def test_day62_page_in_chromium(served_site, browser):
     assert numbers[0] == "49" and "52" in numbers
     # The highlighted line is the one racecheck names.
     assert "tile[tid] += tile[tid - offset]" in racy.locator(".hll").inner_text()
-    # Every diagram is displayed, at a readable width.
-    images = page.locator("figure.lk-figure img")
-    assert images.count() >= 3
-    for i in range(images.count()):
-        img = images.nth(i)
-        assert img.evaluate("i => i.complete && i.naturalWidth > 0"), img.get_attribute("src")
-        assert img.bounding_box()["width"] > 300
+    # Every diagram is displayed inline, at a readable width, its figures marked as produced.
+    diagrams = page.locator("figure.lk-figure .lk-diagram svg")
+    assert diagrams.count() >= 3
+    for i in range(diagrams.count()):
+        svg = diagrams.nth(i)
+        assert svg.bounding_box()["width"] > 300 and svg.bounding_box()["height"] > 200
+    assert "{{" not in page.locator("figure.lk-figure").first.inner_html()
+    assert page.locator("figure.lk-figure .lk-diagram tspan.lk-v").count() > 5
     # A collapsed transcript, titled in plain words, opens when clicked and holds every recording.
     details = page.locator("details", has=page.locator(
         "> summary", has_text="racecheck, analysis mode, buggy kernels (5 recordings")).first

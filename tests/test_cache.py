@@ -300,3 +300,10 @@ def test_a_set_whose_name_is_not_one_word_is_an_input_all_the_same(settled: Path
     want = uncached(settled)
     assert any("'NVIDIA H100'" in line for line in want)
     assert check(settled) == want
+
+
+def test_a_pages_inputs_name_the_files_its_regions_and_diagrams_read():
+    from lessonkit.site.check import region_files
+
+    assert region_files("{{ region demo/demo.cu body }}\n  {{ diagram demo/diagrams/d.svg }}\n") == {
+        "demo/demo.cu", "demo/diagrams/d.svg"}

@@ -32,7 +32,7 @@ from lessonkit.pages.audit import audit_page
 from lessonkit.evidence.spec import load_spec
 from lessonkit.textio import FRONT_MATTER_RE
 
-_REGION_LINE_RE = re.compile(r"""^[ 	]*\{\{[ 	]*(?:region|diagram)(?P<args>.*?)\}\}[ 	]*$""",
+_REGION_LINE_RE = re.compile(r"""^[ \t]*\{\{[ \t]*(?:region|diagram)\b(?P<args>.*?)\}\}[ \t]*$""",
                              re.VERBOSE | re.MULTILINE)
 _BRACES_RE = re.compile(r"""\{\{(?P<body>.*?)\}\}""", re.VERBOSE)
 _NAME_TOKEN_RE = re.compile(r"""[\w-]+""", re.VERBOSE)
