@@ -53,6 +53,7 @@ from lessonkit.pages.text import (
     visible,
 )
 from lessonkit.pages.units import unit_problem
+from lessonkit.pages.values import is_value, render_value
 
 _DIRECTIVES = ("region", "transcript", "evidence", "provenance", "commands", "table", "diagram")
 _CLAIM_AT_RE = re.compile(r"""\s@\s""")
@@ -295,6 +296,12 @@ def _inline(page: PageState, line: OutLine, token: Token, word: str | None, sour
     if word is not None:
         page.error(token.line, f"'{word}' must stand alone on its line(s): {_one_line(source)!r}")
         line.text += source
+        return
+    if is_value(token.body):  # a figure generated from the evidence (lessonkit.pages.values)
+        figure, claim = render_value(page, token.line, token.body)
+        if claim is not None:
+            line.spans.append(Span(len(line.text), len(line.text) + len(figure), claim))
+        line.text += figure
         return
     m = _last_at(token.body)
     if m is None:
