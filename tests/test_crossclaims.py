@@ -10,6 +10,7 @@ import pytest
 from conftest import BARE, PROVENANCE, RACE, errs, record_set, run_page
 
 from lessonkit.cli import accept
+from lessonkit.pages.render import produced
 
 B_PROVENANCE = {**PROVENANCE, "nvcc": "12.4.131", "compute_sanitizer": "2024.1.1.0"}
 RACE_B = RACE.replace("[120 hazards]", "[215 hazards]")
@@ -32,7 +33,7 @@ def test_same_in_both_holds_record_for_record(demo_repo):
     page = run_page(demo_repo, SAME_TABLE + "{{ 2 @ race:#reports in demo = demo-b }}\n"
                     "{{ RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning) @ race:summary in demo = demo-b }}\n")
     assert page.errors == []
-    assert page.markdown.splitlines()[0] == "same"
+    assert page.markdown.splitlines()[0] == produced("same")
     assert {("demo", "race"), ("demo-b", "race")} <= page.cited
     assert page.claims[0].sets == ("demo", "demo-b")
 
@@ -84,7 +85,7 @@ def test_sameness_takes_one_exact_value(demo_repo, value, message):
 def test_differs_holds_with_each_side_checked(demo_repo):
     two_sets(demo_repo)
     page = run_page(demo_repo, DIFFERS)
-    assert page.errors == [] and page.markdown.startswith("120 vs 215")
+    assert page.errors == [] and page.markdown.startswith(produced("120 vs 215"))
     (message,) = errs(demo_repo, DIFFERS.replace("215", "216"))
     assert "its second side (demo-b) disagrees with 3 recordings of race; each says '215'" in message
 
@@ -230,11 +231,11 @@ def test_a_comparison_on_a_missing_declared_set_is_not_checked(demo_repo):
 
 def test_table_rows_bind_their_labels_to_comparison_claims(demo_repo):
     two_sets(demo_repo)
-    table = ("| threads | 13.0 and 12.4 |\n| --- | --- |\n"
+    table = ("| threads | mismatches |\n| --- | --- |\n"
              "| 32 | {{ 0 @ race:rows[threads=32,kernel=k].mismatches in demo = demo-b }} |\n"
              "| 128 | {{ 7 @ race:rows[threads=256,kernel=k].mismatches in demo = demo-b }} |\n")
-    (message,) = errs(demo_repo, table)
-    assert "row label '128' is not the value of a filter" in message
+    messages = errs(demo_repo, table)
+    assert any("row label '128' is not bound to the claims it stands for" in m for m in messages), messages
 
 
 def test_a_transcript_says_which_toolkit_recorded_it(demo_repo):
@@ -244,4 +245,4 @@ def test_a_transcript_says_which_toolkit_recorded_it(demo_repo):
     page = run_page(demo_repo, "{{ transcript demo-b/race }}\n\n{{ provenance demo-b }}\n")
     assert page.errors == []
     assert "nvcc 12.4.131, compute-sanitizer 2024.1.1.0, CUDA toolkit folder /opt/cuda-12.4." in page.blocks[0]
-    assert "| CUDA toolkit folder | /opt/cuda-12.4 |" in page.markdown
+    assert f"| CUDA toolkit folder | {produced('/opt/cuda-12.4')} |" in page.markdown
