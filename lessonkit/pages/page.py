@@ -317,7 +317,7 @@ def _inline(page: PageState, line: OutLine, token: Token, word: str | None, sour
     form = compound(ref_query)  # a ratio or a comparison of sets (lessonkit.pages.crossclaims)
     if form is not None:
         shown = check_compound(page, token.line, value, form, start, end)
-        shown = replace(shown, run=_first_run(page, form.operands[0], form.sets))
+        shown = replace(shown, run=_first_run(page, form.operands[0], form.sets), across=form.sets)
     else:
         shown = page.check_claim(token.line, value, ref_query, start, end)
     line.spans.append(Span(len(line.text), len(line.text) + len(value), shown))
