@@ -117,6 +117,7 @@ def lesson_source(work: Path, rev: str | None, core: Path) -> tuple[Path, str]:
     newest commit where the lesson passes, among the last 40 that touched it.
     """
     paths = [f"docs/{LESSON}.md", "docs/reference", "docs/assets", f"code/{LESSON}", f"evidence/{LESSON}"]
+    paths += [f"evidence/{p.name}" for p in sorted((REPO / "evidence").glob(f"{LESSON}-*"))]  # sets it compares
     candidates: list[str | None] = [rev] if rev else [None]
     if not rev:
         log = subprocess.run(["git", "log", "--format=%H", "-n", "40", "--", *paths], cwd=REPO,
@@ -175,6 +176,13 @@ def make_site(dest: Path, lessons: int, src: Path, core: Path) -> None:
         runs.write_text(runs.read_text(encoding="utf-8").replace(LESSON, name), encoding="utf-8")
         shutil.copytree(src / "evidence" / LESSON, dest / "evidence" / name)
         (dest / "evidence" / name / "manifest.json").write_text(manifest.replace(LESSON, name), encoding="utf-8")
+        for other in sorted((src / "evidence").glob(f"{LESSON}-*")):  # the sets its page compares
+            copy = dest / "evidence" / (name + other.name[len(LESSON):])
+            shutil.copytree(other, copy)
+            (copy / "manifest.json").write_text((other / "manifest.json").read_text(encoding="utf-8")
+                                                .replace(LESSON, name), encoding="utf-8")
+        for svg in (dest / "code" / name).rglob("*.svg"):  # its diagrams name their set in each claim
+            svg.write_text(svg.read_text(encoding="utf-8").replace(LESSON, name), encoding="utf-8")
         (dest / "docs" / f"{name}.md").write_text(page.replace(LESSON, name), encoding="utf-8")
         nav.append(f'  - "Lesson {i}": {name}.md')
         index.append(f"- [Lesson {i}]({name}.md)")

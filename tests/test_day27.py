@@ -19,6 +19,9 @@ LESSON = REPO / "code/day27-global-reduction"
 PAGE = REPO / "docs/day27-global-reduction.md"
 # A claim on one of the lesson's JSON artifacts: `@ NAME-results:QUERY }}`.
 _JSON_CLAIM_RE = re.compile(r"@\s+(?:day27-global-reduction/)?(?P<artifact>[a-z-]+-results):(?P<query>[^\s}]+)")
+# A table drawn from an artifact: its source, the keys of its rows and columns, its cells' fields.
+_TABLE_RE = re.compile(r"\{\{\s*table\s+(?P<body>[^}]*)\}\}")
+_TABLE_SOURCE_RE = re.compile(r"^(?:day27-global-reduction/)?[a-z-]+-results:(?P<query>\S+)$")
 _QUERY_NAMES_RE = re.compile(r"^#?(?P<name>\w+)(?:\[(?P<filters>[^\]]*)\])?(?:\.(?P<field>\w+))?$")
 
 
@@ -60,6 +63,18 @@ def json_names_queried(page: str) -> set[str]:
         names.update(k.split("=")[0].strip() for k in (q.group("filters") or "").split(",") if k)
         if q.group("field"):
             names.add(q.group("field"))
+    for m in _TABLE_RE.finditer(page):
+        for word in shlex.split(m.group("body")):
+            source = _TABLE_SOURCE_RE.match(word)
+            if source:
+                q = _QUERY_NAMES_RE.match(source.group("query"))
+                assert q, word
+                names.add(q.group("name"))
+                names.update(k.split("=")[0].strip() for k in (q.group("filters") or "").split(",") if k)
+            elif word.startswith(("rows=", "cols=")):
+                names.add(word[5:].split(":")[0])
+            elif word.startswith("cell="):
+                names.update(re.findall(r"\{(\w+)\}", word) or [word[5:].strip('"')])
     return names
 
 

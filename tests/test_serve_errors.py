@@ -134,7 +134,7 @@ def test_properdocs_serve_shows_the_error_page_and_then_the_lesson(demo_repo: Pa
         assert ERRORS_MARK in shown and "docs/index.md:7" in shown and "<script>" in shown  # reloads itself
         index.write_text(index.read_text().replace(WRONG, RIGHT))
         serve.expect("Reloading browsers")
-        assert "the error has 120 hazards" in fetch(serve.url()) and ERRORS_MARK not in fetch(serve.url())
+        assert 'the error has <span class="lk-v">120</span> hazards' in fetch(serve.url()) and ERRORS_MARK not in fetch(serve.url())
     finally:
         serve.close()
 
@@ -161,6 +161,6 @@ def test_a_configuration_lessonkit_refuses_is_shown_too(demo_repo: Path):
         assert ERRORS_MARK in shown and "mkdocs.yml:" in shown and "pymdownx.snippets" in shown
         config.write_text(SERVED)
         serve.expect("Reloading browsers")
-        assert "the error has 120 hazards" in fetch(serve.url())
+        assert 'the error has <span class="lk-v">120</span> hazards' in fetch(serve.url())
     finally:
         serve.close()

@@ -53,6 +53,7 @@ from lessonkit.pages.text import (
     visible,
 )
 from lessonkit.pages.units import unit_problem
+from lessonkit.pages.values import is_value, render_value
 
 _DIRECTIVES = ("region", "transcript", "evidence", "provenance", "commands", "table", "diagram")
 _CLAIM_AT_RE = re.compile(r"""\s@\s""")
@@ -296,6 +297,12 @@ def _inline(page: PageState, line: OutLine, token: Token, word: str | None, sour
         page.error(token.line, f"'{word}' must stand alone on its line(s): {_one_line(source)!r}")
         line.text += source
         return
+    if is_value(token.body):  # a figure generated from the evidence (lessonkit.pages.values)
+        figure, claim = render_value(page, token.line, token.body)
+        if claim is not None:
+            line.spans.append(Span(len(line.text), len(line.text) + len(figure), claim))
+        line.text += figure
+        return
     m = _last_at(token.body)
     if m is None:
         page.error(token.line, f"cannot read {_one_line(source)!r}; expected {{{{ VALUE @ REF:QUERY }}}} "
@@ -310,7 +317,7 @@ def _inline(page: PageState, line: OutLine, token: Token, word: str | None, sour
     form = compound(ref_query)  # a ratio or a comparison of sets (lessonkit.pages.crossclaims)
     if form is not None:
         shown = check_compound(page, token.line, value, form, start, end)
-        shown = replace(shown, run=_first_run(page, form.operands[0], form.sets))
+        shown = replace(shown, run=_first_run(page, form.operands[0], form.sets), across=form.sets)
     else:
         shown = page.check_claim(token.line, value, ref_query, start, end)
     line.spans.append(Span(len(line.text), len(line.text) + len(value), shown))

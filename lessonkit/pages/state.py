@@ -84,6 +84,7 @@ class ShownClaim:
     run: tuple[str, str] | None = None  # (set, run) it cites, when its reference names a run
     unknowable: bool = False  # its set cannot be read: what it cites is not known
     unit: str | None = None  # the unit of what it shows (lessonkit.pages.units)
+    across: tuple[str, str] | None = None  # the two sets a comparison claim compares (lessonkit.pages.crossclaims)
 
 
 @dataclass

@@ -6,7 +6,8 @@ row (or column) that filters on that key, the run they all cite (`run`) or its l
 field they all quote or its declared name. A label column's header names the key its labels
 bind to. Anything else ("Error (256 threads)", `2^10`, `1K`, `1024.`, swapped columns, a row
 whose claims filter on another row's kernel) is an error naming the cell. Rows without claims
-(a paper's figures, a legend) bind nothing. A table drawn from the evidence
+(a paper's figures, a legend) bind nothing, nor does the header of a column of comparisons
+between sets (it names the sets). A table drawn from the evidence
 (`{{ table … }}`, lessonkit.pages.tables) has labels that cannot disagree.
 """
 
@@ -80,6 +81,8 @@ def _check_header(page: PageState, header: OutLine, cell: Cell, claims: list[Sho
     text = visible(cell.text)[0].strip()
     if not text:
         return False
+    if claims and all(c.across is not None for c in claims):
+        return False  # comparisons between sets (lessonkit.pages.crossclaims): the header names the sets
     if claims:
         pairs = _shared([_pairs(c) for c in claims])
         display = _display(page, claims)

@@ -51,7 +51,7 @@ class _Source:
     filters: tuple[tuple[str, str], ...]
 
 
-class _Refused(Exception):
+class Refused(Exception):
     """A table that cannot be drawn; the message says why (the page records it once)."""
 
 
@@ -59,7 +59,7 @@ def render_table(page: PageState, index: int, parts: list[str]) -> str:
     """The Markdown table the directive asks for, or "" with an error recorded."""
     try:
         return _table(page, index, parts)
-    except _Refused as exc:
+    except Refused as exc:
         page.error(index, f"table: {exc}")
         return ""
 
@@ -75,15 +75,15 @@ def _table(page: PageState, index: int, parts: list[str]) -> str:
         elif sep and key == "cell":
             cells.append(value)
         elif sep and "[" not in key:
-            raise _Refused(f"unknown option {part!r}; expected rows=KEY, cols=KEY, cell=FIELD, empty=TEXT, sig=N")
+            raise Refused(f"unknown option {part!r}; expected rows=KEY, cols=KEY, cell=FIELD, empty=TEXT, sig=N")
         else:
             sources.append(_source(page, index, part))
     if not sources:
-        raise _Refused("name at least one source, RUN:COLLECTION[KEY=VALUE,...]")
+        raise Refused("name at least one source, RUN:COLLECTION[KEY=VALUE,...]")
     if "rows" not in options or not cells:
-        raise _Refused("say which key makes the rows (rows=KEY) and what a cell shows (cell=FIELD)")
+        raise Refused("say which key makes the rows (rows=KEY) and what a cell shows (cell=FIELD)")
     if "cols" in options and len(cells) > 1:
-        raise _Refused("with cols=KEY a table shows one cell=; without cols, one column per cell=")
+        raise Refused("with cols=KEY a table shows one cell=; without cols, one column per cell=")
     for cell in cells:
         _check_template(cell)
     display = page.display(sources[0].ev)
@@ -92,7 +92,7 @@ def _table(page: PageState, index: int, parts: list[str]) -> str:
     empty = options.get("empty", "\u2013")
     sig = options.get("sig")
     if sig is not None and not (sig.isdigit() and 1 <= int(sig) <= 6):
-        raise _Refused(f"sig={sig!r}: give the significant digits a fraction is shown with, 1 to 6")
+        raise Refused(f"sig={sig!r}: give the significant digits a fraction is shown with, 1 to 6")
     head = [display.name(row_key)]
     if col_key is None:
         head += [display.name(_FIELD_RE.search(c).group("field") if "{" in c else c) for c in cells]
@@ -124,28 +124,28 @@ def _shown(text: str) -> str:
 def _source(page: PageState, index: int, text: str) -> _Source:
     m = _SOURCE_RE.match(text)
     if not m:
-        raise _Refused(f"cannot read source {text!r}; expected RUN:COLLECTION or RUN:COLLECTION[KEY=VALUE,...]")
+        raise Refused(f"cannot read source {text!r}; expected RUN:COLLECTION or RUN:COLLECTION[KEY=VALUE,...]")
     found = page.lookup(index, m.group("ref"))
     if found is None:
-        raise _Refused(f"source {text!r} names no run")
+        raise Refused(f"source {text!r} names no run")
     ev, run = found
     if run is None:
-        raise _Refused(f"source {text!r} names a set; name one of its runs")
+        raise Refused(f"source {text!r} names a set; name one of its runs")
     try:
         filters = parse_query(f"#{m.group('collection')}[{m.group('filters') or ''}]").filters or ()
     except QueryError as exc:
-        raise _Refused(f"source {text!r}: {exc}") from None
+        raise Refused(f"source {text!r}: {exc}") from None
     return _Source(ev, run, m.group("collection"), filters)
 
 
 def _check_template(cell: str) -> None:
     if "{" not in cell:
         if not re.fullmatch(r"[A-Za-z_]\w*", cell):
-            raise _Refused(f"cell={cell!r} is neither a field nor a template such as \"{{a}} / {{b}}\"")
+            raise Refused(f"cell={cell!r} is neither a field nor a template such as \"{{a}} / {{b}}\"")
         return
     typed = _FIELD_RE.sub("", cell)
     if any(c.isdigit() for c in typed):
-        raise _Refused(f"cell template {cell!r} types a figure; every figure in a cell comes from a field")
+        raise Refused(f"cell template {cell!r} types a figure; every figure in a cell comes from a field")
 
 
 def _axis(option: str, sources: list[_Source]) -> tuple[str, list[str]]:
@@ -154,7 +154,7 @@ def _axis(option: str, sources: list[_Source]) -> tuple[str, list[str]]:
     if sep:
         values = [v.strip() for v in listed.split("|") if v.strip()]
         if not values:
-            raise _Refused(f"{option!r} lists no values")
+            raise Refused(f"{option!r} lists no values")
         return key, values
     if key == RUN:
         return key, list(dict.fromkeys(s.run for s in sources))
@@ -164,7 +164,7 @@ def _axis(option: str, sources: list[_Source]) -> tuple[str, list[str]]:
             if key in record:
                 values.setdefault(show(record[key]), None)
     if not values:
-        raise _Refused(f"no record of the sources has a field {key!r}")
+        raise Refused(f"no record of the sources has a field {key!r}")
     return key, list(values)
 
 
@@ -173,7 +173,7 @@ def _records(source: _Source) -> list[dict]:
     try:
         return select_records(source.ev, source.run, source.collection, source.filters)
     except (QueryError, LessonError) as exc:
-        raise _Refused(str(exc)) from None
+        raise Refused(str(exc)) from None
 
 
 def _cell(page: PageState, sources: list[_Source], chosen: dict[str, str], cell: str, where: str,
@@ -191,7 +191,7 @@ def _cell(page: PageState, sources: list[_Source], chosen: dict[str, str], cell:
         if numbers == {0}:
             continue
         if 0 in numbers:
-            raise _Refused(f"cell {where} selects records in some recordings of {source.run} and none in "
+            raise Refused(f"cell {where} selects records in some recordings of {source.run} and none in "
                            "others; its rows and columns must select the same records in every recording")
         fields = [cell] if "{" not in cell else [m.group("field") for m in _FIELD_RE.finditer(cell)]
         values = {f: _value(source, f"{source.collection}[{selection}].{f}", where, sig) for f in fields}
@@ -214,9 +214,9 @@ def _sample(source: _Source, query: str, where: str) -> Sample | None:
     except QueryError as exc:
         if "matches no record" in str(exc):
             return None  # a row or column value another source has
-        raise _Refused(f"cell {where}: {exc}") from None
+        raise Refused(f"cell {where}: {exc}") from None
     except LessonError as exc:
-        raise _Refused(f"cell {where} cannot be read: {exc}") from None
+        raise Refused(f"cell {where} cannot be read: {exc}") from None
 
 
 def _value(source: _Source, query: str, where: str, sig: int | None = None) -> str:
@@ -225,6 +225,12 @@ def _value(source: _Source, query: str, where: str, sig: int | None = None) -> s
     sample = _sample(source, query, where)
     if sample is None:  # pragma: no cover - the count selected records
         return "-"
+    return figure(sample, f"cell {where}", sig)
+
+
+def figure(sample: Sample, where: str, sig: int | None = None) -> str:
+    """The one text that states every value of `sample` (as a table cell shows it, before grouping);
+    Refused, naming `where`, when no one value holds for all."""
     distinct = list(dict.fromkeys(f.text for f in sample.values))
     if sig is not None:
         rounded = {_rounded(f.text, sig) for f in sample.values}
@@ -239,7 +245,7 @@ def _value(source: _Source, query: str, where: str, sig: int | None = None) -> s
                          for t, n in sorted(counts.items(), key=lambda kv: -kv[1]))
     if fix is None:
         shown = ", ".join(repr(t) for t in distinct[:4])
-        raise _Refused(f"cell {where} varies across {sample.where()}: {shown}; no one value holds for all")
+        raise Refused(f"{where} varies across {sample.where()}: {shown}; no one value holds for all")
     return _ROUND_BIG_RE.sub(_short, fix)
 
 

@@ -1,0 +1,90 @@
+"""Figures generated from the evidence: `{{ value QUERY [sig=N] }}`.
+
+QUERY is what a claim names after its `@`: `RUN:QUERY`, `SET/RUN:QUERY`, or a ratio
+`RUN:QUERY / RUN:QUERY` (paired by repeat, lessonkit.pages.crossclaims.ratio). The page shows
+the figure a table cell would (lessonkit.pages.tables.figure): the value every recording gives,
+else the range `lessonkit accept` would write; with `sig=N`, a fraction every recording rounds
+alike to N significant digits is shown as ~V. Nothing is typed, so nothing breaks when a
+refresh moves the figure and accept has nothing to rewrite; the figure is marked as produced.
+"""
+
+from __future__ import annotations
+
+import re
+
+from lessonkit.errors import LessonError
+from lessonkit.pages.claims import Sample
+from lessonkit.pages.crossclaims import compound, ratio
+from lessonkit.pages.query import QueryError, resolve
+from lessonkit.pages.state import PageState, ShownClaim
+from lessonkit.pages.tables import _GROUPED_RE, Refused, figure
+
+WORD = "value"
+_SIG_RE = re.compile(r"""\s+sig=(?P<sig>\S*)\s*$""")
+
+
+def is_value(body: str) -> bool:
+    """Whether a `{{ … }}` body is a generated figure (`value …`, no claim's ` @ `)."""
+    words = body.split(None, 1)
+    return bool(words) and words[0] == WORD and not re.search(r"\s@\s", body)
+
+
+def render_value(page: PageState, index: int, body: str) -> tuple[str, ShownClaim | None]:
+    """(the figure, the claim the page rules see), or ("", None) with the error recorded."""
+    text = " ".join(body.split(None, 1)[1].split()) if len(body.split()) > 1 else ""
+    try:
+        return _render(page, index, text)
+    except Refused as exc:
+        page.error(index, f"value {text!r}: {exc}")
+        return "", None
+    except _Recorded:
+        return "", None
+
+
+class _Recorded(Exception):
+    """page.lookup already recorded the error (or a skip for an unreadable set)."""
+
+
+def _render(page: PageState, index: int, text: str) -> tuple[str, ShownClaim]:
+    sig = None
+    m = _SIG_RE.search(text)
+    if m:
+        if not (m.group("sig").isdigit() and 1 <= int(m.group("sig")) <= 6):
+            raise Refused(f"sig={m.group('sig')!r}: give the significant digits a fraction is shown with, 1 to 6")
+        sig, text = int(m.group("sig")), text[:m.start()]
+    if not text:
+        raise Refused("name what to show: {{ value RUN:QUERY [sig=N] }} or {{ value RUN:QUERY / RUN:QUERY }}")
+    form = compound(text)
+    if form is not None and form.sets is not None:
+        raise Refused("a comparison of sets states a difference or a sameness; claim it with VALUE @ …, "
+                      "or show each set's figure with its own value")
+    operands = form.operands if form is not None else (text,)
+    resolved = [_operand(page, index, o, text) for o in operands]
+    try:
+        if len(resolved) == 1:
+            ev, group, query = resolved[0]
+            sample: Sample = resolve(ev, group, query)
+        else:
+            (ev, g1, q1), (ev2, g2, q2) = resolved
+            if ev is not ev2:
+                raise Refused(f"a ratio divides two runs of one set (recorded together), not {ev.name!r} by {ev2.name!r}")
+            sample = ratio(ev, g1, q1, g2, q2)
+    except QueryError as exc:
+        raise Refused(str(exc)) from None
+    except LessonError as exc:
+        raise Refused(f"cannot be read: {exc}") from None
+    shown = _GROUPED_RE.sub(lambda g: f"{int(g.group()):,}", figure(sample, "the figure", sig))
+    return shown, ShownClaim(None, None, (resolved[0][0].name, resolved[0][1]))
+
+
+def _operand(page: PageState, index: int, text: str, whole: str):
+    ref, sep, query = (p.strip() for p in text.partition(":"))
+    if not sep or not ref or not query:
+        raise Refused(f"{text!r} is not RUN:QUERY")
+    found = page.lookup(index, ref, f"value {whole}")
+    if found is None:
+        raise _Recorded
+    ev, group = found
+    if group is None:
+        raise Refused(f"{ref!r} names a set; name one of its runs")
+    return ev, group, query
