@@ -40,6 +40,13 @@ _OPTIONAL_RE = re.compile(r"""\[(?P<part>[^\[\]]*)\]""")
 _ROUND_BIG_RE = re.compile(r"""(?<![\d.])(?P<lead>[1-9]\d{0,2})(?P<zeros>0{6,})(?![\d.])""")
 # A whole number of five digits or more, written with thousands separators: 108,192.
 _GROUPED_RE = re.compile(r"""(?<![\w.,:\-+])\d{5,}(?![\w.,])""")
+
+
+def grouped(text: str) -> str:
+    """`text` with every whole number of five or more digits written with thousands separators."""
+    return _GROUPED_RE.sub(lambda m: f"{int(m.group()):,}", text)
+
+
 _SOURCE_RE = re.compile(r"""^(?P<ref>[^:\s]+):(?P<collection>[A-Za-z_]\w*)(?:\[(?P<filters>[^\]]*)\])?$""")
 
 
@@ -196,7 +203,7 @@ def _cell(page: PageState, sources: list[_Source], chosen: dict[str, str], cell:
         fields = [cell] if "{" not in cell else [m.group("field") for m in _FIELD_RE.finditer(cell)]
         values = {f: _value(source, f"{source.collection}[{selection}].{f}", where, sig) for f in fields}
         text = values[cell] if "{" not in cell else _fill(cell, values)
-        return _GROUPED_RE.sub(lambda m: f"{int(m.group()):,}", text)
+        return grouped(text)
     return None
 
 

@@ -17,7 +17,7 @@ from lessonkit.pages.claims import Sample
 from lessonkit.pages.crossclaims import compound, ratio
 from lessonkit.pages.query import QueryError, resolve
 from lessonkit.pages.state import PageState, ShownClaim
-from lessonkit.pages.tables import _GROUPED_RE, Refused, figure
+from lessonkit.pages.tables import Refused, figure, grouped
 
 WORD = "value"
 _SIG_RE = re.compile(r"""\s+sig=(?P<sig>\S*)\s*$""")
@@ -73,7 +73,7 @@ def _render(page: PageState, index: int, text: str) -> tuple[str, ShownClaim]:
         raise Refused(str(exc)) from None
     except LessonError as exc:
         raise Refused(f"cannot be read: {exc}") from None
-    shown = _GROUPED_RE.sub(lambda g: f"{int(g.group()):,}", figure(sample, "the figure", sig))
+    shown = grouped(figure(sample, "the figure", sig))
     return shown, ShownClaim(None, None, (resolved[0][0].name, resolved[0][1]))
 
 
