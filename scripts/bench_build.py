@@ -118,6 +118,7 @@ def lesson_source(work: Path, rev: str | None, core: Path) -> tuple[Path, str]:
     """
     paths = [f"docs/{LESSON}.md", "docs/reference", "docs/assets", f"code/{LESSON}", f"evidence/{LESSON}"]
     paths += [f"evidence/{p.name}" for p in sorted((REPO / "evidence").glob(f"{LESSON}-*"))]  # sets it compares
+    paths += [p for lesson in other_lessons() for p in (f"code/{lesson}", f"evidence/{lesson}")]  # sets it quotes
     candidates: list[str | None] = [rev] if rev else [None]
     if not rev:
         log = subprocess.run(["git", "log", "--format=%H", "-n", "40", "--", *paths], cwd=REPO,
@@ -146,6 +147,19 @@ def lesson_source(work: Path, rev: str | None, core: Path) -> tuple[Path, str]:
         print(f"bench: the lesson at {candidate or 'the working tree'} does not check clean; "
               f"trying an older commit:\n{probe.stderr.strip()[:600]}", file=sys.stderr)
     sys.exit("bench: no revision of the lesson checks clean with today's lessonkit")
+
+
+def other_lessons() -> list[str]:
+    """The other lessons whose evidence sets the lesson's page quotes (`SET/RUN:...`): copied once, as they are."""
+    page = (REPO / "docs" / f"{LESSON}.md").read_text(encoding="utf-8")
+    return sorted(name for name in {m.group(1) for m in re.finditer(r"([a-z0-9][\w-]*)/[\w.-]+:", page)}
+                  if name != LESSON and (REPO / "evidence" / name).is_dir() and (REPO / "code" / name).is_dir())
+
+
+def renamed(page: str, name: str) -> str:
+    """The lesson's page for the synthetic lesson `name`; a build folder the tools printed stays as recorded."""
+    recorded = f"100-days-of-gpu/{LESSON}/code/{LESSON}/"  # CUDA 12.4's sanitizer prints full paths
+    return page.replace(recorded, "\0").replace(LESSON, name).replace("\0", recorded)
 
 
 def lesson_name(i: int) -> str:
@@ -183,9 +197,13 @@ def make_site(dest: Path, lessons: int, src: Path, core: Path) -> None:
                                                 .replace(LESSON, name), encoding="utf-8")
         for svg in (dest / "code" / name).rglob("*.svg"):  # its diagrams name their set in each claim
             svg.write_text(svg.read_text(encoding="utf-8").replace(LESSON, name), encoding="utf-8")
-        (dest / "docs" / f"{name}.md").write_text(page.replace(LESSON, name), encoding="utf-8")
+        (dest / "docs" / f"{name}.md").write_text(renamed(page, name), encoding="utf-8")
         nav.append(f'  - "Lesson {i}": {name}.md')
         index.append(f"- [Lesson {i}]({name}.md)")
+    for other in other_lessons():  # the other lessons' sets it quotes, once, unrenamed
+        for rel in (f"code/{other}", f"evidence/{other}"):
+            if (src / rel).is_dir():
+                shutil.copytree(src / rel, dest / rel)
     for target in sorted(set(_LINK_RE.findall(page))):  # pages the lesson links to: stand-ins
         stub = dest / "docs" / target
         if not stub.exists():
