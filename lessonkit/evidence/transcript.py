@@ -142,6 +142,19 @@ class HazardRecord:
         }
 
 
+def _where(access: Access | None, thread: str | None, block: str | None, at: int) -> dict[str, Any]:
+    """The fields a located finding shares (synccheck's barrier errors, initcheck's reads): where, by whom."""
+    return {
+        "kernel": access.kernel if access else None,
+        "file": access.file if access else None,
+        "line": access.line if access else None,
+        "location": access.location if access else None,
+        "thread": f"({thread})" if thread else None,
+        "block": f"({block})" if block else None,
+        "_line": at,
+    }
+
+
 @dataclass(frozen=True)
 class BarrierError:
     """A synccheck finding: a barrier reached by a divergent set of threads, or misused."""
@@ -156,13 +169,7 @@ class BarrierError:
         """The values a page may quote, by name."""
         return {
             "what": self.what,
-            "kernel": self.access.kernel if self.access else None,
-            "file": self.access.file if self.access else None,
-            "line": self.access.line if self.access else None,
-            "location": self.access.location if self.access else None,
-            "thread": f"({self.thread})" if self.thread else None,
-            "block": f"({self.block})" if self.block else None,
-            "_line": self.at,
+            **_where(self.access, self.thread, self.block, self.at),
         }
 
 
@@ -182,13 +189,7 @@ class UninitializedRead:
         return {
             "space": self.space,
             "size": self.size,
-            "kernel": self.access.kernel if self.access else None,
-            "file": self.access.file if self.access else None,
-            "line": self.access.line if self.access else None,
-            "location": self.access.location if self.access else None,
-            "thread": f"({self.thread})" if self.thread else None,
-            "block": f"({self.block})" if self.block else None,
-            "_line": self.at,
+            **_where(self.access, self.thread, self.block, self.at),
         }
 
 
