@@ -302,6 +302,21 @@ def test_a_set_whose_name_is_not_one_word_is_an_input_all_the_same(settled: Path
     assert check(settled) == want
 
 
+def test_a_page_citing_a_set_whose_name_holds_a_dot_is_served_warm(settled: Path):
+    """A set named '<lesson>-<suffix>.<n>' (day62-racecheck-cuda12.4) is one input, read with its
+    lesson's runs.toml: a warm check answers the page from the cache instead of checking it again."""
+    from conftest import BARE, RACE, record_set
+
+    record_set(settled, "demo", {"race": RACE, "bare": BARE}, set_name="demo-cuda12.4")
+    page = settled / "docs/index.md"
+    page.write_text(page.read_text() + "\nRecorded on an {{ NVIDIA H200 @ demo-cuda12.4:gpu }}.\n")
+    time.sleep(SETTLE_S)
+    assert check(settled) == uncached(settled)
+    warm = CheckedSite(settled, keep="errors")
+    warm.check()
+    assert (warm.checks, warm.reloads, warm.cache_hits) == (0, 0, 2)  # the site's errors, the page
+
+
 def test_a_pages_inputs_name_the_files_its_regions_and_diagrams_read():
     from lessonkit.site.check import region_files
 

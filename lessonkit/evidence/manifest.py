@@ -235,7 +235,7 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def sha256_file(path: Path, st: os.stat_result | None = None) -> str:
+def sha256_file(path: Path | str, st: os.stat_result | None = None) -> str:
     """Hex sha256 of a file's bytes, cached while its inode, size, mtime and ctime stay the same.
 
     A file changed within the last two seconds is never served from a cache: a rewrite in

@@ -35,7 +35,7 @@ from lessonkit.textio import FRONT_MATTER_RE
 _REGION_LINE_RE = re.compile(r"""^[ \t]*\{\{[ \t]*(?:region|diagram)\b(?P<args>.*?)\}\}[ \t]*$""",
                              re.VERBOSE | re.MULTILINE)
 _BRACES_RE = re.compile(r"""\{\{(?P<body>.*?)\}\}""", re.VERBOSE)
-_NAME_TOKEN_RE = re.compile(r"""[\w-]+""", re.VERBOSE)
+_NAME_TOKEN_RE = re.compile(r"""[\w.-]+""", re.VERBOSE)
 # A file written this recently may be written again within the file system's timestamp
 # granularity without its stat changing (git's "racy" case): hash it again next time.
 _RACY_NS = 1_000_000_000
@@ -196,6 +196,17 @@ def region_files(markdown: str) -> set[str]:
     return paths
 
 
+def _name_words(text: str) -> set[str]:
+    """Every word of `text` that could name a set: each run of letters, digits, '-' and '.', taken
+    whole, without its outer dots, and split at its dots (a set name may hold a dot:
+    'day62-racecheck-cuda12.4'; 'day62-racecheck.' ends a sentence)."""
+    words = set(_NAME_TOKEN_RE.findall(text))
+    for token in [t for t in words if "." in t]:
+        words.add(token.strip("."))
+        words.update(token.split("."))
+    return words
+
+
 @dataclass(frozen=True)
 class PageInputs:
     """What a page's result was computed from: its text, its source file, the sets it cites or
@@ -234,6 +245,7 @@ class CheckedSite:
     _set_digests: dict[str, str] = field(default_factory=dict)
     _set_folders: dict[str, str] = field(default_factory=dict)
     _names: frozenset[str] = frozenset()
+    _lessons: dict[str, str] = field(default_factory=dict)  # set name -> its lesson (code/<lesson>/runs.toml)
     _catalog: str = ""
     _site_errors: list[LessonError] = field(default_factory=list)
     _pages: dict[str, tuple[PageInputs, PageResult]] = field(default_factory=dict)
@@ -293,20 +305,22 @@ class CheckedSite:
             errors = sitecache.decode_errors(stored["errors"])
             names, unreadable = set(stored["sets"]), set(stored["unreadable"])
             unrecorded = {lesson: tuple(files) for lesson, files in stored["unrecorded"].items()}
+            lessons = {str(n): str(lesson) for n, lesson in stored["lessons"].items()}
             self.cache_hits += 1
         except (TypeError, KeyError, ValueError, AttributeError):
             site = self.site
             errors = site.site_errors()
             names, unreadable = set(site.evidence.sets), set(site.evidence.unreadable)
             unrecorded = {u.lesson: tuple(sorted(u.inputs)) for u in site.evidence.unrecorded.values()}
-            lessons = (ev.lesson for ev in site.evidence.sets.values())
+            lessons = {n: ev.lesson for n, ev in site.evidence.sets.items()}
             if (self.store.folder is not None
                     and sitecache.settled_since(scans[0], now) and sitecache.settled_since(scans[1], now)
-                    and sitecache.inputs_inside(self.repo, lessons) and self._rescan() == scans):
+                    and sitecache.inputs_inside(self.repo, lessons.values()) and self._rescan() == scans):
                 self.store.put("site", "errors", tree, {
                     "errors": sitecache.encode_errors(errors), "sets": sorted(names),
-                    "unreadable": sorted(unreadable), "unrecorded": unrecorded})
+                    "unreadable": sorted(unreadable), "unrecorded": unrecorded, "lessons": lessons})
         self._site_errors = errors
+        self._lessons = lessons
         self._names = frozenset(names | unreadable | set(self._set_digests))
         self._catalog = _combine([(name, "set") for name in sorted(names)]
                                  + [(name, "unreadable") for name in sorted(unreadable)]
@@ -326,13 +340,13 @@ class CheckedSite:
         only cite a set by naming it there (its default set in `{{ evidence SET }}`), and naming
         a set that does not exist is an error that changes when the set appears.
         """
-        words = _NAME_TOKEN_RE.findall(" ".join(_BRACES_RE.findall(markdown)))
-        names = self._names & set(words)
+        names = self._names & _name_words(" ".join(_BRACES_RE.findall(markdown)))
         return PageInputs(
             markdown, offset, source, self._catalog,
             tuple(sorted((n, self._set_digests.get(n, MISSING)) for n in names)),
             tuple(sorted((f, self.digests.digest(self.repo / "code" / f))
-                         for f in region_files(markdown) | {f"{n}/runs.toml" for n in names})))
+                         for f in region_files(markdown)
+                         | {f"{self._lessons.get(n, n)}/runs.toml" for n in names})))
 
     def _holds(self, inputs: PageInputs) -> bool:
         """Whether a page's earlier result still holds for today's evidence and code."""

@@ -15,6 +15,7 @@ keeps its line.
 from __future__ import annotations
 
 import difflib
+import functools
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -221,11 +222,18 @@ def _short(tag: str) -> str:
     return "!!" + tag.removeprefix(_YAML) if tag.startswith(_YAML) else tag
 
 
+@functools.lru_cache(maxsize=8)
+def _compose(text: str) -> yaml.Node | None:
+    """The YAML tree of a configuration's text, composed once per text (a check reads mkdocs.yml
+    twice: its settings, and whether it is strict). The tree is only read, never changed."""
+    return yaml.compose(text, Loader=yaml.SafeLoader)
+
+
 def read_site_config(text: str, shown: str, folder: str) -> SiteConfig:
     """The settings the rules read from a configuration's text (`folder`: where it lies)."""
     reader = _Reader(shown)
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = _compose(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)
@@ -405,7 +413,7 @@ def site_is_strict(folder: Path) -> bool:
     """Whether mkdocs.yml in `folder` sets `strict: true` (MkDocs then fails a build on a warning,
     and `lessonkit check` does the same); False when it does not or cannot be read."""
     try:
-        root = yaml.compose(read_text(folder / CONFIG, CONFIG), Loader=yaml.SafeLoader)
+        root = _compose(read_text(folder / CONFIG, CONFIG))
     except (OSError, LessonError, yaml.YAMLError):
         return False
     if not isinstance(root, yaml.MappingNode):

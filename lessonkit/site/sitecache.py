@@ -75,12 +75,14 @@ def scan(root: Path, skip_compiled: bool = False) -> Scan:
 def contents(root: Path, listing: Scan) -> dict[str, str]:
     """sha256 of each file of a scan of `root` ('directory' for a folder, 'missing' unreadable)."""
     out: dict[str, str] = {}
-    for rel, stamp in listing.items():
-        out[rel] = DIRECTORY if stamp is None else file_content(root / rel) if stamp else MISSING
+    folder = os.fspath(root)
+    for rel, stamp in listing.items():  # plain strings: a warm check hashes none, but names every file
+        out[rel] = (DIRECTORY if stamp is None else file_content(os.path.join(folder, rel)) if stamp
+                    else MISSING)
     return out
 
 
-def file_content(path: Path) -> str:
+def file_content(path: Path | str) -> str:
     """The file's sha256, 'directory', or 'missing' (cannot be read)."""
     try:
         return sha256_file(path)
