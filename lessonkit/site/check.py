@@ -250,6 +250,7 @@ class CheckedSite:
     _site_errors: list[LessonError] = field(default_factory=list)
     _pages: dict[str, tuple[PageInputs, PageResult]] = field(default_factory=dict)
     _audits: dict[str, tuple[str, list[LessonError]]] = field(default_factory=dict)
+    _by_folder: tuple[sitecache.Scan | None, dict[str, sitecache.Scan]] = (None, {})
 
     def __post_init__(self) -> None:
         if self.store is None:
@@ -363,9 +364,14 @@ class CheckedSite:
         """Whether the files a page's result was derived from had settled before the last refresh
         and are as it found them: only then may the result be stored for their contents."""
         now, (evidence, code) = self._scanned, self._scans
+        if self._by_folder[0] is not evidence:  # the last scan of evidence/, by top folder (once per scan)
+            folders: dict[str, sitecache.Scan] = {}
+            for rel, stamp in evidence.items():
+                folders.setdefault(rel.split(os.sep, 1)[0], {})[rel] = stamp
+            self._by_folder = (evidence, folders)
         for name, _ in inputs.sets:
             top = self._set_folders.get(name, name)
-            mine = {rel: stamp for rel, stamp in evidence.items() if rel.split(os.sep, 1)[0] == top}
+            mine = self._by_folder[1].get(top, {})
             again = {top + os.sep + rel: stamp
                      for rel, stamp in sitecache.scan(self.repo / "evidence" / top).items()}
             again.update({top + os.sep: None} if (self.repo / "evidence" / top).is_dir() else {})
