@@ -102,3 +102,37 @@ def install_toolkit(root: Path, release: str = "12.4", patch: str = "131", sanit
         (root / "bin" / "compute-sanitizer").write_text(tool)
         (root / "bin" / "compute-sanitizer").chmod(0o755)
     return root
+
+
+BUILD = "nvcc -lineinfo -arch=sm_90 -o demo demo.cu"
+_RUNS = (("bare", "./demo all"), ("race", "compute-sanitizer --tool racecheck ./demo buggy"))
+_SLOW = ("slow", "./demo slow")  # sleeps FAKE_SLEEP seconds: for the timeout and interrupt tests
+
+
+def runs_toml(slow: bool = False) -> str:
+    """The fake lesson's runs.toml: a gated bare run and a racecheck run, and with `slow` a third."""
+    text = f'lesson = "demo"\ninputs = ["demo.cu"]\n\n[build]\nsm_90 = "{BUILD}"\n'
+    for name, command in _RUNS + ((_SLOW,) if slow else ()):
+        gate = "gate = true\n" if name == "bare" else ""
+        text += f'\n[[run]]\nname = "{name}"\ncommand = "{command}"\n{gate}timeout = 30\n'
+    return text
+
+
+def readme(slow: bool = False) -> str:
+    """The fake lesson's README, showing its build line and every command of `runs_toml(slow)`."""
+    commands = [command for _, command in _RUNS + ((_SLOW,) if slow else ())]
+    return "```console\n" + "\n".join([BUILD, *commands]) + "\n```\n"
+
+
+def make_lab(tmp_path: Path, slow: bool = False) -> tuple[Path, dict[str, str]]:
+    """A repository holding the fake lesson 'demo' (no evidence yet), and an environment whose
+    PATH finds the fake CUDA 13.0 tools first and whose TMPDIR lies inside `tmp_path`."""
+    from conftest import mkdocs_yml, write_tree
+
+    repo = tmp_path / "repo"
+    write_tree(repo, {"code/demo/demo.cu": "// v1\n", "code/demo/runs.toml": runs_toml(slow),
+                      "code/demo/README.md": readme(slow), "docs/index.md": "# hi\n", "mkdocs.yml": mkdocs_yml()})
+    env = install(tmp_path / "bin")
+    (tmp_path / "tmp").mkdir()
+    env["TMPDIR"] = str(tmp_path / "tmp")
+    return repo, env

@@ -11,51 +11,15 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, mkdocs_yml, write_tree
-from fake_gpu import install
+from conftest import REPO
+from fake_gpu import make_lab, readme, runs_toml
 
-RUNS = """\
-lesson = "demo"
-inputs = ["demo.cu"]
-
-[build]
-sm_90 = "nvcc -lineinfo -arch=sm_90 -o demo demo.cu"
-
-[[run]]
-name = "bare"
-command = "./demo all"
-gate = true
-timeout = 30
-
-[[run]]
-name = "race"
-command = "compute-sanitizer --tool racecheck ./demo buggy"
-timeout = 30
-
-[[run]]
-name = "slow"
-command = "./demo slow"
-timeout = 30
-"""
-
-README = """```console
-nvcc -lineinfo -arch=sm_90 -o demo demo.cu
-./demo all
-compute-sanitizer --tool racecheck ./demo buggy
-./demo slow
-```
-"""
+RUNS, README = runs_toml(True), readme(True)
 
 
 @pytest.fixture
 def lab(tmp_path: Path):
-    repo = tmp_path / "repo"
-    write_tree(repo, {"code/demo/demo.cu": "// v1\n", "code/demo/runs.toml": RUNS,
-                      "code/demo/README.md": README, "docs/index.md": "# hi\n", "mkdocs.yml": mkdocs_yml()})
-    env = install(tmp_path / "bin")
-    (tmp_path / "tmp").mkdir()
-    env["TMPDIR"] = str(tmp_path / "tmp")
-    return repo, env
+    return make_lab(tmp_path, slow=True)
 
 
 def refresh(repo: Path, env: dict, *args: str, **extra: str) -> subprocess.CompletedProcess:

@@ -10,39 +10,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, mkdocs_yml, run_page, write_tree
-from fake_gpu import install, install_toolkit
+from conftest import REPO, run_page
+from fake_gpu import install, install_toolkit, make_lab, readme, runs_toml
 
 from lessonkit.errors import LessonError
 from lessonkit.evidence.sets import load_all_evidence
 from lessonkit.evidence.spec import parse_spec
 from lessonkit.evidence.toolkit import find_toolkit, leaks
 
-RUNS = """\
-lesson = "demo"
-inputs = ["demo.cu"]
-
-[build]
-sm_90 = "nvcc -lineinfo -arch=sm_90 -o demo demo.cu"
-
-[[run]]
-name = "bare"
-command = "./demo all"
-gate = true
-timeout = 30
-
-[[run]]
-name = "race"
-command = "compute-sanitizer --tool racecheck ./demo buggy"
-timeout = 30
-"""
-
-README = """```console
-nvcc -lineinfo -arch=sm_90 -o demo demo.cu
-./demo all
-compute-sanitizer --tool racecheck ./demo buggy
-```
-"""
+RUNS, README = runs_toml(False), readme(False)
 
 
 def declare(toolkit_dir: str | None = "/opt/cuda-12.4", release: str = "12.4", name: str = "demo-cuda12.4") -> str:
@@ -52,14 +28,8 @@ def declare(toolkit_dir: str | None = "/opt/cuda-12.4", release: str = "12.4", n
 
 @pytest.fixture
 def lab(tmp_path: Path):
-    repo = tmp_path / "repo"
-    write_tree(repo, {"code/demo/demo.cu": "// v1\n", "code/demo/runs.toml": RUNS,
-                      "code/demo/README.md": README, "docs/index.md": "# hi\n", "mkdocs.yml": mkdocs_yml()})
-    env = install(tmp_path / "bin")  # CUDA 13.0's fake tools, first on PATH
-    (tmp_path / "tmp").mkdir()
-    env["TMPDIR"] = str(tmp_path / "tmp")
-    toolkit = install_toolkit(tmp_path / "cuda-12.4")
-    return repo, env, toolkit
+    repo, env = make_lab(tmp_path)  # CUDA 13.0's fake tools, first on PATH
+    return repo, env, install_toolkit(tmp_path / "cuda-12.4")
 
 
 def refresh(repo: Path, env: dict, *args: str) -> subprocess.CompletedProcess:
