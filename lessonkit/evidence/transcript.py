@@ -19,7 +19,8 @@ from lessonkit.evidence.harness import HarnessFormat, HarnessReader
 
 PREFIX = "========="
 
-_TOOL_LINE_RE = re.compile(r"""^=========(?P<cont>\s{5})?\s?(?P<body>.*)$""")
+# How the continuation lines of a host or device backtrace begin: no record reads them.
+_BACKTRACE = ("Host Frame:", "Device Frame:", "in ", "Saved host backtrace")
 _ACCESS_RE = re.compile(
     r"""(?P<kernel>.+?)\+0x(?P<offset>[0-9a-fA-F]+)(?:\s+in\s+(?P<file>.+?):(?P<line>\d+))?""",
     re.VERBOSE)
@@ -221,6 +222,12 @@ class Transcript:
         return self._collections
 
     @cached_property
+    def derived(self) -> dict[Any, Any]:
+        """Views a reader works out from this transcript (lessonkit.pages.query's indexes), kept
+        with it so that they live exactly as long as it does."""
+        return {}
+
+    @cached_property
     def _collections(self) -> dict[str, tuple[dict[str, Any], ...]]:
         out = {
             "reports": tuple(r.fields() for r in self.reports),
@@ -243,11 +250,13 @@ class Transcript:
 
 
 def _split_tool_line(raw: str) -> tuple[bool, str] | None:
-    """(is_continuation, body) for a compute-sanitizer line, or None for program output."""
-    m = _TOOL_LINE_RE.match(raw)
-    if not m or not raw.startswith(PREFIX):
+    """(is_continuation, body) for a compute-sanitizer line, or None for program output: a tool
+    line starts with the prefix, and a continuation has five more blanks after it (string tests,
+    not a regex: a long report has tens of thousands of such lines)."""
+    if not raw.startswith(PREFIX):
         return None
-    return bool(m.group("cont")), m.group("body").strip()
+    rest = raw[len(PREFIX):]
+    return len(rest) >= 5 and rest[:5].isspace(), rest.strip()
 
 
 def _parse_access(kind: str, rest: str, source: str, number: int) -> Access:
@@ -317,8 +326,10 @@ def parse_transcript(text: str, source: str, harness: HarnessFormat | None = Non
                 continue
             current = _start_record(body, number, source)
             continue
-        # A continuation line belongs to the record opened above it.
-        current = _continue_record(current, body, number, source)
+        # A continuation line belongs to the record opened above it. A backtrace line (most of a
+        # long report) matches no continuation any record reads: skip it without trying each.
+        if not body.startswith(_BACKTRACE):
+            current = _continue_record(current, body, number, source)
 
     _finish(current, reports, hazards, barriers, uninitialized)
     _summary_scalars(summaries, scalars)

@@ -137,7 +137,6 @@ class _Index:
         return sorted(range(len(self.records)) if chosen is None else chosen)
 
 
-_indexes: dict[tuple[int, str, tuple[bool, bool, int | None]], tuple[Transcript, _Index]] = {}
 
 
 def _how(ev: EvidenceSet, name: str) -> tuple[bool, bool, int | None]:
@@ -148,13 +147,12 @@ def _how(ev: EvidenceSet, name: str) -> tuple[bool, bool, int | None]:
 
 
 def _index(parsed: Transcript, name: str, how: tuple[bool, bool, int | None] = (False, False, 0)) -> _Index:
-    """The index of collection `name` of `parsed`, built once (the transcript is kept alive with it)."""
-    key = (id(parsed), name, how if name == VERDICTS else (False, False, 0))
-    hit = _indexes.get(key)
-    if hit is not None and hit[0] is parsed:
-        return hit[1]
-    if len(_indexes) > 4096:  # a long `mkdocs serve` session: drop indexes of transcripts read long ago
-        _indexes.clear()
+    """The index of collection `name` of `parsed`, built once and kept with the transcript (a
+    course's check reads tens of thousands: none is built twice)."""
+    key = ("index", name, how if name == VERDICTS else (False, False, 0))
+    hit = parsed.derived.get(key)
+    if hit is not None:
+        return hit
     records = verdict_records(parsed, *how) if name == VERDICTS else parsed.collections()[name]
     by_value: dict[str, dict[str, set[int]]] = {}
     for i, record in enumerate(records):
@@ -163,7 +161,7 @@ def _index(parsed: Transcript, name: str, how: tuple[bool, bool, int | None] = (
                 by_value.setdefault(k, {}).setdefault(show(v), set()).add(i)
     index = _Index(tuple(records), frozenset(by_value),
                    {k: {v: frozenset(s) for v, s in vs.items()} for k, vs in by_value.items()})
-    _indexes[key] = (parsed, index)
+    parsed.derived[key] = index
     return index
 
 
