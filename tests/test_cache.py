@@ -318,7 +318,7 @@ def test_a_page_citing_a_set_whose_name_holds_a_dot_is_served_warm(settled: Path
 
 
 def test_a_pages_inputs_name_the_files_its_regions_and_diagrams_read():
-    from lessonkit.site.check import region_files
+    from lessonkit.site.inputs import region_files
 
     assert region_files("{{ region demo/demo.cu body }}\n  {{ diagram demo/diagrams/d.svg }}\n") == {
         "demo/demo.cu", "demo/diagrams/d.svg"}

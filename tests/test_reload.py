@@ -30,7 +30,8 @@ from conftest import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lessonkit.site.check import CheckedSite, FileDigests, check_site
+from lessonkit.site.check import CheckedSite, check_site
+from lessonkit.site.inputs import FileDigests
 
 OTHER_PAGE = """\
 # Other

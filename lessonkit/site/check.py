@@ -11,35 +11,31 @@ from the results an earlier one stored for the same contents.
 
 from __future__ import annotations
 
-import hashlib
 import os
-import re
-import shlex
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from lessonkit import cache
-from lessonkit.site import sitecache
 from lessonkit.cache import HashStore, Store
 from lessonkit.errors import LessonError
-from lessonkit.evidence.sets import Evidence, load_all_evidence, set_folders
 from lessonkit.evidence.manifest import use_hash_store
+from lessonkit.evidence.sets import Evidence, load_all_evidence, set_folders
+from lessonkit.evidence.spec import load_spec
+from lessonkit.pages.audit import audit_page
 from lessonkit.pages.page import process_page
 from lessonkit.pages.state import PageResult
-from lessonkit.pages.audit import audit_page
-from lessonkit.evidence.spec import load_spec
+from lessonkit.site import sitecache
+from lessonkit.site.inputs import (
+    MISSING,
+    FileDigests,
+    PageInputs,
+    combine,
+    name_words,
+    region_files,
+)
 from lessonkit.textio import FRONT_MATTER_RE
-
-_REGION_LINE_RE = re.compile(r"""^[ \t]*\{\{[ \t]*(?:region|diagram)\b(?P<args>.*?)\}\}[ \t]*$""",
-                             re.VERBOSE | re.MULTILINE)
-_BRACES_RE = re.compile(r"""\{\{(?P<body>.*?)\}\}""", re.VERBOSE)
-_NAME_TOKEN_RE = re.compile(r"""[\w.-]+""", re.VERBOSE)
-# A file written this recently may be written again within the file system's timestamp
-# granularity without its stat changing (git's "racy" case): hash it again next time.
-_RACY_NS = 1_000_000_000
-MISSING = "missing"
 
 
 @dataclass
@@ -129,97 +125,6 @@ def check_site(repo: Path, docs: Path | None = None,
     return CheckedSite(repo, store=store, keep="errors").check(docs)
 
 
-class FileDigests:
-    """A file's identity for change detection, cheap to ask again and again.
-
-    A file last changed more than a second before it was first seen is identified by its stat
-    (inode, size, modification and change times): any later write changes the change time.
-    A file seen within a second of its last change could change again without its stat
-    changing (the file system's timestamps are coarse; git calls this "racy"), so it is
-    identified by a hash of its bytes, read again on every look until it has settled.
-    """
-
-    def __init__(self) -> None:
-        self._known: dict[str, tuple[tuple[int, ...], str, bool]] = {}
-
-    def digest(self, path: Path | str) -> str:
-        """The file's identity: 'stat:...' or 'sha256:...' (same file, same answer), or 'missing'."""
-        key = os.fspath(path)
-        try:
-            st = os.stat(key)
-        except OSError:
-            self._known.pop(key, None)
-            return MISSING
-        return self._identity(key, st)
-
-    def _identity(self, key: str, st: os.stat_result) -> str:
-        stamp = (*cache.stamp(st), st.st_mode)
-        known = self._known.get(key)
-        if known is not None and known[0] == stamp and known[2]:
-            return known[1]
-        settled = cache.settled(st, window_ns=_RACY_NS)
-        if (known is None or known[0] != stamp) and settled:
-            identity = "stat:" + ":".join(map(str, stamp))
-            self._known[key] = (stamp, identity, True)
-            return identity
-        try:
-            with open(key, "rb") as f:
-                identity = "sha256:" + hashlib.sha256(f.read()).hexdigest()
-        except IsADirectoryError:
-            identity = "directory"
-        except OSError:
-            return MISSING
-        self._known[key] = (stamp, identity, settled)
-        return identity
-
-
-def _combine(items: Iterable[tuple[str, str]]) -> str:
-    h = hashlib.sha256()
-    for key, value in items:
-        h.update(f"{key}\0{value}\n".encode("utf-8", "surrogateescape"))
-    return h.hexdigest()
-
-
-def region_files(markdown: str) -> set[str]:
-    """The paths under code/ that the page's `{{ region PATH NAME }}` and `{{ diagram PATH }}` lines read
-    (a page also reads the runs.toml of each set it names, for its display names: see CheckedSite._inputs)."""
-    paths = set()
-    for m in _REGION_LINE_RE.finditer(markdown):
-        args = m.group("args").split()
-        if any(q in m.group("args") for q in "\"'\\"):
-            try:
-                args = shlex.split(m.group("args"))
-            except ValueError:
-                pass  # the page check reports the unreadable directive
-        if args:
-            paths.add(args[0])
-    return paths
-
-
-def _name_words(text: str) -> set[str]:
-    """Every word of `text` that could name a set: each run of letters, digits, '-' and '.', taken
-    whole, without its outer dots, and split at its dots (a set name may hold a dot:
-    'day62-racecheck-cuda12.4'; 'day62-racecheck.' ends a sentence)."""
-    words = set(_NAME_TOKEN_RE.findall(text))
-    for token in [t for t in words if "." in t]:
-        words.add(token.strip("."))
-        words.update(token.split("."))
-    return words
-
-
-@dataclass(frozen=True)
-class PageInputs:
-    """What a page's result was computed from: its text, its source file, the sets it cites or
-    names, the code files of its regions, and the list of sets (a page naming no set says which exist)."""
-
-    markdown: str
-    offset: int
-    source: tuple[str, str]
-    catalog: str
-    sets: tuple[tuple[str, str], ...]
-    files: tuple[tuple[str, str], ...]
-
-
 @dataclass
 class CheckedSite:
     """A site kept checked across rebuilds: `refresh` once per build, then `page` for each page.
@@ -298,7 +203,7 @@ class CheckedSite:
             per_set.setdefault(folders.get(top, top), []).append((rel, digest))
         # A set is read by its lesson's runs.toml ([harness]): a change there counts for every set.
         specs = [(os.sep + rel, digest) for rel, digest in code.items() if rel.endswith(os.sep + "runs.toml")]
-        self._set_digests = {name: _combine(items + specs) for name, items in per_set.items()}
+        self._set_digests = {name: combine(items + specs) for name, items in per_set.items()}
         self._set_folders = {name: top for top, name in folders.items()}
         self._scanned, self._scans, self._tree = now, scans, tree
         stored = self.store.get("site", "errors", tree)
@@ -323,7 +228,7 @@ class CheckedSite:
         self._site_errors = errors
         self._lessons = lessons
         self._names = frozenset(names | unreadable | set(self._set_digests))
-        self._catalog = _combine([(name, "set") for name in sorted(names)]
+        self._catalog = combine([(name, "set") for name in sorted(names)]
                                  + [(name, "unreadable") for name in sorted(unreadable)]
                                  + [(name, "unrecorded " + " ".join(files))
                                     for name, files in sorted(unrecorded.items())])
@@ -341,7 +246,7 @@ class CheckedSite:
         only cite a set by naming it there (its default set in `{{ evidence SET }}`), and naming
         a set that does not exist is an error that changes when the set appears.
         """
-        names = self._names & _name_words(" ".join(_BRACES_RE.findall(markdown)))
+        names = self._names & name_words(markdown)
         return PageInputs(
             markdown, offset, source, self._catalog,
             tuple(sorted((n, self._set_digests.get(n, MISSING)) for n in names)),

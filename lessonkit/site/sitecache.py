@@ -23,9 +23,9 @@ from typing import Any
 from lessonkit import cache
 from lessonkit.errors import LessonError
 from lessonkit.evidence.manifest import MISSING, sha256_file
-from lessonkit.pages.state import ClaimOutcome, PageResult
-from lessonkit.pages.render import Published
 from lessonkit.evidence.spec import load_spec
+from lessonkit.pages.render import Published
+from lessonkit.pages.state import ClaimOutcome, PageResult
 
 DIRECTORY = "directory"
 

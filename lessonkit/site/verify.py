@@ -147,7 +147,10 @@ def built_page(site_dir: Path, docs_path: str) -> Path | None:
 
 def audit_site(site_dir: Path, repo: Path) -> list[LessonError]:
     """The rendered-page audit (lessonkit.pages.audit) of every page of `repo`'s docs/ as built under `site_dir`."""
-    from lessonkit.site.check import CheckedSite, docs_pages  # the whole core: only the audit needs it
+    from lessonkit.site.check import (  # the whole core: only the audit needs it
+        CheckedSite,
+        docs_pages,
+    )
 
     session = CheckedSite(repo)
     session.refresh()

@@ -1,0 +1,120 @@
+"""What a page's check result depends on, and how to tell when that changed (for CheckedSite).
+
+A page's result depends on its Markdown, the evidence sets it names inside double braces, the
+code files its region and diagram lines read, and the list of sets. `FileDigests` identifies a
+file cheaply and soundly across rebuilds; `name_words` and `region_files` read a page's inputs
+off its text before it is checked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shlex
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from lessonkit import cache
+
+_REGION_LINE_RE = re.compile(r"""^[ \t]*\{\{[ \t]*(?:region|diagram)\b(?P<args>.*?)\}\}[ \t]*$""",
+                             re.VERBOSE | re.MULTILINE)
+_BRACES_RE = re.compile(r"""\{\{(?P<body>.*?)\}\}""", re.VERBOSE)
+_NAME_TOKEN_RE = re.compile(r"""[\w.-]+""", re.VERBOSE)
+# A file written this recently may be written again within the file system's timestamp
+# granularity without its stat changing (git's "racy" case): hash it again next time.
+_RACY_NS = 1_000_000_000
+MISSING = "missing"
+
+
+class FileDigests:
+    """A file's identity for change detection, cheap to ask again and again.
+
+    A file last changed more than a second before it was first seen is identified by its stat
+    (inode, size, modification and change times): any later write changes the change time.
+    A file seen within a second of its last change could change again without its stat
+    changing (the file system's timestamps are coarse; git calls this "racy"), so it is
+    identified by a hash of its bytes, read again on every look until it has settled.
+    """
+
+    def __init__(self) -> None:
+        self._known: dict[str, tuple[tuple[int, ...], str, bool]] = {}
+
+    def digest(self, path: Path | str) -> str:
+        """The file's identity: 'stat:...' or 'sha256:...' (same file, same answer), or 'missing'."""
+        key = os.fspath(path)
+        try:
+            st = os.stat(key)
+        except OSError:
+            self._known.pop(key, None)
+            return MISSING
+        return self._identity(key, st)
+
+    def _identity(self, key: str, st: os.stat_result) -> str:
+        stamp = (*cache.stamp(st), st.st_mode)
+        known = self._known.get(key)
+        if known is not None and known[0] == stamp and known[2]:
+            return known[1]
+        settled = cache.settled(st, window_ns=_RACY_NS)
+        if (known is None or known[0] != stamp) and settled:
+            identity = "stat:" + ":".join(map(str, stamp))
+            self._known[key] = (stamp, identity, True)
+            return identity
+        try:
+            with open(key, "rb") as f:
+                identity = "sha256:" + hashlib.sha256(f.read()).hexdigest()
+        except IsADirectoryError:
+            identity = "directory"
+        except OSError:
+            return MISSING
+        self._known[key] = (stamp, identity, settled)
+        return identity
+
+
+def combine(items: Iterable[tuple[str, str]]) -> str:
+    h = hashlib.sha256()
+    for key, value in items:
+        h.update(f"{key}\0{value}\n".encode("utf-8", "surrogateescape"))
+    return h.hexdigest()
+
+
+def region_files(markdown: str) -> set[str]:
+    """The paths under code/ that the page's `{{ region PATH NAME }}` and `{{ diagram PATH }}` lines read
+    (a page also reads the runs.toml of each set it names, for its display names: see CheckedSite._inputs)."""
+    paths = set()
+    for m in _REGION_LINE_RE.finditer(markdown):
+        args = m.group("args").split()
+        if any(q in m.group("args") for q in "\"'\\"):
+            try:
+                args = shlex.split(m.group("args"))
+            except ValueError:
+                pass  # the page check reports the unreadable directive
+        if args:
+            paths.add(args[0])
+    return paths
+
+
+def name_words(markdown: str) -> set[str]:
+    """Every word inside the page's double braces that could name a set: each run of letters,
+    digits, '-' and '.', taken whole, without its outer dots, and split at its dots (a set name
+    may hold a dot: 'day62-racecheck-cuda12.4'; 'day62-racecheck.' ends a sentence). A page can
+    only cite a set by naming it there ('{{ evidence day62-racecheck }}', '{{ 3 @ SET/RUN:... }}')."""
+    words = set(_NAME_TOKEN_RE.findall(" ".join(_BRACES_RE.findall(markdown))))
+    for token in [t for t in words if "." in t]:
+        words.add(token.strip("."))
+        words.update(token.split("."))
+    return words
+
+
+@dataclass(frozen=True)
+class PageInputs:
+    """What a page's result was computed from: its text, its source file, the sets it cites or
+    names, the code files of its regions, and the list of sets (a page naming no set says which exist)."""
+
+    markdown: str
+    offset: int
+    source: tuple[str, str]
+    catalog: str
+    sets: tuple[tuple[str, str], ...]
+    files: tuple[tuple[str, str], ...]
