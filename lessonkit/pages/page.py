@@ -17,35 +17,24 @@ filter values of the claims in that row.
 from __future__ import annotations
 
 import re
-import shlex
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import replace
-from functools import lru_cache
 from pathlib import Path
 
-from lessonkit.errors import LessonError, LessonErrors
 from lessonkit.evidence.sets import EvidenceSet
 from lessonkit.evidence.unrecorded import Unrecorded
 from lessonkit.pages.crossclaims import check_compound, compound
-from lessonkit.pages.diagrams import render_diagram
-from lessonkit.pages.linerefs import check_typed_line_refs, highlighted
-from lessonkit.pages.regions import load_region
+from lessonkit.pages.directives import expand_directive
+from lessonkit.pages.linerefs import check_typed_line_refs
 from lessonkit.pages.render import (
-    large_recordings,
     produced,
-    render_commands,
-    render_provenance,
-    render_region,
-    render_transcript,
 )
 from lessonkit.pages.rules import check_summaries
 from lessonkit.pages.scan import LineIndex, OutLine, Span, Token, scan, stands_alone, structure
 from lessonkit.pages.state import PageResult, PageState
 from lessonkit.pages.tablerules import check_table_labels
-from lessonkit.pages.tables import render_table
 from lessonkit.pages.text import (
-    SUMMARY_MENTION_RE,
     check_escaped_directives,
     check_hidden_text,
     check_reserved_marks,
@@ -58,7 +47,6 @@ from lessonkit.pages.values import is_value, render_value
 _DIRECTIVES = ("region", "transcript", "evidence", "provenance", "commands", "table", "diagram")
 _CLAIM_AT_RE = re.compile(r"""\s@\s""")
 _NEWLINE_RUN_RE = re.compile(r"""[ \t\r]*\n[ \t\r]*""")
-_WORD_RE = re.compile(r"""[^ \t\r\n]+""")
 
 
 def process_page(markdown: str, path: str, repo: Path, sets: dict[str, EvidenceSet],
@@ -221,7 +209,7 @@ def _expand(page: PageState, text: str, lines: LineIndex, tokens: list[Token]) -
             line_start = text.rfind("\n", 0, token.start) + 1
             plain(text[pos:line_start], pos)
             indent = text[line_start:token.start]
-            block = _directive(page, token, word, text)
+            block = expand_directive(page, token, word, text)
             out[-1] = OutLine(token.line, "\n".join(indent + b if b else b for b in block.split("\n")),
                               generated=True)
             line_end = text.find("\n", token.end)
@@ -340,177 +328,3 @@ def _first_run(page: PageState, ref_query: str, sets: tuple[str, str] | None) ->
 
 def _one_line(source: str) -> str:
     return _NEWLINE_RUN_RE.sub(" ", source)
-
-
-def _words(text: str) -> list[str]:
-    """shlex.split(text), without its cost when nothing is quoted or escaped (then the words are
-    the runs of characters other than shlex's whitespace)."""
-    if "'" in text or '"' in text or "\\" in text:
-        return shlex.split(text)
-    return _WORD_RE.findall(text)
-
-
-def _directive(page: PageState, token: Token, word: str, text: str) -> str:
-    index = token.line
-    try:
-        parts = _words(token.body.split(None, 1)[1] if len(token.body.split()) > 1 else "")
-    except ValueError as exc:
-        page.error(index, f"cannot read the {word} directive: {exc}")
-        return ""
-    if word == "evidence":
-        lesson = page.unrecorded.get(parts[0]) if parts else None
-        return _not_recorded_notice(lesson) if lesson is not None else ""
-    if word == "region":
-        return _region(page, token, parts, text)
-    if word == "diagram":
-        return render_diagram(page, index, parts)
-    if word == "table":
-        return render_table(page, index, parts)
-    if not parts:
-        page.error(index, f"the {word} directive needs an evidence name")
-        return ""
-    found = page.lookup(index, parts[0])
-    if found is None:
-        return ""
-    ev, group = found
-    if word == "transcript":
-        if group is None:
-            page.error(index, f"'transcript {parts[0]}' names a set; name one of its transcripts: "
-                       f"{', '.join(sorted(ev.groups))}")
-            return ""
-        return _transcript(page, index, ev, group, parts[1:])
-    if group is not None:
-        page.error(index, f"'{word}' takes a set name, not the transcript {parts[0]!r}")
-        return ""
-    if word == "provenance":
-        return render_provenance(ev)
-    names = parts[1:] or sorted(ev.groups)
-    unknown = [n for n in names if n not in ev.groups]
-    if unknown:
-        page.error(index, f"commands: set {ev.name!r} has no transcript {unknown[0]!r}; it has: "
-                   f"{', '.join(sorted(ev.groups))}")
-        return ""
-    for name in names:
-        page.cite(index, ev.name, name)
-    return render_commands(ev, [ev.recordings(n)[0] for n in names])
-
-
-def _transcript(page: PageState, index: int, ev: EvidenceSet, group: str, options: list[str]) -> str:
-    opened, title = False, None
-    for option in options:
-        key, sep, value = option.partition("=")
-        if option == "open":
-            opened = True
-        elif key == "title" and sep and value.strip():
-            title = value.strip()
-        else:
-            page.error(index, f"unknown transcript option {option!r}; expected open or title=\"…\"")
-            return ""
-    names = ev.recordings(group)
-    if title is not None and names:
-        _check_title(page, index, ev, ev.entries[names[0]].command, title)
-    try:
-        texts = [ev.transcript_text(n) for n in names]
-    except LessonError as exc:
-        page.error(index, f"cannot embed: {exc}")
-        return ""
-    page.result.published.extend(large_recordings(ev, group, texts))
-    if not page.transcripts:
-        return page.result.slot("")
-    figures = []
-    for name in names:
-        try:
-            figures.append(dict(ev.transcript(name).scalars))
-        except LessonError:
-            figures.append({})  # reported by the claims on it and by the integrity check
-    return page.result.slot(render_transcript(ev, group, texts, title=title, opened=opened, figures=figures))
-
-
-_TITLE_WORD_RE = re.compile(r"""[a-z0-9]+""")
-
-
-@lru_cache(maxsize=4096)
-def _command_words(command: str) -> frozenset[str]:
-    """A command's words as a title would name them: './racecheck' -> racecheck, 'sweep.py' -> sweep."""
-    words = set()
-    for token in command.lower().split():
-        token = token.lstrip("-").removeprefix("./")
-        words.add(token.rsplit(".", 1)[0] if "." in token[1:] else token)
-    return frozenset(words)
-
-
-def _check_title(page: PageState, index: int, ev: EvidenceSet, command: str, title: str) -> None:
-    """A transcript's title may not say what the run did not do: no summary quote (it would go
-    unchecked), no number its command lacks, and no word that tells the set's runs apart (a tool,
-    a mode, an argument) unless this run's command has it."""
-    if SUMMARY_MENTION_RE.search(title):
-        page.error(index, f"transcript title {title!r} quotes a summary, which a title cannot check; "
-                   "quote it in the text, next to the transcript")
-        return
-    own = _command_words(command)
-    commands = [_command_words(e.command) for e in ev.entries.values()]
-    telling = frozenset().union(*commands) - frozenset.intersection(*commands)
-    for word in dict.fromkeys(_TITLE_WORD_RE.findall(title.lower())):
-        if word not in own and (word.isdigit() or word in telling):
-            page.error(index, f"transcript title {title!r} says {word!r}, but the run it shows is "
-                       f"{command!r}; title it by what this run did")
-            return
-
-
-def _not_recorded_notice(lesson: Unrecorded) -> str:
-    """What `{{ evidence LESSON }}` shows while the lesson has no evidence: a notice, not provenance."""
-    return (f'!!! warning "Not yet recorded"\n\n'
-            f"    This lesson's programs have not been run on a GPU for this page yet, so it shows no tool\n"
-            f"    output and no measured figure. They are recorded on a GPU machine with\n"
-            f"    `{lesson.refresh}`.\n")
-
-
-def _check_recorded(page: PageState, index: int, relpath: str) -> None:
-    """A region shows code that ran: its file is an input of a recording in its lesson's evidence set
-    (and the freshness check holds that input to the hash recorded)."""
-    lesson = relpath.split("/", 1)[0]
-    if lesson in page.broken_sets:
-        return  # the set's own error comes first
-    ev = page.sets.get(lesson)
-    key = f"code/{relpath}"
-    if ev is not None and any(key in entry.inputs for entry in ev.entries.values()):
-        return
-    if lesson in page.unrecorded and key in page.unrecorded[lesson].inputs:
-        return  # it will run: the lesson's warning says it has not yet
-    where = f"any recording in evidence/{lesson}" if ev is not None else f"a recording: evidence/{lesson} does not exist"
-    page.error(index, f"{key} is not an input of {where}; a region shows only code that ran, so that its lines "
-               f"are the lines the transcripts come from: list the file under inputs in code/{lesson}/runs.toml "
-               "and refresh the evidence")
-
-
-def _region(page: PageState, token: Token, parts: list[str], text: str) -> str:
-    index = token.line
-    if len(parts) < 2:
-        page.error(index, "the region directive needs a path under code/ and a region name: "
-                   "{{ region LESSON/FILE NAME [highlight=LINE@REF:QUERY|@MARKER+N,...] }}")
-        return ""
-    relpath, name, options = parts[0], parts[1], parts[2:]
-    page.result.sources.add(relpath)
-    where = LessonError(page.path, index + 1 + page.offset, f"asked for by region {name!r}")
-    try:
-        region = load_region(page.repo / "code", relpath, name, where)
-    except LessonError as exc:
-        page.result.errors.append(exc)
-        return ""
-    except LessonErrors as exc:
-        page.result.errors.extend(exc.errors)
-        return ""
-    _check_recorded(page, index, relpath)
-    highlight: list[int] = []
-    source = text[token.start:token.end]
-    for option in options:
-        key, _, value = option.partition("=")
-        if key != "highlight" or not value:
-            page.error(index, f"unknown region option {option!r}; expected highlight=LINE@REF:QUERY or "
-                       "highlight=@MARKER+N,...")
-            continue
-        for item in value.split(","):
-            line = highlighted(page, token, relpath, region, item, source)
-            if line is not None:
-                highlight.append(line)
-    return render_region(region, highlight)
