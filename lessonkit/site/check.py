@@ -23,7 +23,6 @@ from lessonkit.errors import LessonError
 from lessonkit.evidence.manifest import use_hash_store
 from lessonkit.evidence.sets import Evidence, load_all_evidence, set_folders
 from lessonkit.evidence.spec import load_spec
-from lessonkit.pages.audit import audit_page
 from lessonkit.pages.page import process_page
 from lessonkit.pages.state import PageResult
 from lessonkit.site import sitecache
@@ -361,6 +360,9 @@ class CheckedSite:
         try:
             errors = sitecache.decode_errors(data)
         except (TypeError, KeyError, ValueError):
+            # Imported here: a build audits, `check` never does, and need not load the audit.
+            from lessonkit.pages.audit import audit_page
+
             errors = audit_page(html, source, path, result, self.site.evidence.sets)
             if self._unchanged_since_refresh(inputs):
                 self.store.put("audit", sitecache.entry_name(path), key, sitecache.encode_errors(errors))
