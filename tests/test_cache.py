@@ -68,6 +68,23 @@ def test_a_warm_check_reads_the_cache_and_reports_the_same(settled: Path):
     assert (site.checks, site.reloads, site.cache_hits) == (0, 0, 2)  # the site's errors, the page
 
 
+def test_a_warm_check_reads_every_files_hash_back_as_one_entry(settled: Path, monkeypatch):
+    """Every file settled and unchanged: the scan's stamps find the stored hashes, and no file is
+    looked up or hashed one by one; a changed stamp does not find them."""
+    def refuse(*args):
+        raise AssertionError("a warm check looked up a file's hash one by one")
+
+    monkeypatch.setattr(sitecache, "contents", refuse)
+    warm = CheckedSite(settled, keep="errors")
+    assert [str(e) for e in warm.check()] == uncached(settled)[:-1]
+    transcript = settled / "evidence/demo/race.txt"
+    st = os.stat(transcript)
+    os.utime(transcript, ns=(st.st_atime_ns, st.st_mtime_ns))  # the same bytes and mtime, a new ctime
+    time.sleep(SETTLE_S)
+    with pytest.raises(AssertionError, match="one by one"):
+        CheckedSite(settled, keep="errors").check()
+
+
 def test_a_same_size_transcript_edit_with_its_mtime_restored_is_not_served(settled: Path):
     manifest = settled / "evidence/demo/manifest.json"
     transcript = settled / "evidence/demo/race.txt"

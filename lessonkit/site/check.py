@@ -187,8 +187,7 @@ class CheckedSite:
         if self._tree and scans == self._scans and all(
                 sitecache.settled_since(scan, self._scanned) for scan in scans):
             return  # no file changed since a scan that saw every file settled: their bytes are the same
-        evidence = sitecache.contents(self.repo / "evidence", scans[0])
-        code = sitecache.contents(self.repo / "code", scans[1])
+        evidence, code = sitecache.site_contents(self.store, self.repo, scans, now)
         tree = sitecache.site_key(self.repo, evidence, code)
         if tree == self._tree:
             self._scanned, self._scans = now, scans
