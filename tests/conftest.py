@@ -246,3 +246,20 @@ def run_page(repo: Path, text: str):
 def errs(repo: Path, text: str) -> list[str]:
     """The errors of `text` as the page docs/p.md, as messages."""
     return [str(e) for e in run_page(repo, text).errors]
+
+
+# Debian's chromium, driven by Playwright for the browser tests (tests/test_browser.py,
+# tests/test_serve_errors.py): headless, and quiet on the network.
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """One Chromium for a test module."""
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()

@@ -19,9 +19,6 @@ from conftest import REPO, mkdocs_build
 from lessonkit.pages.regions import parse_regions
 
 ARTIFACTS = REPO / "tests" / "artifacts"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 DESKTOP, MOBILE = 1280, 390
 # prefers-color-scheme as the browser reports it -> the Material scheme the page must then show
 SCHEMES = {"light": "default", "dark": "slate"}
@@ -50,15 +47,6 @@ def served_site(built_site: Path):
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 def site_pages(site: Path) -> list[str]:

@@ -15,9 +15,6 @@ from test_reload import SERVED, Serve, two_lessons
 from lessonkit.errors import LessonError
 from lessonkit.site.errorpage import STRICT_NOTE, error_page, split_fix
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 ERRORS = 'main[data-lessonkit="errors"]'
 WRONG = "{{ 121 @ race:reports[severity=Error].hazards }}"
 RIGHT = "{{ 120 @ race:reports[severity=Error].hazards }}"
@@ -48,15 +45,6 @@ def test_build_still_fails(demo_repo: Path):
     page.write_text(page.read_text().replace(RIGHT, WRONG))
     done = mkdocs_build(demo_repo)
     assert done.returncode == 1 and "lessonkit found problems:\ndocs/index.md:7: claim '121'" in done.stderr
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 def _saved_then_shown(page, path: Path, old: str, new: str, selector: str) -> float:
