@@ -282,6 +282,48 @@ def test_a_transcript_read_in_its_racy_window_is_not_kept_parsed(demo_repo: Path
     assert evidence._parse_cache == before  # just written: read bytes may not be the hashed ones
 
 
+def _twin_lesson(repo: Path, harness_edit: tuple[str, str] = ("", "")) -> None:
+    """Lesson `twin`: demo's program and runs under another name (its [harness] edited by
+    `harness_edit`), and its set recording demo's transcripts byte for byte."""
+    from conftest import BARE, RACE, record_set
+    shutil.copytree(repo / "code/demo", repo / "code/twin")
+    runs = repo / "code/twin/runs.toml"
+    runs.write_text(runs.read_text().replace('lesson = "demo"', 'lesson = "twin"').replace(*harness_edit))
+    record_set(repo, "twin", {"race": RACE, "bare": BARE})
+    time.sleep(SETTLE_S)
+
+
+def _parses(monkeypatch) -> list[str]:
+    """The files parse_transcript reads from now on, in order."""
+    from lessonkit.evidence import sets as evidence
+    seen: list[str] = []
+    real = evidence.parse_transcript
+    monkeypatch.setattr(evidence, "parse_transcript",
+                        lambda text, shown, harness=None: seen.append(shown) or real(text, shown, harness))
+    monkeypatch.setattr(evidence, "_parse_cache", {})
+    return seen
+
+
+def test_the_same_bytes_read_by_the_same_harness_in_two_lessons_are_parsed_once(demo_repo: Path, monkeypatch):
+    _twin_lesson(demo_repo)
+    seen = _parses(monkeypatch)
+    sets = CheckedSite(demo_repo, store=Store(None)).site.evidence.sets
+    demo, twin = sets["demo"].transcript("bare"), sets["twin"].transcript("bare")
+    assert seen == ["evidence/demo/bare.txt"]
+    assert twin.source == "evidence/twin/bare.txt" and demo.source == "evidence/demo/bare.txt"
+    assert twin.collections() == demo.collections() and twin.collections()["rows"]
+    assert twin.derived is demo.derived  # the query indexes are built once for both
+
+
+def test_the_same_bytes_read_by_another_harness_are_parsed_again(demo_repo: Path, monkeypatch):
+    _twin_lesson(demo_repo, ('threads = "int"', 'threads = "str"'))
+    seen = _parses(monkeypatch)
+    sets = CheckedSite(demo_repo, store=Store(None)).site.evidence.sets
+    demo, twin = sets["demo"].transcript("bare"), sets["twin"].transcript("bare")
+    assert seen == ["evidence/demo/bare.txt", "evidence/twin/bare.txt"]
+    assert {r["threads"] for r in demo.collections()["rows"]} != {r["threads"] for r in twin.collections()["rows"]}
+
+
 def test_a_stray_compiled_file_in_a_set_is_seen(settled: Path):
     (settled / "evidence/demo/stray.pyc").write_bytes(b"\0")
     time.sleep(SETTLE_S)

@@ -72,9 +72,10 @@ class TableForm:
 
 @dataclass(frozen=True)
 class HarnessFormat:
-    """A lesson's `[harness]` declaration, checked (equal declarations compare equal)."""
+    """A lesson's `[harness]` declaration, checked. Equal declarations compare equal wherever they
+    were written: `source` (the runs.toml, for messages) is not part of what reads a transcript."""
 
-    source: str
+    source: str = field(compare=False)
     types: tuple[tuple[str, str], ...]
     lines: tuple[LineForm, ...] = ()
     tables: tuple[TableForm, ...] = ()

@@ -37,7 +37,8 @@ OLD_PREFIX = ".old."         # evidence/.old.<set>: the previous set while a ref
 SCRATCH_PREFIX = ".refresh."  # evidence/.refresh.<set>.<pid>: a refresh's work in progress
 
 # Parsed transcripts by (sha256 of the file, format, harness format): a rebuild re-parses only
-# what changed. Only a file that had settled and did not change while it was read is kept here.
+# what changed, and bytes recorded twice (two sets, two lessons declaring the same harness) are
+# parsed once. Only a file that had settled and did not change while it was read is kept here.
 _parse_cache: dict[tuple[str, str, HarnessFormat | None], Transcript] = {}
 
 
@@ -109,11 +110,11 @@ class EvidenceSet:
                 sha256_file(path, st), entry.format, self.harness if entry.format == "text" else None)
         except OSError:
             key = None
-        if key is not None and key in _parse_cache:
-            self._parsed[name] = _parse_cache[key]
-            return _parse_cache[key]
-        text = self.transcript_text(name)
         shown = self.transcript_path(name)
+        if key is not None and key in _parse_cache:
+            self._parsed[name] = _parse_cache[key].read_from(shown)
+            return self._parsed[name]
+        text = self.transcript_text(name)
         if entry.format == "json":
             parsed = parse_json_transcript(text, shown)
         elif entry.format == "text":

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -220,6 +220,17 @@ class Transcript:
     def collections(self) -> dict[str, tuple[dict[str, Any], ...]]:
         """Every list of records a query can select from, by name (built once per transcript)."""
         return self._collections
+
+    def read_from(self, source: str) -> Transcript:
+        """This parse as the recording at `source` gives it: a file with the same bytes, read in
+        the same format, parses the same. The twin shares this one's records and derived views
+        (none of them names the file); only `source` differs."""
+        if source == self.source:
+            return self
+        twin = replace(self, source=source)
+        twin.__dict__["derived"] = self.derived
+        twin.__dict__["_collections"] = self._collections
+        return twin
 
     @cached_property
     def derived(self) -> dict[Any, Any]:
