@@ -25,6 +25,10 @@ class LessonError(Exception):
         where = self.path if self.line is None else f"{self.path}:{self.line}"
         return f"{where}: {'warning: ' if self.warning else ''}{self.message}"
 
+    def __reduce__(self) -> tuple[type[LessonError], tuple[str, int | None, str, int, bool]]:
+        """Pickled as its fields (a page checked in another process sends its errors back)."""
+        return LessonError, (self.path, self.line, self.message, self.rank, self.warning)
+
 
 def _set_dunder_only(self: LessonError, name: str, value: object) -> None:
     """Frozen fields, but Python may still set __traceback__, __cause__ and __context__ on it."""
@@ -43,6 +47,9 @@ class LessonErrors(Exception):
     def __init__(self, errors: Iterable[LessonError]):
         self.errors: list[LessonError] = list(errors)
         super().__init__(self.report())
+
+    def __reduce__(self) -> tuple[type[LessonErrors], tuple[list[LessonError]]]:
+        return LessonErrors, (self.errors,)
 
     def report(self) -> str:
         """All errors, causes first (stable within a rank), one per line, then the warnings, then

@@ -20,8 +20,11 @@ lessonkit/cache.py): file hashes by stat, the site's own errors, and each page's
 build) or errors (`check`), each keyed by the contents it was derived from. The timed builds and
 checks run with it warm, as an author's second build does, so `lessonkit_s` and `check_s` are
 warm figures. `check_s_cold` is `python -m lessonkit check` right after deleting that folder: what
-a fresh clone (CI) pays, every file hashed and every page checked. `build_s_without` never runs
-lessonkit at all.
+a fresh clone (CI) pays, every file hashed and every page checked, in as many processes as
+`check` takes by default (the CPUs it may use). Beside it, alternating, the same cold check of
+the site that the benchmark of commit --baseline writes (that commit's lesson, evidence and
+core): the bound "no slower than then" compared on the same machine, not against a figure
+measured on another. `build_s_without` never runs lessonkit at all.
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 LESSON = "day62-racecheck"
+# The commit where the bound on the cold check (no slower than then) was measured: issue 17's "today".
+BASELINE = "4da746a"
 CACHE = ".lessonkit-cache"  # lessonkit.cache.FOLDER
 # Each process runs as on an author's machine: Python keeps its compiled modules (__pycache__),
 # as it does by default, even where this shell's environment turns that off.
@@ -221,6 +226,35 @@ def make_site(dest: Path, lessons: int, src: Path, core: Path) -> None:
     if "bench/replay.py" not in replay or "lessonkit_hooks" in replay or "lessonkit.site.mdext" in replay:
         sys.exit("bench: cannot take lessonkit out of mkdocs.yml for the build without checking")
     (dest / "mkdocs-replay.yml").write_text(replay, encoding="utf-8")
+
+
+# Run in a baseline commit's tree: its own benchmark writes its own synthetic site, as it did then.
+_BASELINE_SITE = """\
+import sys
+from pathlib import Path
+sys.path.insert(0, "scripts")
+import bench_build as b
+src, _ = b.lesson_source(Path(sys.argv[1]), None, b.REPO / "lessonkit")
+b.make_site(Path(sys.argv[2]), int(sys.argv[3]), src, b.REPO / "lessonkit")
+"""
+
+
+def baseline_site(rev: str, work: Path, lessons: int) -> Path:
+    """The synthetic site of `lessons` copies as the benchmark of commit `rev` wrote it (that
+    commit's lesson, evidence and core), for a cold check timed beside today's on this machine."""
+    tree = work / "baseline-tree"
+    tree.mkdir()
+    try:
+        git_files(rev, ["."], tree)
+    except subprocess.CalledProcessError:
+        sys.exit(f"bench: commit {rev} is not in this clone (a shallow one?); fetch it, or pass --baseline none")
+    (work / "baseline-work").mkdir()
+    dest = work / "baseline-site"
+    done = subprocess.run([sys.executable, "-c", _BASELINE_SITE, str(work / "baseline-work"), str(dest),
+                           str(lessons)], cwd=tree, env=ENV, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        sys.exit(f"bench: cannot write the site of {rev} with its own benchmark:\n{done.stderr[-2000:]}")
+    return dest
 
 
 def free_port() -> int:
@@ -412,6 +446,10 @@ def main() -> int:
     parser.add_argument("--keep", type=Path, help="build the synthetic site here and keep it")
     parser.add_argument("--profile", action="store_true", help="also profile one build (stderr)")
     parser.add_argument("--json", action="store_true", help="print one JSON line")
+    parser.add_argument("--baseline", metavar="REV", default=BASELINE,
+                        help="also time the cold check of the site commit REV's own benchmark writes "
+                             f"(its lesson, evidence and core), alternating with today's (default {BASELINE}, "
+                             "where the bound on the cold check was measured); 'none' skips it")
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="lk-bench-"))
@@ -445,10 +483,20 @@ def main() -> int:
             progress(f"round {k + 1} of {args.runs}: build {with_s[-1]:.2f} s, without checking "
                      f"{without_s[-1]:.2f} s, check {check_s[-1]:.2f} s")
         inside = timings(timing_file)
-        for k in range(args.runs):  # a fresh clone: no cache
+        old = None
+        if args.baseline != "none":
+            progress(f"writing the site of {args.baseline} with its own benchmark, for its cold check")
+            old = baseline_site(args.baseline, work, args.lessons)
+            run(check, old)  # its .pyc files, untimed
+        base_s: list[float] = []
+        for k in range(args.runs):  # a fresh clone: no cache; today's and the baseline's, alternating
             shutil.rmtree(repo / CACHE, ignore_errors=True)
             cold_s.append(run(check, repo))
-            progress(f"check with the cache deleted, {k + 1} of {args.runs}: {cold_s[-1]:.2f} s")
+            if old is not None:
+                shutil.rmtree(old / CACHE, ignore_errors=True)
+                base_s.append(run(check, old))
+            progress(f"check with the cache deleted, {k + 1} of {args.runs}: {cold_s[-1]:.2f} s"
+                     + (f"; at {args.baseline}: {base_s[-1]:.2f} s" if base_s else ""))
         reload_s, missed, which = measure_reloads(repo, args.lessons, args.reloads)
         if args.profile:
             progress("profiling one build, with the cache warm and without it")
@@ -460,6 +508,8 @@ def main() -> int:
     result = {"lessons": args.lessons, "build_s_with": round(med(with_s), 3),
               "build_s_without": round(med(without_s), 3), "lessonkit_s": round(med(inside), 3),
               "check_s": round(med(check_s), 3), "check_s_cold": round(med(cold_s), 3),
+              "check_s_cold_baseline": round(med(base_s), 3) if base_s else None,
+              "baseline": args.baseline if base_s else None,
               "reload_s": round(med(reload_s), 3),
               "reload_missed_errors": missed}
     if args.json:
@@ -473,6 +523,9 @@ def main() -> int:
           f"({100 * result['lessonkit_s'] / result['build_s_with']:.1f}% of the build; {runs(inside)})")
     print(f"python -m lessonkit check : {result['check_s']:.3f} s  ({runs(check_s)})")
     print(f"  the same, cache deleted : {result['check_s_cold']:.3f} s  ({runs(cold_s)})")
+    if base_s:
+        print(f"  the same at {args.baseline[:7]}   : {result['check_s_cold_baseline']:.3f} s  ({runs(base_s)}; "
+              f"its own site, cache deleted, alternating with the line above)")
     print(f"serve --dirtyreload, edit : {result['reload_s']:.3f} s  ({runs(reload_s)})")
     print(f"injected errors missed    : {missed}" + (f" ({', '.join(which)})" if which else ""))
     return 0

@@ -1,4 +1,4 @@
-"""Command line: `python -m lessonkit check [--no-cache] [--[no-]strict] | regions FILE |
+"""Command line: `python -m lessonkit check [--no-cache] [--[no-]strict] [--jobs N] | regions FILE |
 transcript FILE|SET/RUN [--lesson LESSON] | accept | verify-site | new LESSON`.
 
 A subcommand is one entry of COMMANDS: its help line, its description for `NAME --help`, a
@@ -26,7 +26,7 @@ from lessonkit.evidence.transcript import parse_transcript
 from lessonkit.pages.regions import parse_regions
 from lessonkit.repo import repo_root
 from lessonkit.site import verify
-from lessonkit.site.check import check_site
+from lessonkit.site.check import available_cpus, check_site
 from lessonkit.textio import read_text
 
 EXIT_OK = 0
@@ -90,6 +90,20 @@ def _check_site_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--strict", action=argparse.BooleanOptionalAction, default=None,
                         help="fail on warnings (a lesson not recorded yet) too; default: as mkdocs.yml's "
                              "'strict' setting, which decides the same for the build")
+    parser.add_argument("--jobs", type=_positive, default=None, metavar="N",
+                        help="check pages in up to N processes when many must be checked (a fresh "
+                             "clone, a changed evidence set); default: the CPUs this process may use")
+
+
+def _positive(text: str) -> int:
+    """An argument that must be a whole number of at least 1."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    return n
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -102,7 +116,8 @@ def _check(args: argparse.Namespace) -> int:
     # GPU machine too, need the standard library alone.
     from lessonkit.site.config import load_site_config_errors, site_is_strict
 
-    found = load_site_config_errors(repo) + check_site(repo, store=Store(None) if args.no_cache else None)
+    found = load_site_config_errors(repo) + check_site(repo, store=Store(None) if args.no_cache else None,
+                                                       jobs=args.jobs or available_cpus())
     errors, warnings = split_warnings(found)
     strict = site_is_strict(repo) if args.strict is None else args.strict
     if found:

@@ -58,6 +58,7 @@ class EvidenceSet:
     # How the lesson's program lines are read (its runs.toml's [harness]); None: they are not.
     harness: HarnessFormat | None = None
     _parsed: dict[str, Transcript] = field(default_factory=dict, repr=False, compare=False)
+    _sizes: dict[str, int] = field(default_factory=dict, repr=False, compare=False)  # bytes, of texts read whole
     # What queries worked out from this set's recordings (lessonkit.pages.query), kept with them.
     memo: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
@@ -95,7 +96,18 @@ class EvidenceSet:
             raise LessonError(self.transcript_path(name), None,
                               f"cannot read transcript {name!r}: {exc.strerror}; "
                               f"re-record it: {self.refresh_command(name)}") from exc
-        return decode_utf8(data, self.transcript_path(name))
+        text = decode_utf8(data, self.transcript_path(name))
+        self._sizes[name] = len(data)
+        return text
+
+    def transcript_size(self, name: str) -> int:
+        """The recording's size in bytes, once its text was read whole as transcript_text reads
+        it (and fails as it fails): read once per loaded set."""
+        size = self._sizes.get(name)
+        if size is None:
+            self.transcript_text(name)
+            size = self._sizes[name]
+        return size
 
     def transcript(self, name: str) -> Transcript:
         """The parsed recording `name` (parsed once per content, across rebuilds)."""

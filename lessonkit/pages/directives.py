@@ -97,12 +97,13 @@ def _transcript(page: PageState, index: int, ev: EvidenceSet, group: str, option
     names = ev.recordings(group)
     if title is not None and names:
         _check_title(page, index, ev, ev.entries[names[0]].command, title)
-    try:
-        texts = [ev.transcript_text(n) for n in names]
+    try:  # only the sizes when no block is rendered: each file is read (and its reading checked) once
+        texts = [ev.transcript_text(n) for n in names] if page.transcripts else []
+        sizes = [ev.transcript_size(n) for n in names]
     except LessonError as exc:
         page.error(index, f"cannot embed: {exc}")
         return ""
-    page.result.published.extend(large_recordings(ev, group, texts))
+    page.result.published.extend(large_recordings(ev, group, sizes))
     if not page.transcripts:
         return page.result.slot("")
     figures = []

@@ -111,11 +111,12 @@ class Published:
     link: str
 
 
-def large_recordings(ev: EvidenceSet, group: str, texts: Sequence[str],
+def large_recordings(ev: EvidenceSet, group: str, sizes: Sequence[int],
                      limit: int = TRANSCRIPT_LIMIT) -> list[Published]:
-    """The recordings of `group` above `limit` bytes: a page shows their head and tail and links them."""
+    """The recordings of `group` above `limit` bytes (`sizes`, in its order): a page shows their
+    head and tail and links them."""
     return [Published(ev.root / ev.entries[name].file, _link(ev, name))
-            for name, text in zip(ev.recordings(group), texts) if len(text.encode("utf-8")) > limit]
+            for name, size in zip(ev.recordings(group), sizes) if size > limit]
 
 
 def files_to_publish(published: Iterable[Published], page_dest: str) -> dict[str, Path]:

@@ -41,11 +41,12 @@ _PLAIN_NUMBER_RE = re.compile(r"""^[+-]?\d[\d,]*(?:\.\d+)?$""")
 
 def check_summaries(page: PageState, out: list[OutLine], in_fence: list[bool]) -> None:
     """Every summary a line quotes is a summary line of every recording of a run its own sentence cites."""
+    paragraphs: dict[int, _Paragraph] = {}  # by the line each starts on: built once, read for each of its lines
     for i, first in enumerate(out):
         if first.generated or not _MAYBE_MENTION_RE.search(first.text):
             continue
-        line, base, first_end = (first, 0, len(first.text)) if in_fence[i] \
-            else _paragraph_around(out, in_fence, i)
+        line, base, first_end, paragraph = (first, 0, len(first.text), None) if in_fence[i] \
+            else _paragraph_around(out, in_fence, i, paragraphs)
         row = not in_fence[i] and first.text.lstrip().startswith("|")
         quoted: set[int] = set()  # where the quotes checked below begin
         for m in SUMMARY_MENTION_RE.finditer(line.text, base):
@@ -60,8 +61,8 @@ def check_summaries(page: PageState, out: list[OutLine], in_fence: list[bool]) -
             sentence = (0, len(line.text)) if whole else _sentence(line.text, m.start(), m.start() + len(stretch))
             _check_quote(page, line, m.start(), m.group("tool").upper(), _shown(stretch), sentence,
                          "its table row" if row else "its line" if in_fence[i] else "its sentence")
-        if not in_fence[i]:
-            _check_disguised(page, line, base, first_end, quoted)
+        if paragraph is not None:
+            _check_disguised(page, line, base, first_end, quoted, paragraph)
 
 
 _SENTENCE_END_RE = re.compile(r"""[.!?]["'\u201d\u2019)\]*_`]*(?=\s|$)""")
@@ -76,12 +77,28 @@ def _sentence(text: str, start: int, end: int) -> tuple[int, int]:
     return first, last.end() if last else len(text)
 
 
-def _check_disguised(page: PageState, line: OutLine, base: int, first_end: int, quoted: set[int]) -> None:
+class _Paragraph:
+    """A paragraph joined as Markdown shows it, and what the summary rules read of it (each once)."""
+
+    def __init__(self, joined: OutLine) -> None:
+        self.joined = joined
+        self._visible: tuple[str, list[int]] | None = None
+        # No mention, however formatted: the common case, without building the visible text.
+        self.mentions = "summary" in _MARKUP_FREE_RE.sub("", joined.text).lower()
+
+    def visible(self) -> tuple[str, list[int]]:
+        if self._visible is None:
+            self._visible = visible(self.joined.text)
+        return self._visible
+
+
+def _check_disguised(page: PageState, line: OutLine, base: int, first_end: int, quoted: set[int],
+                     paragraph: _Paragraph) -> None:
     """A summary quote that formatting splits for the checks but not for a reader
     ('**RACECHECK** SUMMARY: 0 …', '`RACECHECK SUMMARY:` 0 …', 'SUMMARY: <b>0</b> …') is refused."""
-    if "summary" not in _MARKUP_FREE_RE.sub("", line.text).lower():
-        return  # no mention, however formatted: the common case, without building the visible text
-    shown, where = visible(line.text)
+    if not paragraph.mentions:
+        return
+    shown, where = paragraph.visible()
     for m in SUMMARY_MENTION_RE.finditer(shown):
         at = where[m.start()]
         if at < base:
@@ -101,19 +118,23 @@ def _check_disguised(page: PageState, line: OutLine, base: int, first_end: int, 
                    "the recordings")
 
 
-def _paragraph_around(out: list[OutLine], in_fence: list[bool], i: int) -> tuple[OutLine, int, int]:
+def _paragraph_around(out: list[OutLine], in_fence: list[bool], i: int,
+                      paragraphs: dict[int, _Paragraph]) -> tuple[OutLine, int, int, _Paragraph]:
     """Line i's whole paragraph, joined as Markdown shows it, and where line i begins and ends in it.
-    The paragraph's `src` is line i's: the checks report the line a quote starts on."""
+    The paragraph's `src` is line i's: the checks report the line a quote starts on. `paragraphs`
+    keeps each paragraph joined, by its first line."""
     j = i
     while j > 0 and not _BLOCK_START_RE.match(out[j].text) and not out[j - 1].generated \
             and not in_fence[j - 1] and out[j - 1].text.strip():
         j -= 1
-    whole = _paragraph_from(out, in_fence, j)
+    if j not in paragraphs:
+        paragraphs[j] = _Paragraph(_paragraph_from(out, in_fence, j))
+    whole = paragraphs[j].joined
     base = 0
     for k in range(j, i):
         base += len(out[k].text.lstrip() if k > j else out[k].text) + 1
     end = base + len(out[i].text.lstrip() if i > j else out[i].text)
-    return OutLine(out[i].src, whole.text, whole.spans), base, end
+    return OutLine(out[i].src, whole.text, whole.spans), base, end, paragraphs[j]
 
 
 def _paragraph_from(out: list[OutLine], in_fence: list[bool], i: int) -> OutLine:

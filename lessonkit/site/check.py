@@ -11,9 +11,13 @@ from the results an earlier one stored for the same contents.
 
 from __future__ import annotations
 
+import gc
+import multiprocessing
 import os
+import threading
 import time
 from collections.abc import Iterable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -115,13 +119,39 @@ def docs_pages(repo: Path, docs: Path | None = None) -> list[tuple[str, Path]]:
 
 
 def check_site(repo: Path, docs: Path | None = None,
-               store: Store | None = None) -> list[LessonError]:
+               store: Store | None = None, jobs: int = 1) -> list[LessonError]:
     """All errors of the site: evidence, lesson READMEs and every page under docs/.
 
     Results of unchanged inputs come from the repository's cache on disk (`store`, default:
-    the repository's unless LESSONKIT_CACHE is off); see CheckedSite.
+    the repository's unless LESSONKIT_CACHE is off); see CheckedSite. Up to `jobs` processes
+    check the pages that must be checked.
     """
-    return CheckedSite(repo, store=store, keep="errors").check(docs)
+    return CheckedSite(repo, store=store, keep="errors", jobs=jobs).check(docs)
+
+
+def available_cpus() -> int:
+    """The CPUs this process may run on (its affinity where the system tells it)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+# Pages per worker process below which checking them in one process is quicker than starting
+# workers (a page of Day 62's size takes some 50 ms to check; a forked worker some 10 ms to start).
+PAGES_PER_JOB = 4
+
+# The site the forked workers check pages of (set in the parent just before it forks).
+_FORKED: CheckedSite | None = None
+
+
+def _check_forked(item: tuple[str, Path]) -> tuple[tuple[PageInputs, PageResult], int, int]:
+    """In a worker: check one page of the forked site; (its entry, checks run, cache hits)."""
+    site = _FORKED
+    assert site is not None
+    checks, hits = site.checks, site.cache_hits
+    site.check_page_file(*item)
+    return site._pages[item[0]], site.checks - checks, site.cache_hits - hits
 
 
 @dataclass
@@ -141,6 +171,8 @@ class CheckedSite:
     reloads: int = 0              # times the evidence was loaded (for tests and the benchmark)
     checks: int = 0               # page checks that ran (not answered from an earlier result)
     cache_hits: int = 0           # results read from the cache on disk (site errors, pages)
+    jobs: int = 1                 # processes that may check pages when many must be (`errors`)
+    forked: int = 0               # worker processes started to check pages (for tests)
     _site: Site | None = None
     _site_sets: dict[str, str] = field(default_factory=dict)  # set digests when _site was loaded
     _tree: str = ""
@@ -393,12 +425,41 @@ class CheckedSite:
         for path in [p for p in self._pages if p not in wanted]:
             del self._pages[path]
         errors = list(self._site_errors)
-        for path, source in wanted.items():
-            if self.needs_check(path, source):
-                self.check_page_file(path, source)
+        self._check_files([(path, source) for path, source in wanted.items() if self.needs_check(path, source)])
+        for path in wanted:
             errors.extend(self._pages[path][1].errors)
         self.hashes.save()
         return errors
+
+    def _check_files(self, todo: list[tuple[str, Path]]) -> None:
+        """check_page_file for each of `todo`, in up to `jobs` processes when there are enough.
+
+        The workers are forked once the evidence is loaded, so they share it as the parent has
+        it (nothing is read twice) and each sends back its pages' results; a page is checked
+        as it would be here. Only where fork is how this system starts a process, and only from
+        a process running one thread (a fork copies no other thread, and a lock another thread
+        held stays held in the copy)."""
+        jobs = min(self.jobs, len(todo) // PAGES_PER_JOB)
+        if (jobs < 2 or threading.active_count() > 1
+                or "fork" not in multiprocessing.get_all_start_methods()):
+            for path, source in todo:
+                self.check_page_file(path, source)
+            return
+        global _FORKED
+        self.site  # noqa: B018  loaded here, once, for every worker to share
+        _FORKED = self
+        gc.freeze()  # what is loaded now stays where it is: a worker's collections do not copy it
+        try:
+            with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+                done = list(pool.map(_check_forked, todo))
+        finally:
+            _FORKED = None
+            gc.unfreeze()
+        self.forked += jobs
+        for (path, _), (entry, checks, hits) in zip(todo, done):
+            self._pages[path] = entry
+            self.checks += checks
+            self.cache_hits += hits
 
     def check(self, docs: Path | None = None) -> list[LessonError]:
         """What a full check would report, re-checking only what changed since the last call."""

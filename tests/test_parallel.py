@@ -1,0 +1,111 @@
+"""`check` in several processes: the same errors, in the same order, as in one; and when it must stay in one."""
+
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from conftest import PAGE, REPO, write_tree
+
+from lessonkit.cache import Store
+from lessonkit.errors import LessonError, LessonErrors
+from lessonkit.site import check as site_check
+from lessonkit.site.check import PAGES_PER_JOB, CheckedSite, docs_pages
+
+PAGES = 3 * PAGES_PER_JOB  # enough for three workers
+
+
+@pytest.fixture
+def many_pages(demo_repo: Path) -> Path:
+    """demo_repo with PAGES pages, every third one claiming a count the evidence refutes."""
+    pages = {}
+    for k in range(PAGES):
+        text = PAGE.replace("{{ 2 @ race:#reports }}", "{{ 3 @ race:#reports }}") if k % 3 == 1 else PAGE
+        pages[f"docs/p{k:02d}.md"] = text.replace("# Demo", f"# Demo {k}")
+    write_tree(demo_repo, pages)
+    return demo_repo
+
+
+def checked(repo: Path, jobs: int) -> tuple[list[str], CheckedSite]:
+    site = CheckedSite(repo, store=Store(None), keep="errors", jobs=jobs)
+    return [str(e) for e in site.check()], site
+
+
+def test_pages_checked_in_three_processes_give_the_errors_one_process_gives(many_pages: Path):
+    one, serial = checked(many_pages, 1)
+    three, forked = checked(many_pages, 3)
+    assert sum("claim '3'" in e for e in one) == PAGES // 3  # the wrong claims are found
+    assert three == one  # the same errors in the same order
+    assert serial.forked == 0 and forked.forked == 3
+    assert forked.checks == serial.checks == PAGES + 1  # every page checked once, in some process
+
+
+def test_a_result_from_a_worker_is_kept_like_one_checked_here(many_pages: Path):
+    _, forked = checked(many_pages, 2)
+    assert forked.forked == 2
+    again = forked.check()  # nothing changed: every page's result is the one a worker sent back
+    assert forked.forked == 2 and forked.checks == PAGES + 1
+    assert sum("claim '3'" in str(e) for e in again) == PAGES // 3
+
+
+def test_few_pages_are_checked_here(demo_repo: Path):
+    _, site = checked(demo_repo, 8)  # one page: starting a worker would cost more than it saves
+    assert site.forked == 0 and site.checks == 1
+
+
+def test_no_worker_is_forked_while_another_thread_runs(many_pages: Path):
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        errors, site = checked(many_pages, 3)
+    finally:
+        stop.set()
+        other.join()
+    assert site.forked == 0
+    assert errors == checked(many_pages, 1)[0]
+
+
+def test_a_page_whose_check_fails_in_a_worker_fails_the_check(many_pages: Path, monkeypatch):
+    real = CheckedSite.check_page_file
+
+    def broken(self, path, source):
+        if path.endswith("p05.md"):
+            raise RuntimeError("checker bug on p05")
+        return real(self, path, source)
+
+    monkeypatch.setattr(CheckedSite, "check_page_file", broken)  # before the fork: the workers have it
+    site = CheckedSite(many_pages, store=Store(None), keep="errors", jobs=2)
+    with pytest.raises(RuntimeError, match="checker bug on p05"):
+        site.check()
+    assert site_check._FORKED is None  # nothing of the failed check is left for a later one
+
+
+def test_the_command_line_takes_a_count_of_processes(many_pages: Path):
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "lessonkit", "check", "--repo", str(many_pages),
+                               "--no-cache", *args], capture_output=True, text=True, timeout=120,
+                              env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+    one, two = run("--jobs", "1"), run("--jobs", "2")
+    assert one.returncode == two.returncode == 1
+    assert one.stderr == two.stderr and "claim '3'" in one.stderr
+    refused = run("--jobs", "0")
+    assert refused.returncode == 2 and "'0' is not a whole number of at least 1" in refused.stderr
+
+
+def test_every_page_is_listed_once_whatever_the_number_of_workers(many_pages: Path):
+    pages = [p for p, _ in docs_pages(many_pages)]
+    for jobs in (2, 3, 5):
+        _, site = checked(many_pages, jobs)
+        assert sorted(site._pages) == sorted(pages)
+
+
+def test_errors_cross_a_process_boundary_whole():
+    error = LessonError("docs/p.md", 12, "claim '3' disagrees", rank=2, warning=True)
+    assert pickle.loads(pickle.dumps(error)) == error
+    both = pickle.loads(pickle.dumps(LessonErrors([error, LessonError("a.cu", None, "x")])))
+    assert [str(e) for e in both.errors] == ["docs/p.md:12: warning: claim '3' disagrees", "a.cu: x"]
