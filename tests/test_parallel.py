@@ -109,3 +109,17 @@ def test_errors_cross_a_process_boundary_whole():
     assert pickle.loads(pickle.dumps(error)) == error
     both = pickle.loads(pickle.dumps(LessonErrors([error, LessonError("a.cu", None, "x")])))
     assert [str(e) for e in both.errors] == ["docs/p.md:12: warning: claim '3' disagrees", "a.cu: x"]
+
+
+def test_a_warm_check_answers_from_the_disk_without_evidence_or_workers(many_pages: Path):
+    import time
+
+    from lessonkit import cache
+    time.sleep(cache.RACY_NS / 1e9 + 0.2)  # every file settled: results may be stored for them
+    first = CheckedSite(many_pages, keep="errors", jobs=3)
+    want = [str(e) for e in first.check()]
+    assert first.forked == 3 and first.checks == PAGES + 1
+    again = CheckedSite(many_pages, keep="errors", jobs=3)
+    assert [str(e) for e in again.check()] == want
+    assert again.forked == 0 and again.checks == 0 and again.reloads == 0
+    assert again.cache_hits == PAGES + 2  # the site's own errors and every page

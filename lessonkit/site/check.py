@@ -412,6 +412,19 @@ class CheckedSite:
         body, offset = strip_front_matter(source.read_text(encoding="utf-8"))
         return self.page(body, path, offset, source, digest)
 
+    def _stored_page_file(self, path: str, source: Path) -> bool:
+        """Whether page `path`'s result for its file as it is now was found on disk (then kept, as
+        `page` keeps it): what check_page_file would answer without loading the evidence."""
+        if self.store.folder is None:
+            return False
+        digest = self.digests.digest(source)
+        body, offset = strip_front_matter(source.read_text(encoding="utf-8"))
+        inputs = self._inputs(body, offset, (os.fspath(source), digest))
+        _, result = self._stored(inputs, path)
+        if result is not None:
+            self._pages[path] = (inputs, result)
+        return result is not None
+
     def site_errors(self) -> list[LessonError]:
         """Errors that belong to no page (evidence integrity and freshness, lesson READMEs)."""
         return list(self._site_errors)
@@ -439,6 +452,8 @@ class CheckedSite:
         as it would be here. Only where fork is how this system starts a process, and only from
         a process running one thread (a fork copies no other thread, and a lock another thread
         held stays held in the copy)."""
+        if self.jobs > 1 and len(todo) >= 2 * PAGES_PER_JOB:  # what the disk has needs no worker (nor the evidence)
+            todo = [(path, source) for path, source in todo if not self._stored_page_file(path, source)]
         jobs = min(self.jobs, len(todo) // PAGES_PER_JOB)
         if (jobs < 2 or threading.active_count() > 1
                 or "fork" not in multiprocessing.get_all_start_methods()):
