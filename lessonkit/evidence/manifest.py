@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -264,9 +265,15 @@ def sha256_file(path: Path | str, st: os.stat_result | None = None) -> str:
 def input_hashes(repo: Path, spec: LessonSpec, run: RunSpec, build_line: str) -> dict[str, str]:
     """The inputs a recording of `run` depends on, by the name the manifest uses, and their hashes."""
     hashes = {BUILD_INPUT: sha256_text(build_line)}
+    folder = os.path.join(repo, "code", spec.lesson)
     for rel in spec.inputs + run.inputs:
-        path = repo / "code" / spec.lesson / rel
-        hashes[f"code/{spec.lesson}/{rel}"] = sha256_file(path) if path.is_file() else MISSING
+        path = os.path.join(folder, rel)
+        try:
+            st: os.stat_result | None = os.stat(path)
+        except OSError:
+            st = None
+        hashes[f"code/{spec.lesson}/{rel}"] = (sha256_file(path, st) if st is not None and stat.S_ISREG(st.st_mode)
+                                               else MISSING)
     return hashes
 
 

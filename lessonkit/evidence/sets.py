@@ -7,6 +7,7 @@ Loading checks integrity (every file is the one the refresh wrote) and freshness
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -87,11 +88,15 @@ class EvidenceSet:
             return self.refresh
         return self.refresh + " --only " + ",".join(groups)
 
+    def _file(self, name: str) -> str:
+        """The path of recording `name`'s file, as a string (the hash caches' name for it)."""
+        return os.path.join(self.root, self.entries[name].file)
+
     def transcript_text(self, name: str) -> str:
         """The recording's text; LessonError if it cannot be read or is not UTF-8."""
-        path = self.root / self.entries[name].file
         try:
-            data = path.read_bytes()
+            with open(self._file(name), "rb") as f:
+                data = f.read()
         except OSError as exc:
             raise LessonError(self.transcript_path(name), None,
                               f"cannot read transcript {name!r}: {exc.strerror}; "
@@ -115,7 +120,7 @@ class EvidenceSet:
         if mine is not None:  # this set was loaded for one build: its files do not change under it
             return mine
         entry = self.entries[name]
-        path = self.root / entry.file
+        path = self._file(name)
         try:
             st = os.stat(path)
             key: tuple[str, str, HarnessFormat | None] | None = (
@@ -139,7 +144,7 @@ class EvidenceSet:
         return parsed
 
 
-def _unchanged(path: Path, before: os.stat_result) -> bool:
+def _unchanged(path: str, before: os.stat_result) -> bool:
     """Whether `path` had settled when stat'ed as `before` and its stat has not moved since
     (then no write came between: any write moves the change time)."""
     try:
@@ -178,18 +183,22 @@ def check_integrity(ev: EvidenceSet) -> list[LessonError]:
     errors = []
     listed = {e.file for e in ev.entries.values()} | {MANIFEST}
     for entry in ev.entries.values():
-        path = ev.root / entry.file
+        path = os.path.join(ev.root, entry.file)
         shown = f"{ev.shown}/{entry.file}"
-        if not path.is_file():
+        try:
+            st: os.stat_result | None = os.stat(path)
+        except OSError:
+            st = None
+        if st is None or not stat.S_ISREG(st.st_mode):
             errors.append(LessonError(shown, None, f"transcript {entry.name!r} is missing; "
                                       f"re-record it: {ev.refresh_command(entry.name)}"))
-        elif sha256_file(path) != entry.sha256:
+        elif sha256_file(path, st) != entry.sha256:
             errors.append(LessonError(shown, None, "does not match the sha256 in the manifest: it was "
                                       "edited after it was recorded; evidence is written only by the "
                                       f"refresh: {ev.refresh_command(entry.name)}"))
-    for path in sorted(ev.root.iterdir()):
-        if path.name not in listed:
-            errors.append(LessonError(f"{ev.shown}/{path.name}", None,
+    for file in sorted(os.listdir(ev.root)):
+        if file not in listed:
+            errors.append(LessonError(f"{ev.shown}/{file}", None,
                                       "is not in the manifest: the refresh did not write it; remove it "
                                       f"or re-record the set: {ev.refresh_command()}"))
     return errors

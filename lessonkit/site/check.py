@@ -14,6 +14,7 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
+import sys
 import threading
 import time
 from collections.abc import Iterable
@@ -304,19 +305,20 @@ class CheckedSite:
             for rel, stamp in evidence.items():
                 folders.setdefault(rel.split(os.sep, 1)[0], {})[rel] = stamp
             self._by_folder = (evidence, folders)
+        evidence_dir, code_dir = os.path.join(self.repo, "evidence"), os.path.join(self.repo, "code")
         for name, _ in inputs.sets:
             top = self._set_folders.get(name, name)
             mine = self._by_folder[1].get(top, {})
-            again = {top + os.sep + rel: stamp
-                     for rel, stamp in sitecache.scan(self.repo / "evidence" / top).items()}
-            again.update({top + os.sep: None} if (self.repo / "evidence" / top).is_dir() else {})
+            folder = os.path.join(evidence_dir, top)
+            again = {top + os.sep + rel: stamp for rel, stamp in sitecache.scan(folder).items()}
+            again.update({top + os.sep: None} if os.path.isdir(folder) else {})
             if mine != again or not sitecache.settled_since(mine, now):
                 return False
         specs = [rel for rel in code if rel.endswith(os.sep + "runs.toml")] if inputs.sets else []
         for rel in [f for f, _ in inputs.files] + specs:
             stamp = code.get(os.path.normpath(rel))
             try:
-                current = cache.stamp(os.stat(self.repo / "code" / rel))
+                current = cache.stamp(os.stat(os.path.join(code_dir, rel)))
             except OSError:
                 current = None
             if stamp is None or stamp != current or not sitecache.settled_since({rel: stamp}, now):
@@ -449,13 +451,13 @@ class CheckedSite:
 
         The workers are forked once the evidence is loaded, so they share it as the parent has
         it (nothing is read twice) and each sends back its pages' results; a page is checked
-        as it would be here. Only where fork is how this system starts a process, and only from
-        a process running one thread (a fork copies no other thread, and a lock another thread
-        held stays held in the copy)."""
+        as it would be here. Only on Linux (macOS's system libraries are not safe to use in a
+        forked child; Windows cannot fork), and only from a process running one thread (a fork
+        copies no other thread, and a lock another thread held stays held in the copy)."""
         if self.jobs > 1 and len(todo) >= 2 * PAGES_PER_JOB:  # what the disk has needs no worker (nor the evidence)
             todo = [(path, source) for path, source in todo if not self._stored_page_file(path, source)]
         jobs = min(self.jobs, len(todo) // PAGES_PER_JOB)
-        if (jobs < 2 or threading.active_count() > 1
+        if (jobs < 2 or threading.active_count() > 1 or not sys.platform.startswith("linux")
                 or "fork" not in multiprocessing.get_all_start_methods()):
             for path, source in todo:
                 self.check_page_file(path, source)

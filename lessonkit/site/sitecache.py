@@ -36,7 +36,7 @@ Scan = dict[str, tuple[int, ...] | None]  # path under a root -> its stamp (None
 COMPILED = (".pyc", ".pyo")
 
 
-def scan(root: Path, skip_compiled: bool = False) -> Scan:
+def scan(root: Path | str, skip_compiled: bool = False) -> Scan:
     """Every file and folder under `root` with its stat stamp, sorted; {} when there is no such
     folder. A folder's name ends with the path separator; a file that cannot be stat'ed, or is
     not a regular file, has the stamp (). `skip_compiled` leaves out compiled Python files
