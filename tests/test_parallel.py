@@ -85,6 +85,24 @@ def test_a_page_whose_check_fails_in_a_worker_fails_the_check(many_pages: Path, 
     assert site_check._FORKED is None  # nothing of the failed check is left for a later one
 
 
+def test_a_worker_that_dies_loses_no_page(many_pages: Path, monkeypatch):
+    import os
+    parent = os.getpid()
+    real = CheckedSite.check_page_file
+
+    def dies_in_a_worker(self, path, source):
+        if path.endswith("p05.md") and os.getpid() != parent:
+            os._exit(9)  # as a worker the kernel killed would: no exception, no result
+        return real(self, path, source)
+
+    monkeypatch.setattr(CheckedSite, "check_page_file", dies_in_a_worker)
+    errors, site = checked(many_pages, 2)
+    assert site.forked == 0  # the pool broke: every page was checked here
+    assert site.checks == PAGES + 1
+    monkeypatch.setattr(CheckedSite, "check_page_file", real)
+    assert errors == checked(many_pages, 1)[0]
+
+
 def test_the_command_line_takes_a_count_of_processes(many_pages: Path):
     def run(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "lessonkit", "check", "--repo", str(many_pages),

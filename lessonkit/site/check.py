@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -469,9 +470,15 @@ class CheckedSite:
         try:
             with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
                 done = list(pool.map(_check_forked, todo))
+        except BrokenProcessPool:  # a worker died (killed, out of memory): check every page here instead
+            done = None
         finally:
             _FORKED = None
             gc.unfreeze()
+        if done is None:
+            for path, source in todo:
+                self.check_page_file(path, source)
+            return
         self.forked += jobs
         for (path, _), (entry, checks, hits) in zip(todo, done):
             self._pages[path] = entry
