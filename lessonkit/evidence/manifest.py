@@ -262,18 +262,22 @@ def sha256_file(path: Path | str, st: os.stat_result | None = None) -> str:
     return digest
 
 
+def regular_file_sha256(path: str) -> str | None:
+    """sha256_file of `path` when it is a regular file (symlinks followed); None when it is
+    missing or something else. One stat, shared with the hash caches."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return sha256_file(path, st) if stat.S_ISREG(st.st_mode) else None
+
+
 def input_hashes(repo: Path, spec: LessonSpec, run: RunSpec, build_line: str) -> dict[str, str]:
     """The inputs a recording of `run` depends on, by the name the manifest uses, and their hashes."""
     hashes = {BUILD_INPUT: sha256_text(build_line)}
     folder = os.path.join(repo, "code", spec.lesson)
     for rel in spec.inputs + run.inputs:
-        path = os.path.join(folder, rel)
-        try:
-            st: os.stat_result | None = os.stat(path)
-        except OSError:
-            st = None
-        hashes[f"code/{spec.lesson}/{rel}"] = (sha256_file(path, st) if st is not None and stat.S_ISREG(st.st_mode)
-                                               else MISSING)
+        hashes[f"code/{spec.lesson}/{rel}"] = regular_file_sha256(os.path.join(folder, rel)) or MISSING
     return hashes
 
 

@@ -7,7 +7,6 @@ Loading checks integrity (every file is the one the refresh wrote) and freshness
 from __future__ import annotations
 
 import os
-import stat
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from lessonkit.evidence.manifest import (  # noqa: F401
     TranscriptEntry,
     input_hashes,
     read_manifest,
+    regular_file_sha256,
     sha256_file,
 )
 from lessonkit.evidence.manifest import parse_manifest as _parse_manifest_text
@@ -183,16 +183,12 @@ def check_integrity(ev: EvidenceSet) -> list[LessonError]:
     errors = []
     listed = {e.file for e in ev.entries.values()} | {MANIFEST}
     for entry in ev.entries.values():
-        path = os.path.join(ev.root, entry.file)
         shown = f"{ev.shown}/{entry.file}"
-        try:
-            st: os.stat_result | None = os.stat(path)
-        except OSError:
-            st = None
-        if st is None or not stat.S_ISREG(st.st_mode):
+        digest = regular_file_sha256(os.path.join(ev.root, entry.file))
+        if digest is None:
             errors.append(LessonError(shown, None, f"transcript {entry.name!r} is missing; "
                                       f"re-record it: {ev.refresh_command(entry.name)}"))
-        elif sha256_file(path, st) != entry.sha256:
+        elif digest != entry.sha256:
             errors.append(LessonError(shown, None, "does not match the sha256 in the manifest: it was "
                                       "edited after it was recorded; evidence is written only by the "
                                       f"refresh: {ev.refresh_command(entry.name)}"))

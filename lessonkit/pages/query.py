@@ -138,7 +138,6 @@ class _Index:
 
 
 
-
 def _how(ev: EvidenceSet, name: str) -> tuple[bool, bool, int | None]:
     """(stopped by its timeout, run under compute-sanitizer, exit code) of recording `name`: what its
     verdicts read besides its transcript."""

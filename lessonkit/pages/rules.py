@@ -13,6 +13,8 @@ value must hold for that figure in every recording.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from functools import cached_property
 
 from lessonkit.errors import LessonError
 from lessonkit.evidence.transcript import Summary
@@ -77,19 +79,21 @@ def _sentence(text: str, start: int, end: int) -> tuple[int, int]:
     return first, last.end() if last else len(text)
 
 
+@dataclass
 class _Paragraph:
     """A paragraph joined as Markdown shows it, and what the summary rules read of it (each once)."""
 
-    def __init__(self, joined: OutLine) -> None:
-        self.joined = joined
-        self._visible: tuple[str, list[int]] | None = None
-        # No mention, however formatted: the common case, without building the visible text.
-        self.mentions = "summary" in _MARKUP_FREE_RE.sub("", joined.text).lower()
+    joined: OutLine
 
+    @cached_property
+    def mentions(self) -> bool:
+        """Whether it mentions a summary however formatted (if not, the common case, its visible
+        text is never built)."""
+        return "summary" in _MARKUP_FREE_RE.sub("", self.joined.text).lower()
+
+    @cached_property
     def visible(self) -> tuple[str, list[int]]:
-        if self._visible is None:
-            self._visible = visible(self.joined.text)
-        return self._visible
+        return visible(self.joined.text)
 
 
 def _check_disguised(page: PageState, line: OutLine, base: int, first_end: int, quoted: set[int],
@@ -98,7 +102,7 @@ def _check_disguised(page: PageState, line: OutLine, base: int, first_end: int, 
     ('**RACECHECK** SUMMARY: 0 …', '`RACECHECK SUMMARY:` 0 …', 'SUMMARY: <b>0</b> …') is refused."""
     if not paragraph.mentions:
         return
-    shown, where = paragraph.visible()
+    shown, where = paragraph.visible
     for m in SUMMARY_MENTION_RE.finditer(shown):
         at = where[m.start()]
         if at < base:

@@ -147,7 +147,7 @@ PAGES_PER_JOB = 4
 _FORKED: CheckedSite | None = None
 
 
-def _check_forked(item: tuple[str, Path]) -> tuple[tuple[PageInputs, PageResult], int, int]:
+def _check_in_worker(item: tuple[str, Path]) -> tuple[tuple[PageInputs, PageResult], int, int]:
     """In a worker: check one page of the forked site; (its entry, checks run, cache hits)."""
     site = _FORKED
     assert site is not None
@@ -340,14 +340,10 @@ class CheckedSite:
         self.cache_hits += 1
         return key, result
 
-    def page(self, markdown: str, path: str, line_offset: int = 0, source: Path | None = None,
-             source_digest: str | None = None) -> PageResult:
-        """The page's result: the earlier one when none of its inputs changed, else a new check.
-
-        `source` is the page's file and `source_digest` its identity taken before it was read
-        (taken now if not given), so `needs_check` can tell when it was edited since. With
-        `keep` = "errors", a result read from the disk holds only the page's errors.
-        """
+    def _known(self, markdown: str, path: str, line_offset: int, source: Path | None,
+               source_digest: str | None) -> PageResult | tuple[PageInputs, str]:
+        """The page's earlier result, kept in memory or on disk, when none of its inputs changed
+        (then kept in memory); else its inputs, taken now, and its key on disk ("" without one)."""
         assert self._tree, "call refresh() first"
         cached = self._pages.get(path)
         if (cached is not None and cached[0].markdown == markdown and cached[0].offset == line_offset
@@ -361,6 +357,20 @@ class CheckedSite:
         if result is not None:
             self._pages[path] = (inputs, result)
             return result
+        return inputs, key
+
+    def page(self, markdown: str, path: str, line_offset: int = 0, source: Path | None = None,
+             source_digest: str | None = None) -> PageResult:
+        """The page's result: the earlier one when none of its inputs changed, else a new check.
+
+        `source` is the page's file and `source_digest` its identity taken before it was read
+        (taken now if not given), so `needs_check` can tell when it was edited since. With
+        `keep` = "errors", a result read from the disk holds only the page's errors.
+        """
+        known = self._known(markdown, path, line_offset, source, source_digest)
+        if isinstance(known, PageResult):
+            return known
+        inputs, key = known
         result = self.site.page(markdown, path, line_offset)
         self.checks += 1
         # Sets looked up or cited, and code files read, that the text did not show as inputs
@@ -409,24 +419,23 @@ class CheckedSite:
         return (cached is None or cached[0].source != (os.fspath(source), self.digests.digest(source))
                 or not self._holds(cached[0]))
 
-    def check_page_file(self, path: str, source: Path) -> PageResult:
-        """Read page `path` from `source` (front matter stripped) and check it."""
+    def _read(self, source: Path) -> tuple[str, int, str]:
+        """A page file's text with its front matter stripped, the lines stripped, and the file's
+        identity taken before it was read."""
         digest = self.digests.digest(source)
         body, offset = strip_front_matter(source.read_text(encoding="utf-8"))
+        return body, offset, digest
+
+    def check_page_file(self, path: str, source: Path) -> PageResult:
+        """Read page `path` from `source` (front matter stripped) and check it."""
+        body, offset, digest = self._read(source)
         return self.page(body, path, offset, source, digest)
 
     def _stored_page_file(self, path: str, source: Path) -> bool:
-        """Whether page `path`'s result for its file as it is now was found on disk (then kept, as
-        `page` keeps it): what check_page_file would answer without loading the evidence."""
-        if self.store.folder is None:
-            return False
-        digest = self.digests.digest(source)
-        body, offset = strip_front_matter(source.read_text(encoding="utf-8"))
-        inputs = self._inputs(body, offset, (os.fspath(source), digest))
-        _, result = self._stored(inputs, path)
-        if result is not None:
-            self._pages[path] = (inputs, result)
-        return result is not None
+        """Whether page `path`'s result for its file as it is now is known without checking it (in
+        memory or on disk; then kept, as `page` keeps it): no evidence is loaded to find out."""
+        body, offset, digest = self._read(source)
+        return isinstance(self._known(body, path, offset, source, digest), PageResult)
 
     def site_errors(self) -> list[LessonError]:
         """Errors that belong to no page (evidence integrity and freshness, lesson READMEs)."""
@@ -454,36 +463,38 @@ class CheckedSite:
         it (nothing is read twice) and each sends back its pages' results; a page is checked
         as it would be here. Only on Linux (macOS's system libraries are not safe to use in a
         forked child; Windows cannot fork), and only from a process running one thread (a fork
-        copies no other thread, and a lock another thread held stays held in the copy)."""
+        copies no other thread, and a lock another thread held stays held in the copy). If a
+        worker dies, every page of `todo` is checked here."""
         if self.jobs > 1 and len(todo) >= 2 * PAGES_PER_JOB:  # what the disk has needs no worker (nor the evidence)
             todo = [(path, source) for path, source in todo if not self._stored_page_file(path, source)]
         jobs = min(self.jobs, len(todo) // PAGES_PER_JOB)
-        if (jobs < 2 or threading.active_count() > 1 or not sys.platform.startswith("linux")
-                or "fork" not in multiprocessing.get_all_start_methods()):
+        forkable = (threading.active_count() == 1 and sys.platform.startswith("linux")
+                    and "fork" in multiprocessing.get_all_start_methods())
+        if jobs < 2 or not forkable or not self._check_in_workers(todo, jobs):
             for path, source in todo:
                 self.check_page_file(path, source)
-            return
+
+    def _check_in_workers(self, todo: list[tuple[str, Path]], jobs: int) -> bool:
+        """Check `todo` in `jobs` forked workers and keep their results; False (nothing kept) when
+        a worker died (killed, out of memory)."""
         global _FORKED
         self.site  # noqa: B018  loaded here, once, for every worker to share
         _FORKED = self
         gc.freeze()  # what is loaded now stays where it is: a worker's collections do not copy it
         try:
             with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
-                done = list(pool.map(_check_forked, todo))
-        except BrokenProcessPool:  # a worker died (killed, out of memory): check every page here instead
-            done = None
+                done = list(pool.map(_check_in_worker, todo))
+        except BrokenProcessPool:
+            return False
         finally:
             _FORKED = None
             gc.unfreeze()
-        if done is None:
-            for path, source in todo:
-                self.check_page_file(path, source)
-            return
         self.forked += jobs
         for (path, _), (entry, checks, hits) in zip(todo, done):
             self._pages[path] = entry
             self.checks += checks
             self.cache_hits += hits
+        return True
 
     def check(self, docs: Path | None = None) -> list[LessonError]:
         """What a full check would report, re-checking only what changed since the last call."""
