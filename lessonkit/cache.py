@@ -173,6 +173,16 @@ class HashStore:
             entries[path] = entry
             self._dirty = True
 
+    def adopt(self, entries: dict[str, tuple[tuple[int, ...], str]]) -> None:
+        """Note hashes of settled files, each by the stamp it was hashed with (another process's)."""
+        if self.store.folder is None:
+            return
+        known = self._entries()
+        for path, entry in entries.items():
+            if known.get(path) != entry:
+                known[path] = entry
+                self._dirty = True
+
     def save(self) -> None:
         """Write the entries back if any was added or changed."""
         if self._dirty and self._known is not None:

@@ -38,6 +38,11 @@ _ENTRY_FIELDS: dict[str, Any] = {
 _GROUP_FIELDS: dict[str, Any] = {
     "group": str, "repeat": int, "repeats": int, "exclusive": bool,
     "started": (int, float, type(None)), "ended": (int, float, type(None))}
+_FIELDS_2 = {**_ENTRY_FIELDS, **_GROUP_FIELDS}
+# The same, as the exact types JSON gives (the common case, checked first; _is decides the rest).
+_EXACT_FIELDS_1 = tuple((k, frozenset(v if isinstance(v, tuple) else (v,))) for k, v in _ENTRY_FIELDS.items())
+_EXACT_FIELDS_2 = tuple((k, frozenset(v if isinstance(v, tuple) else (v,))) for k, v in _FIELDS_2.items())
+_ABSENT = object()
 _REPEAT_SUFFIX_RE = re.compile(r"""^(?P<group>[a-z0-9][a-z0-9-]*)\.r(?P<k>[1-9]\d*)$""", re.VERBOSE)
 
 
@@ -149,9 +154,8 @@ def _is(value: Any, kind: Any) -> bool:
 def _parse_entry(shown: str, name: str, raw: Any, fmt: int) -> TranscriptEntry:
     if not isinstance(raw, dict):
         raise _error(shown, f"transcript {name!r}: expected an object")
-    wanted = dict(_ENTRY_FIELDS, **(_GROUP_FIELDS if fmt >= 2 else {}))
-    for key, kind in wanted.items():
-        if key not in raw or not _is(raw[key], kind):
+    for key, kinds in (_EXACT_FIELDS_2 if fmt >= 2 else _EXACT_FIELDS_1):
+        if type(raw.get(key, _ABSENT)) not in kinds and (key not in raw or not _is(raw[key], _FIELDS_2[key])):
             raise _error(shown, f"transcript {name!r}: field '{key}' is missing or of the wrong type")
     if "/" in raw["file"] or raw["file"].startswith(".") or raw["file"] == MANIFEST:
         raise _error(shown, f"transcript {name!r}: file {raw['file']!r} must be a plain name in the set's folder")
@@ -254,12 +258,39 @@ def sha256_file(path: Path | str, st: os.stat_result | None = None) -> str:
     store = _hash_store
     digest = store.lookup(name, st) if store is not None else None
     if digest is None:
-        digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        digest = _read_sha256(path)
         if store is not None:
             store.remember(name, st, digest)
     if cache.settled(st):
         _stat_cache[name] = (key, digest)
     return digest
+
+
+def _read_sha256(path: Path | str) -> str:
+    """sha256 of the file's bytes, read in large pieces straight into the hash (no copy of the
+    whole file, no file object: a cold check hashes some 12,000 files)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))  # Windows: no newline translation
+    try:
+        h = hashlib.sha256()
+        while piece := os.read(fd, 1 << 20):
+            h.update(piece)
+    finally:
+        os.close(fd)
+    return h.hexdigest()
+
+
+def known_hashes() -> dict[str, tuple[tuple[int, ...], str]]:
+    """The hashes this process keeps by stat (file -> (stamp, sha256)), as `adopt_hashes` takes them."""
+    return dict(_stat_cache)
+
+
+def adopt_hashes(entries: dict[str, tuple[tuple[int, ...], str]]) -> None:
+    """Keep hashes another process worked out from these files (each of a file that had settled
+    when it was hashed, by the stamp it had then), as if hashed here: in memory and in the hash
+    store on disk when one is in use. A file's stat that moved since no longer finds its entry."""
+    _stat_cache.update(entries)
+    if _hash_store is not None:
+        _hash_store.adopt(entries)
 
 
 def regular_file_sha256(path: str) -> str | None:

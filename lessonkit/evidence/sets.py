@@ -39,8 +39,9 @@ SCRATCH_PREFIX = ".refresh."  # evidence/.refresh.<set>.<pid>: a refresh's work 
 
 # Parsed transcripts by (sha256 of the file, format, harness format): a rebuild re-parses only
 # what changed, and bytes recorded twice (two sets, two lessons declaring the same harness) are
-# parsed once. Only a file that had settled and did not change while it was read is kept here.
-_parse_cache: dict[tuple[str, str, HarnessFormat | None], Transcript] = {}
+# parsed once. Only a file that had settled and did not change while it was read is kept here,
+# with the size in bytes of what was parsed.
+_parse_cache: dict[tuple[str, str, HarnessFormat | None], tuple[Transcript, int]] = {}
 
 
 @dataclass
@@ -107,12 +108,28 @@ class EvidenceSet:
 
     def transcript_size(self, name: str) -> int:
         """The recording's size in bytes, once its text was read whole as transcript_text reads
-        it (and fails as it fails): read once per loaded set."""
+        it (and fails as it fails): read once per loaded set, and not at all when these bytes
+        (by their sha256) were parsed already, here or in another set."""
         size = self._sizes.get(name)
         if size is None:
-            self.transcript_text(name)
+            known = self._parse_key(name)
+            if known is not None and known[0] in _parse_cache:
+                self.transcript(name)  # a copy of that parse: it knows the size
+            else:
+                self.transcript_text(name)
             size = self._sizes[name]
         return size
+
+    def _parse_key(self, name: str) -> tuple[tuple[str, str, HarnessFormat | None], os.stat_result] | None:
+        """What the parse cache knows recording `name`'s parse by (its bytes' sha256 and how it is
+        read) and the stat that hash is of; None when the file cannot be stat'ed or read."""
+        entry = self.entries[name]
+        path = self._file(name)
+        try:
+            st = os.stat(path)
+            return (sha256_file(path, st), entry.format, self.harness if entry.format == "text" else None), st
+        except OSError:
+            return None
 
     def transcript(self, name: str) -> Transcript:
         """The parsed recording `name` (parsed once per content, across rebuilds)."""
@@ -120,16 +137,12 @@ class EvidenceSet:
         if mine is not None:  # this set was loaded for one build: its files do not change under it
             return mine
         entry = self.entries[name]
-        path = self._file(name)
-        try:
-            st = os.stat(path)
-            key: tuple[str, str, HarnessFormat | None] | None = (
-                sha256_file(path, st), entry.format, self.harness if entry.format == "text" else None)
-        except OSError:
-            key = None
+        known = self._parse_key(name)
+        key, st = known if known is not None else (None, None)
         shown = self.transcript_path(name)
         if key is not None and key in _parse_cache:
-            self._parsed[name] = _parse_cache[key].read_from(shown)
+            parsed, self._sizes[name] = _parse_cache[key]
+            self._parsed[name] = parsed.read_from(shown)
             return self._parsed[name]
         text = self.transcript_text(name)
         if entry.format == "json":
@@ -138,8 +151,8 @@ class EvidenceSet:
             parsed = parse_transcript(text, shown, self.harness)
         else:  # kept for readers and tools (XML records); quoted only as text
             parsed = Transcript(shown, tuple(text.splitlines()))
-        if key is not None and _unchanged(path, st):  # the bytes parsed are the bytes hashed
-            _parse_cache[key] = parsed
+        if key is not None and st is not None and _unchanged(self._file(name), st):  # parsed = hashed bytes
+            _parse_cache[key] = (parsed, self._sizes[name])
         self._parsed[name] = parsed
         return parsed
 
@@ -309,10 +322,13 @@ def set_folders(repo: Path) -> dict[str, Path]:
     return found
 
 
-def load_all_evidence(repo: Path) -> Evidence:
-    """Load every evidence set and check its integrity and freshness, and the sets lessons declare
-    (lessonkit.evidence.declared): a declared set that is missing or recorded with the wrong toolkit is one
-    error, and counts as unreadable (its claims are not checked)."""
+ReadSets = tuple[dict[str, EvidenceSet], list[LessonError], set[str]]
+
+
+def read_evidence_sets(repo: Path) -> ReadSets:
+    """Every set's manifest (and its lesson's runs.toml) read, nothing hashed or checked yet: the
+    sets, the errors of those that cannot be read, and their names (the first part of
+    load_all_evidence, which a caller may run while the files are hashed elsewhere)."""
     sets: dict[str, EvidenceSet] = {}
     errors: list[LessonError] = []
     unreadable: set[str] = set()
@@ -324,6 +340,15 @@ def load_all_evidence(repo: Path) -> Evidence:
             unreadable.add(name)
             continue
         sets[ev.name] = ev
+    return sets, errors, unreadable
+
+
+def load_all_evidence(repo: Path, read: ReadSets | None = None) -> Evidence:
+    """Load every evidence set and check its integrity and freshness, and the sets lessons declare
+    (lessonkit.evidence.declared): a declared set that is missing or recorded with the wrong toolkit is one
+    error, and counts as unreadable (its claims are not checked). `read`: what read_evidence_sets
+    gave for the files as they are now (then not read again)."""
+    sets, errors, unreadable = read if read is not None else read_evidence_sets(repo)
     declared_errors, refused = check_declared(repo, sets, unreadable)
     errors.extend(declared_errors)
     for name in refused:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from lessonkit.errors import LessonError, LessonErrors
 from lessonkit.pages.regions import Region, load_region
 from lessonkit.pages.scan import OutLine, Token
-from lessonkit.pages.text import visible
+from lessonkit.pages.text import visible_text
 
 if TYPE_CHECKING:
     from lessonkit.pages.state import PageState
@@ -36,7 +36,7 @@ def check_typed_line_refs(page: PageState, out: list[OutLine], in_fence: list[bo
         text = line.text
         for span in line.spans:  # a claim's value is checked; blank it out
             text = text[:span.start] + " " * (span.end - span.start) + text[span.end:]
-        shown = _LITERAL_BRACES_RE.sub(lambda b: " " * len(b.group()), visible(text)[0])
+        shown = _LITERAL_BRACES_RE.sub(lambda b: " " * len(b.group()), visible_text(text))
         for m in _LINE_REF_RE.finditer(shown):
             page.error(line.src, f"{m.group('ref')!r} is a line reference typed by hand, which goes stale when "
                        "the file's lines move; write it as a claim on what names that line, e.g. "

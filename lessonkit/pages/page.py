@@ -39,7 +39,7 @@ from lessonkit.pages.text import (
     check_hidden_text,
     check_reserved_marks,
     check_typed_output,
-    visible,
+    visible_text,
 )
 from lessonkit.pages.units import unit_problem
 from lessonkit.pages.values import is_value, render_value
@@ -247,11 +247,11 @@ def _check_edges(page: PageState, token: Token, text: str) -> None:
     line_end = text.find("\n", token.end)
     after = text[token.end:line_end if line_end != -1 else len(text)][:200]
     if after[:1] not in ("", " ", "\t"):  # a space shows as one: only then is nothing joined
-        after = visible(after)[0]
+        after = visible_text(after)
     line_start = text.rfind("\n", 0, token.start) + 1
     before = text[max(line_start, token.start - 200):token.start]
     if before[-1:] not in ("", " ", "\t"):
-        before = visible(before)[0]
+        before = visible_text(before)
     if value[-1].isdigit() and after and not _UNIT_AFTER_RE.match(after):
         nxt = _NEXT_CLAIM_RE.match(after)
         touching = (nxt.group("value")[:1] if nxt else after[0]) or " "
@@ -312,7 +312,7 @@ def _inline(page: PageState, line: OutLine, token: Token, word: str | None, sour
     line.text += value
     if shown.unit is not None:  # a unit typed after the claim must be the unit it shows
         line_end = text.find("\n", token.end)
-        problem = unit_problem(shown.unit, visible(text[token.end:line_end if line_end != -1 else len(text)][:80])[0])
+        problem = unit_problem(shown.unit, visible_text(text[token.end:line_end if line_end != -1 else len(text)][:80]))
         if problem:
             page.error(token.line, f"claim {_one_line(source)!r}: {problem}")
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any
@@ -214,19 +215,14 @@ def _resolve(ev: EvidenceSet, group: str | None, query: str) -> Sample:
             raise QueryError(f"set {ev.name!r} records no {q.name!r}; it records: {_known(values)}")
         return Sample((Found(show(values[q.name]), manifest),), ev.name, 1, q.timing)
     names = ev.recordings(group)
-    parsed = [ev.transcript(n) for n in names]
     if q.is_value:
+        parsed = [ev.transcript(n) for n in names]  # every recording read before any value is judged
         found = tuple(_value(ev, n, p, q.name) for n, p in zip(names, parsed))
         return Sample(found, group, len(names), q.timing)
-    for n, p in zip(names, parsed):
-        if q.name not in p.collections() and q.name != VERDICTS:
-            raise QueryError(f"{ev.transcript_path(n)} has no collection {q.name!r}; "
-                             f"it has: {_known(p.collections())}")
-    indexes = [_index(p, q.name, _how(ev, n)) for n, p in zip(names, parsed)]
+    paths, indexes = _group_indexes(ev, group, q.name)
     _checked_filters(ev, group, q, indexes)
     found_list: list[Found] = []
-    for n, index in zip(names, indexes):
-        path = ev.transcript_path(n)
+    for path, index in zip(paths, indexes):
         chosen = index.select(q.filters or ())
         if q.count:
             found_list.append(Found(str(len(chosen)), path))
@@ -277,6 +273,24 @@ def _value(ev: EvidenceSet, name: str, parsed: Transcript, wanted: str) -> Found
     raise QueryError(f"{path} has no value {wanted!r}; it has: {_known(known)}")
 
 
+def _group_indexes(ev: EvidenceSet, group: str, collection: str) -> tuple[list[str], list[_Index]]:
+    """Each recording of `group`: its path as messages name it, and its index of `collection`;
+    worked out once per run and collection of a loaded set. QueryError when a recording has
+    no such collection; LessonError (not kept) when one cannot be read."""
+    key = ("group", group, collection)
+    known = ev.memo.get(key)
+    if known is None:
+        names = ev.recordings(group)
+        parsed = [ev.transcript(n) for n in names]
+        for n, p in zip(names, parsed):
+            if collection not in p.collections() and collection != VERDICTS:
+                raise QueryError(f"{ev.transcript_path(n)} has no collection {collection!r}; "
+                                 f"it has: {_known(p.collections())}")
+        known = ev.memo[key] = ([ev.transcript_path(n) for n in names],
+                                [_index(p, collection, _how(ev, n)) for n, p in zip(names, parsed)])
+    return known
+
+
 def _checked_filters(ev: EvidenceSet, group: str, q: Query, indexes: list[_Index]) -> None:
     """_check_filters, once per run, collection and filters of a loaded set (claims that differ
     only in their field share the verdict; the set's recordings do not change under it)."""
@@ -299,6 +313,8 @@ def _check_filters(ev: EvidenceSet, group: str, q: Query, indexes: list[_Index])
     where = ev.transcript_path(names[0]) if len(names) == 1 else f"the {len(names)} recordings of {group}"
     keys = frozenset().union(*(ix.keys for ix in indexes))
     for key, want in q.filters or ():
+        if want != WILDCARD and any(want in ix.by_value.get(key, ()) for ix in indexes):
+            continue  # a value some record of the run has under `key` (so `key` is a field)
         if key not in keys and not any(ix.records for ix in indexes):
             keys = _keys_in_set(ev, q.name)  # empty here: the fields its records have in other runs
             if not keys:
@@ -314,9 +330,9 @@ def _check_filters(ev: EvidenceSet, group: str, q: Query, indexes: list[_Index])
         here = set().union(*(ix.by_value.get(key, {}) for ix in indexes))
         if want in here:
             continue
-        elsewhere = _values_in_set(ev, key)
-        if want in elsewhere:
+        if _in_set(ev, key, want):
             continue  # a value the evidence knows (another run, another collection): a count of 0 is honest
+        elsewhere = _values_in_set(ev, key)
         near = difflib.get_close_matches(want, sorted(here | elsewhere), n=3, cutoff=0.6)
         if near:
             hint = "did you mean " + " or ".join(repr(n) for n in near) + "?"
@@ -326,31 +342,50 @@ def _check_filters(ev: EvidenceSet, group: str, q: Query, indexes: list[_Index])
                          f"record of the set with a {key!r}; {hint}")
 
 
-def _set_indexes(ev: EvidenceSet) -> list[tuple[str, _Index]]:
-    """(collection name, index) for every collection of every readable recording of the set."""
-    found = []
+def _set_indexes(ev: EvidenceSet) -> Iterator[tuple[str, _Index]]:
+    """(collection name, index) for every collection of every readable recording of the set,
+    recording by recording (a caller that finds what it looks for early reads no further)."""
     for name in ev.entries:
         try:
             parsed = ev.transcript(name)
         except LessonError:
             continue  # reported by the integrity check and where it is cited
-        found += [(collection, _index(parsed, collection)) for collection in parsed.collections()]
-        found.append((VERDICTS, _index(parsed, VERDICTS, _how(ev, name))))
-    return found
+        for collection in parsed.collections():
+            yield collection, _index(parsed, collection)
+        yield VERDICTS, _index(parsed, VERDICTS, _how(ev, name))
+
+
+def _in_set(ev: EvidenceSet, key: str, want: str) -> bool:
+    """Whether some record of any collection of any recording of the set shows `want` under
+    `key` (the recordings are read only as far as the first that does; an answer is kept)."""
+    memo = ("in set", key, want)
+    known = ev.memo.get(memo)
+    if known is None:
+        known = ev.memo[memo] = any(want in ix.by_value.get(key, ()) for _, ix in _set_indexes(ev))
+    return known
+
+
+def _set_fields(ev: EvidenceSet) -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]]]:
+    """Over every collection of every recording of the set: per key, every shown value under it;
+    per collection, the fields its records have. Worked out in one pass, once per loaded set."""
+    known = ev.memo.get("fields")
+    if known is None:
+        values: dict[str, set[str]] = {}
+        keys: dict[str, set[str]] = {}
+        for collection, ix in _set_indexes(ev):
+            keys.setdefault(collection, set()).update(ix.keys)
+            for key, shown in ix.by_value.items():
+                values.setdefault(key, set()).update(shown)
+        known = ev.memo["fields"] = ({k: frozenset(v) for k, v in values.items()},
+                                     {k: frozenset(v) for k, v in keys.items()})
+    return known
 
 
 def _values_in_set(ev: EvidenceSet, key: str) -> frozenset[str]:
     """Every shown value under `key` in any collection of any recording of the set."""
-    memo = ("values", key)
-    if memo not in ev.memo:
-        ev.memo[memo] = frozenset().union(*(ix.by_value.get(key, {}) for _, ix in _set_indexes(ev)))
-    return ev.memo[memo]
+    return _set_fields(ev)[0].get(key, frozenset())
 
 
 def _keys_in_set(ev: EvidenceSet, collection: str) -> frozenset[str]:
     """The fields that records of `collection` have in any recording of the set."""
-    memo = ("keys", collection)
-    if memo not in ev.memo:
-        ev.memo[memo] = frozenset().union(*(ix.keys for name, ix in _set_indexes(ev)
-                                            if name == collection))
-    return ev.memo[memo]
+    return _set_fields(ev)[1].get(collection, frozenset())

@@ -6,7 +6,7 @@ import re
 
 from lessonkit.pages.figures import FIGURE_RE
 from lessonkit.pages.fold import shown, skeleton
-from lessonkit.pages.text import visible
+from lessonkit.pages.text import visible_text
 
 _CLAIM_RE = re.compile(r"""\{\{.*?\}\}""")
 _FENCE_OPEN_RE = re.compile(r"""^[ \t]*(?P<fence>`{3,}|~{3,})(?P<info>\s*\{?\s*\.?(?P<lang>[\w+-]*).*)$""")
@@ -25,7 +25,7 @@ class SourceFinder:
         text = self._plain.get(k)
         if text is None:
             raw = _CLAIM_RE.sub(lambda m: " " * len(m.group()), self.lines[k])
-            text = self._plain[k] = shown(visible(raw)[0])
+            text = self._plain[k] = shown(visible_text(raw))
         return text
 
     def figure(self, figure: str, context: str, start: int, end: int) -> int | None:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from lessonkit.evidence.display import Display
 from lessonkit.pages.scan import Cell, OutLine, Span, split_cells, tables
 from lessonkit.pages.state import ShownClaim
-from lessonkit.pages.text import visible
+from lessonkit.pages.text import visible_text
 
 if TYPE_CHECKING:
     from lessonkit.pages.state import PageState
@@ -46,7 +46,7 @@ def check_table_labels(page: PageState, out: list[OutLine], in_fence: list[bool]
                 inside = [s for s in out[r].spans if cell.start <= s.start < cell.end]
                 claims_by_col.setdefault(col, []).extend(s.claim for s in inside)
                 text = cell.text if not inside else out[r].text[cell.start:inside[0].start]
-                label = visible(text)[0].strip()
+                label = visible_text(text).strip()
                 if not label:
                     continue
                 keys = _binding(label, row_pairs, display)
@@ -78,7 +78,7 @@ def _mark(line: OutLine, start: int, text: str) -> tuple[OutLine, Span] | None:
 def _check_header(page: PageState, header: OutLine, cell: Cell, claims: list[ShownClaim],
                   keys: list[set[str]], display: Display) -> bool:
     """Whether a header is bound (an error when it should be and is not)."""
-    text = visible(cell.text)[0].strip()
+    text = visible_text(cell.text).strip()
     if not text:
         return False
     if claims and all(c.across is not None for c in claims):

@@ -57,34 +57,51 @@ _BREAKING_TAG_RE = re.compile(r"""</?(?:br|td|th|tr|p|div|li|dt|dd|h[1-6]|hr|tab
 def visible(text: str) -> tuple[str, list[int]]:
     """The text a reader sees of a line (markup dropped, references decoded, code spans as typed),
     and each character's column."""
-    shown: list[str] = []
     where: list[int] = []
+    return _visible(text, where), where
+
+
+def visible_text(text: str) -> str:
+    """visible(text)'s text alone (no columns worked out)."""
+    return _visible(text, None)
+
+
+def _visible(text: str, where: list[int] | None) -> str:
+    shown: list[str] = []
     i = 0
     for m in _TOKEN_RE.finditer(text):
         if m.start() > i:  # plain text up to the token, in one piece
             shown.append(text[i:m.start()])
-            where.extend(range(i, m.start()))
+            if where is not None:
+                where.extend(range(i, m.start()))
         i = m.end()
         kind = m.lastgroup
+        at: int | range | None = None
         if kind == "code":  # a code span shows its text as typed
             ticks = len(m.group("ticks"))
             shown.append(text[m.start() + ticks:m.end() - ticks])
-            where.extend(range(m.start() + ticks, m.end() - ticks))
+            at = range(m.start() + ticks, m.end() - ticks)
         elif kind == "ref":
             char = html.unescape(m.group())
             if len(char) == 1 and not is_invisible(char):
                 shown.append(char)
-                where.append(m.start())
+                at = m.start()
         elif kind == "tag" and _BREAKING_TAG_RE.match(m.group()):
             shown.append(" ")
-            where.append(m.start())
+            at = m.start()
         elif kind == "other" and not is_invisible(m.group()):
             shown.append(m.group())
-            where.append(m.start())
+            at = m.start()
+        if where is not None and at is not None:
+            if isinstance(at, range):
+                where.extend(at)
+            else:
+                where.append(at)
     if i < len(text):
         shown.append(text[i:])
-        where.extend(range(i, len(text)))
-    return "".join(shown), where
+        if where is not None:
+            where.extend(range(i, len(text)))
+    return "".join(shown)
 
 
 # -- hidden text ---------------------------------------------------------------------------------
@@ -291,7 +308,7 @@ def check_typed_output(page: PageState, out: list[OutLine], in_fence: list[bool]
         if in_fence[i]:
             typed = _TOOL_LINE_RE.match(line.text)
         else:  # the prefix is six '=' or more, however tags split them
-            typed = line.text.count("=") >= 6 and _PREFIXED_RE.match(visible(line.text)[0])
+            typed = line.text.count("=") >= 6 and _PREFIXED_RE.match(visible_text(line.text))
         if reported or line.generated or not typed or SUMMARY_MENTION_RE.search(line.text):
             continue  # a summary line is a quote: check_summaries holds it to the recordings
         reported = True

@@ -14,15 +14,19 @@ inside double braces, is computed afresh every time).
 from __future__ import annotations
 
 import hashlib
+import multiprocessing
 import os
 import stat
-from collections.abc import Iterable
+import sys
+import threading
+from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from lessonkit import cache
 from lessonkit.errors import LessonError
-from lessonkit.evidence.manifest import MISSING, sha256_file
+from lessonkit.evidence.manifest import MISSING, adopt_hashes, known_hashes, sha256_file
 from lessonkit.evidence.spec import load_spec
 from lessonkit.pages.render import Published
 from lessonkit.pages.state import ClaimOutcome, PageResult
@@ -82,13 +86,17 @@ def contents(root: Path, listing: Scan) -> dict[str, str]:
     return out
 
 
-def site_contents(store: cache.Store, repo: Path, scans: tuple[Scan, Scan],
-                  now_ns: int) -> tuple[dict[str, str], dict[str, str]]:
+def site_contents(store: cache.Store, repo: Path, scans: tuple[Scan, Scan], now_ns: int,
+                  meanwhile: Callable[[], None] | None = None) -> tuple[dict[str, str], dict[str, str]]:
     """`contents` of the scans of evidence/ and code/ taken at `now_ns`. When every file had
     settled by then, its stamp stands for its bytes (as in the hash store), so the answer an
     earlier process stored for the same stamps is read back as one entry instead of looking up
     some 12,000 files one by one; otherwise, or when there is none, each file is looked up or
-    hashed, and the answer kept for the next process."""
+    hashed, and the answer kept for the next process.
+
+    `meanwhile`: work of the caller's that needs no hash. When the files must be hashed and it is
+    given, they are hashed in a forked process while this one runs it (a cold check: reading the
+    manifests beside hashing every recording); see `beside`."""
     key = None
     if store.folder is not None and all(settled_since(scan, now_ns) for scan in scans):
         key = cache.digest("contents", str(repo), os.path.realpath(repo),
@@ -97,10 +105,64 @@ def site_contents(store: cache.Store, repo: Path, scans: tuple[Scan, Scan],
         if (isinstance(stored, tuple) and len(stored) == 2 and all(isinstance(d, dict) for d in stored)
                 and stored[0].keys() == scans[0].keys() and stored[1].keys() == scans[1].keys()):
             return stored[0], stored[1]
-    found = contents(repo / "evidence", scans[0]), contents(repo / "code", scans[1])
+    if meanwhile is None:
+        found = contents(repo / "evidence", scans[0]), contents(repo / "code", scans[1])
+    else:
+        found = beside(_hash_scans, (repo, scans), meanwhile)
     if key is not None:
         store.put("site", "contents", key, found)
     return found
+
+
+def _hash_scans(repo: Path, scans: tuple[Scan, Scan]) -> tuple[dict[str, str], dict[str, str]]:
+    return contents(repo / "evidence", scans[0]), contents(repo / "code", scans[1])
+
+
+# What the forked process of `beside` runs (set in the parent just before it forks).
+_BESIDE: tuple[Callable[..., Any], tuple[Any, ...]] | None = None
+
+
+def _run_beside() -> tuple[Any, dict[str, tuple[tuple[int, ...], str]]]:
+    """In the forked process: the work, and the hashes it kept that the parent did not have."""
+    assert _BESIDE is not None
+    work, args = _BESIDE
+    before = known_hashes()
+    result = work(*args)
+    return result, {k: v for k, v in known_hashes().items() if before.get(k) != v}
+
+
+def beside(work: Callable[..., Any], args: tuple[Any, ...], meanwhile: Callable[[], None]) -> Any:
+    """`work(*args)` in a forked process while this one runs `meanwhile()`; its answer, and the
+    file hashes it kept, as if it had run here (lessonkit.evidence.manifest.adopt_hashes).
+
+    Where a process cannot be forked safely (not Linux, or another thread runs: see
+    CheckedSite._check_files), or the forked one dies or fails, `work` runs here after
+    `meanwhile`: the same answer, later."""
+    global _BESIDE
+    if not can_fork():
+        meanwhile()
+        return work(*args)
+    _BESIDE = (work, args)
+    try:
+        with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as pool:
+            future = pool.submit(_run_beside)
+            meanwhile()
+            try:
+                result, hashes = future.result()
+            except Exception:  # noqa: BLE001  died (BrokenProcessPool) or failed: run it here
+                return work(*args)
+    finally:
+        _BESIDE = None
+    adopt_hashes(hashes)
+    return result
+
+
+def can_fork() -> bool:
+    """Whether this process may fork workers that share what it loaded: on Linux (macOS's system
+    libraries are not safe to use in a forked child; Windows cannot fork), and only while it
+    runs one thread (a fork copies no other thread, and a lock another thread held stays held)."""
+    return (threading.active_count() == 1 and sys.platform.startswith("linux")
+            and "fork" in multiprocessing.get_all_start_methods())
 
 
 def file_content(path: Path | str) -> str:
