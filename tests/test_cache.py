@@ -315,6 +315,22 @@ def test_the_same_bytes_read_by_the_same_harness_in_two_lessons_are_parsed_once(
     assert twin.derived is demo.derived  # the query indexes are built once for both
 
 
+def test_the_size_of_bytes_parsed_elsewhere_is_known_without_reading_them(demo_repo: Path, monkeypatch):
+    from lessonkit.evidence.sets import EvidenceSet
+    _twin_lesson(demo_repo)
+    _parses(monkeypatch)
+    sets = CheckedSite(demo_repo, store=Store(None)).site.evidence.sets
+    sets["demo"].transcript("bare")  # parsed here: its bytes read once
+    read: list[str] = []
+    real = EvidenceSet.transcript_text
+    monkeypatch.setattr(EvidenceSet, "transcript_text", lambda ev, name: read.append(name) or real(ev, name))
+    size = (demo_repo / "evidence/twin/bare.txt").stat().st_size
+    assert sets["twin"].transcript_size("bare") == size and read == []  # the parse knows the size
+    assert sets["twin"].transcript_size("race") == (demo_repo / "evidence/twin/race.txt").stat().st_size
+    assert read == ["race"]  # never parsed: read for its size, once
+    assert sets["twin"].transcript_size("race") and read == ["race"]
+
+
 def test_the_same_bytes_read_by_another_harness_are_parsed_again(demo_repo: Path, monkeypatch):
     _twin_lesson(demo_repo, ('threads = "int"', 'threads = "str"'))
     seen = _parses(monkeypatch)

@@ -141,3 +141,82 @@ def test_a_warm_check_answers_from_the_disk_without_evidence_or_workers(many_pag
     assert [str(e) for e in again.check()] == want
     assert again.forked == 0 and again.checks == 0 and again.reloads == 0
     assert again.cache_hits == PAGES + 2  # the site's own errors and every page
+
+
+def test_a_check_with_some_pages_stored_checks_only_the_others_in_its_workers(many_pages: Path):
+    import time
+
+    from lessonkit import cache
+    time.sleep(cache.RACY_NS / 1e9 + 0.2)
+    want = [str(e) for e in CheckedSite(many_pages, keep="errors", jobs=1).check()]
+    edited = [f"docs/p{k:02d}.md" for k in range(2 * PAGES_PER_JOB + 1)]  # more than the pre-pass looks for
+    for page in edited:
+        path = many_pages / page
+        path.write_text(path.read_text() + "\nOne more line.\n")
+    again = CheckedSite(many_pages, keep="errors", jobs=2)
+    assert [str(e) for e in again.check()] == want
+    assert again.forked == 2
+    assert again.checks == len(edited)  # the workers answered every other page from the disk
+    assert again.cache_hits == PAGES + 1 - len(edited) + 1  # those pages and the site's own errors
+
+
+# -- hashing beside ---------------------------------------------------------------------------------
+
+def test_files_hashed_beside_count_as_hashed_here(tmp_path: Path):
+    import hashlib
+    import os
+    import time
+
+    from lessonkit import cache
+    from lessonkit.evidence import manifest
+    from lessonkit.site import sitecache
+    files = []
+    for k in range(3):
+        files.append(tmp_path / f"f{k}.txt")
+        files[-1].write_bytes(os.urandom(5000 + k))
+    time.sleep(cache.RACY_NS / 1e9 + 0.2)  # settled: a hash may be kept for its stat
+    ran: list[int] = []
+    digests, where = sitecache.beside(lambda: ([manifest.sha256_file(f) for f in files], os.getpid()), (),
+                                      lambda: ran.append(os.getpid()))
+    assert ran == [os.getpid()] and where != os.getpid()  # the hashing ran in another process
+    assert digests == [hashlib.sha256(f.read_bytes()).hexdigest() for f in files]
+    known = manifest.known_hashes()
+    for f, digest in zip(files, digests):
+        assert known[str(f)][1] == digest  # adopted: the integrity check will not hash them again
+        assert known[str(f)][0] == cache.stamp(f.stat())  # by the stamp the file still has
+
+
+def test_hashing_beside_falls_back_to_this_process(tmp_path: Path):
+    import os
+
+    from lessonkit.site import sitecache
+    parent = os.getpid()
+
+    def dies_in_the_child() -> int:
+        if os.getpid() != parent:
+            os._exit(9)  # killed: no answer comes back
+        return os.getpid()
+
+    ran: list[int] = []
+    assert sitecache.beside(dies_in_the_child, (), lambda: ran.append(1)) == parent
+    assert ran == [1]  # what the caller does meanwhile runs once either way
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:  # another thread runs: no fork at all
+        assert sitecache.beside(os.getpid, (), lambda: ran.append(2)) == parent
+    finally:
+        stop.set()
+        other.join()
+    assert ran == [1, 2]
+
+
+def test_a_cold_check_in_processes_reads_the_manifests_while_the_files_are_hashed(many_pages: Path, monkeypatch):
+    from lessonkit.site import sitecache
+    used: list[bool] = []
+    real = sitecache.beside
+    monkeypatch.setattr(sitecache, "beside", lambda *a: used.append(True) or real(*a))
+    errors, site = checked(many_pages, 2)
+    assert used == [True] and site.reloads == 1 and site._manifests is None  # read once, used once
+    assert errors == checked(many_pages, 1)[0]
+    assert used == [True]  # one process: no hashing beside
