@@ -344,3 +344,37 @@ def test_runs_toml_reads_back_and_refuses_the_rest(written, garbage):
 def test_page_processing_reports_instead_of_raising(parts):
     result = process_page(joined(parts), "docs/p.md", Path("/nonexistent"), {})
     assert all(isinstance(e, LessonError) and e.path == "docs/p.md" for e in result.errors)
+
+
+# -- fast paths that must say what their plain definitions say ---------------------------------------
+
+_MENTION_ALPHABET = st.sampled_from(["racecheck", "RaceCheck", "ERROR", "\u017fummary", "sUmmary", "summ", "ary",
+                                     "<b>", "</b>", "<summary>", "&amp;", "&summary;", "-", " ", "\n", "x", "\u0130",
+                                     "\u212a", "error", "SUMMARY:"])
+
+
+@given(st.lists(st.tuples(st.lists(_MENTION_ALPHABET, max_size=8).map("".join), st.booleans()), max_size=12))
+def test_lines_that_may_mention_a_summary_are_those_a_line_by_line_search_finds(lines):
+    from lessonkit.pages import rules
+    from lessonkit.pages.scan import OutLine
+    out = [OutLine(i, text, generated=generated) for i, (text, generated) in enumerate(lines)]
+    want = [i for i, line in enumerate(out) if not line.generated and rules._MAYBE_MENTION_RE.search(line.text)]
+    assert rules._mentioning(out) == want
+
+
+@given(st.lists(_MENTION_ALPHABET, max_size=12).map("".join))
+def test_a_paragraph_mentions_a_summary_as_the_one_pass_definition_says(text):
+    import re
+
+    from lessonkit.pages import rules
+    from lessonkit.pages.scan import OutLine
+    one_pass = re.compile(r"""<[^<>]*>|&[\#\w]+;|[^A-Za-z]""")  # markup, then anything not a letter
+    assert rules._Paragraph(OutLine(0, text)).mentions == ("summary" in one_pass.sub("", text).lower())
+
+
+@given(st.lists(st.sampled_from(["a", "`x`", "&amp;", "&#8203;", "<br>", "<i>", "\u200b", "\u00e9", " ", "``y``",
+                                 "&nosuch;", "<"]), max_size=12).map("".join))
+def test_the_visible_text_alone_is_the_text_visible_gives(text):
+    from lessonkit.pages.text import visible, visible_text
+    shown, where = visible(text)
+    assert visible_text(text) == shown and len(where) == len(shown)

@@ -12,6 +12,7 @@ value must hold for that figure in every recording.
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 from functools import cached_property
@@ -35,7 +36,9 @@ _FIGURE_RE = re.compile(r"""\d[\d,]*(?:\.\d+)?""")
 _AFTER_QUOTE_RE = re.compile(
     r"""^(?:\s*$|[`"'\u201c\u201d\u2018\u2019*_<|)\]]|[.;:!?](?:$|[\s`"'\u201d\u2019*_<|)\]]))""", re.VERBOSE)
 _VISIBLE_END_RE = re.compile(r"""["\u201c\u201d;|]|\.(?=\s|$)""")  # a quote's end in the visible text
-_MARKUP_FREE_RE = re.compile(r"""<[^<>]*>|&[\#\w]+;|[^A-Za-z]""")  # what cannot spell "summary"
+# What cannot spell "summary": markup (tags, character references), then whatever is not a letter.
+_MARKUP_RE = re.compile(r"""<[^<>]*>|&[\#\w]+;""")
+_LETTERS_RE = re.compile(r"""[^A-Za-z]+""")
 _PLAIN_NUMBER_RE = re.compile(r"""^[+-]?\d[\d,]*(?:\.\d+)?$""")
 
 
@@ -44,9 +47,8 @@ _PLAIN_NUMBER_RE = re.compile(r"""^[+-]?\d[\d,]*(?:\.\d+)?$""")
 def check_summaries(page: PageState, out: list[OutLine], in_fence: list[bool]) -> None:
     """Every summary a line quotes is a summary line of every recording of a run its own sentence cites."""
     paragraphs: dict[int, _Paragraph] = {}  # by the line each starts on: built once, read for each of its lines
-    for i, first in enumerate(out):
-        if first.generated or not _MAYBE_MENTION_RE.search(first.text):
-            continue
+    for i in _mentioning(out):
+        first = out[i]
         line, base, first_end, paragraph = (first, 0, len(first.text), None) if in_fence[i] \
             else _paragraph_around(out, in_fence, i, paragraphs)
         row = not in_fence[i] and first.text.lstrip().startswith("|")
@@ -65,6 +67,26 @@ def check_summaries(page: PageState, out: list[OutLine], in_fence: list[bool]) -
                          "its table row" if row else "its line" if in_fence[i] else "its sentence")
         if paragraph is not None:
             _check_disguised(page, line, base, first_end, quoted, paragraph)
+
+
+def _mentioning(out: list[OutLine]) -> list[int]:
+    """The lines not generated that may mention a summary (_MAYBE_MENTION_RE), in order: searched
+    over the page at once, from each hit on to the next line (no word it looks for holds a line
+    break), instead of line by line."""
+    texts = ["" if line.generated else line.text for line in out]
+    starts, at = [], 0
+    for line in texts:
+        starts.append(at)
+        at += len(line) + 1
+    text = "\n".join(texts)
+    found: list[int] = []
+    m = _MAYBE_MENTION_RE.search(text)
+    while m is not None:
+        found.append(bisect.bisect_right(starts, m.start()) - 1)
+        if found[-1] + 1 == len(starts):
+            break
+        m = _MAYBE_MENTION_RE.search(text, starts[found[-1] + 1])
+    return found
 
 
 _SENTENCE_END_RE = re.compile(r"""[.!?]["'\u201d\u2019)\]*_`]*(?=\s|$)""")
@@ -89,7 +111,10 @@ class _Paragraph:
     def mentions(self) -> bool:
         """Whether it mentions a summary however formatted (if not, the common case, its visible
         text is never built)."""
-        return "summary" in _MARKUP_FREE_RE.sub("", self.joined.text).lower()
+        text = self.joined.text
+        if "<" not in text and "&" not in text:  # no markup: only the letters count
+            return "summary" in _LETTERS_RE.sub("", text).lower()
+        return "summary" in _LETTERS_RE.sub("", _MARKUP_RE.sub("", text)).lower()
 
     @cached_property
     def visible(self) -> tuple[str, list[int]]:
