@@ -51,12 +51,14 @@ _NEWLINE_RUN_RE = re.compile(r"""[ \t\r]*\n[ \t\r]*""")
 
 def process_page(markdown: str, path: str, repo: Path, sets: dict[str, EvidenceSet],
                  broken_sets: set[str] | frozenset[str] = frozenset(), line_offset: int = 0,
-                 transcripts: bool = True, unrecorded: Mapping[str, Unrecorded] | None = None) -> PageResult:
+                 transcripts: bool = True, unrecorded: Mapping[str, Unrecorded] | None = None,
+                 errors_only: bool = False) -> PageResult:
     """Expand a page's directives and check its claims; `line_offset` counts lines stripped above `markdown`.
 
     `transcripts=False` leaves transcript slots empty: the same Markdown and errors, for a caller
     that wants only the errors (the blocks are finished HTML that no check reads). `unrecorded`:
-    the lessons with no evidence yet (lessonkit.evidence.unrecorded).
+    the lessons with no evidence yet (lessonkit.evidence.unrecorded). `errors_only`: the same
+    errors, claims and citations, and no Markdown at all (`check`: nothing renders the page).
     """
     sets = _Reads(sets)
     page = PageState(path, line_offset, repo, sets, set(broken_sets), dict(unrecorded or {}),
@@ -83,7 +85,8 @@ def process_page(markdown: str, path: str, repo: Path, sets: dict[str, EvidenceS
     check_typed_line_refs(page, out, in_fence)
     check_summaries(page, out, in_fence)
     page.result.errors.sort(key=lambda e: e.line or 0)
-    page.result.markdown = _marked_markdown(out, in_fence, page.result.unmarked)
+    if not errors_only:
+        page.result.markdown = _marked_markdown(out, in_fence, page.result.unmarked)
     return page.result
 
 

@@ -54,6 +54,7 @@ class Site:
     repo: Path
     evidence: Evidence
     transcripts: bool = True  # render transcript blocks; off when only the errors are wanted
+    errors_only: bool = False  # no page Markdown at all: only errors, claims and citations (`check`)
 
     @classmethod
     def load(cls, repo: Path, read: ReadSets | None = None) -> Site:
@@ -70,7 +71,8 @@ class Site:
     def page(self, markdown: str, path: str, line_offset: int = 0) -> PageResult:
         """Expand and check one page's Markdown (`path` as messages name it)."""
         return process_page(markdown, path, self.repo, self.evidence.sets,
-                            self.evidence.unreadable, line_offset, self.transcripts, self.evidence.unrecorded)
+                            self.evidence.unreadable, line_offset, self.transcripts, self.evidence.unrecorded,
+                            self.errors_only)
 
 
 def strip_front_matter(text: str) -> tuple[str, int]:
@@ -203,6 +205,7 @@ class CheckedSite:
     _pages: dict[str, tuple[PageInputs, PageResult]] = field(default_factory=dict)
     _audits: dict[str, tuple[str, list[LessonError]]] = field(default_factory=dict)
     _by_folder: tuple[sitecache.Scan | None, dict[str, sitecache.Scan]] = (None, {})
+    _specs: list[str] = field(default_factory=list)  # every runs.toml of the scan _by_folder is of
     _manifests: ReadSets | None = None  # the manifests as the last refresh read them, for the next load
 
     def __post_init__(self) -> None:
@@ -218,6 +221,7 @@ class CheckedSite:
             read, self._manifests = self._manifests, None
             self._site = Site.load(self.repo, read)
             self._site.transcripts = self.keep == "pages"  # "errors": no transcript HTML
+            self._site.errors_only = self.keep == "errors"  # nor any Markdown: nothing renders it
             self.reloads += 1
             sets = self._site.evidence.sets
             if before is not None:  # a set whose files are unchanged keeps its parsed transcripts
@@ -324,11 +328,12 @@ class CheckedSite:
         """Whether the files a page's result was derived from had settled before the last refresh
         and are as it found them: only then may the result be stored for their contents."""
         now, (evidence, code) = self._scanned, self._scans
-        if self._by_folder[0] is not evidence:  # the last scan of evidence/, by top folder (once per scan)
+        if self._by_folder[0] is not evidence:  # the last scans, by top folder and runs.toml (once per scan)
             folders: dict[str, sitecache.Scan] = {}
             for rel, stamp in evidence.items():
                 folders.setdefault(rel.split(os.sep, 1)[0], {})[rel] = stamp
             self._by_folder = (evidence, folders)
+            self._specs = [rel for rel in code if rel.endswith(os.sep + "runs.toml")]
         evidence_dir, code_dir = os.path.join(self.repo, "evidence"), os.path.join(self.repo, "code")
         for name, _ in inputs.sets:
             top = self._set_folders.get(name, name)
@@ -338,7 +343,7 @@ class CheckedSite:
             again.update({top + os.sep: None} if os.path.isdir(folder) else {})
             if mine != again or not sitecache.settled_since(mine, now):
                 return False
-        specs = [rel for rel in code if rel.endswith(os.sep + "runs.toml")] if inputs.sets else []
+        specs = self._specs if inputs.sets else []
         for rel in [f for f, _ in inputs.files] + specs:
             stamp = code.get(os.path.normpath(rel))
             try:
