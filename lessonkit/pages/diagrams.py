@@ -146,9 +146,9 @@ def _check_typed(page: PageState, shown: str, svg: str) -> None:
 
 def _text_run(page: PageState, shown: str, svg: str, start: int, end: int, stack: list[tuple[str, bool, bool]],
               lines: LineIndex) -> None:
-    text = html.unescape(svg[start:end])
-    if not stack or stack[-1][0] not in _TEXT_ELEMENTS or any(p or n for _, p, n in stack):
+    if start == end or not stack or stack[-1][0] not in _TEXT_ELEMENTS or any(p or n for _, p, n in stack):
         return
+    text = html.unescape(svg[start:end])
     digits = re.search(r"\d[\d.,]*", text)
     if digits:
         page.result.errors.append(_at(page, shown, lines.line(start), (

@@ -25,6 +25,7 @@ _SOURCE_EXTENSIONS = ("cu", "cuh", "cpp", "cc", "c", "h", "hpp", "py")
 _HIGHLIGHT_RE = re.compile(r"""^(?P<line>\d+)(?:@(?P<claim>.+))?$""")
 _MARKER_LINE_RE = re.compile(r"""^@(?P<name>[A-Za-z0-9][A-Za-z0-9_.-]*?)\+(?P<offset>\d+)$""")
 _LITERAL_BRACES_RE = re.compile(r"""\{\{.*?\}\}""")  # `\{{ … }}`: a claim shown as an example, braces and all
+_DIGIT_RE = re.compile(r"""\d""")
 _LINE_REF_RE = re.compile(rf"""(?<![\w/.-])(?P<ref>[\w./-]+\.(?:{'|'.join(_SOURCE_EXTENSIONS)}):\d+)(?!\d)""")
 
 
@@ -33,6 +34,8 @@ def check_typed_line_refs(page: PageState, out: list[OutLine], in_fence: list[bo
     for i, line in enumerate(out):
         if line.generated or in_fence[i] or ":" not in line.text:
             continue
+        if "&" not in line.text and not _DIGIT_RE.search(line.text):
+            continue  # a reference needs a digit, typed or written as a character reference
         text = line.text
         for span in line.spans:  # a claim's value is checked; blank it out
             text = text[:span.start] + " " * (span.end - span.start) + text[span.end:]

@@ -25,6 +25,7 @@ from lessonkit.pages.state import PageState, ShownClaim
 from lessonkit.pages.text import CHAR_REF_RE, SUMMARY_MENTION_RE, is_invisible, refused_ref, visible
 
 _MAYBE_MENTION_RE = re.compile(r"""racecheck|error|summary""", re.IGNORECASE)
+_MAYBE_MENTION_LOWER_RE = re.compile(r"""racecheck|error|summary""")  # the same, over lower-cased text
 # A line that starts a new block: a soft line break before it is not a space inside a sentence.
 # An HTML block interrupts a paragraph only with a block-level tag: "<span>0</span>" continues it.
 _BLOCK_START_RE = re.compile(
@@ -53,7 +54,9 @@ def check_summaries(page: PageState, out: list[OutLine], in_fence: list[bool]) -
             else _paragraph_around(out, in_fence, i, paragraphs)
         row = not in_fence[i] and first.text.lstrip().startswith("|")
         quoted: set[int] = set()  # where the quotes checked below begin
-        for m in SUMMARY_MENTION_RE.finditer(line.text, base):
+        mentions = (SUMMARY_MENTION_RE.finditer(line.text) if paragraph is None
+                    else (m for m in paragraph.mentioned if m.start() >= base))
+        for m in mentions:
             if m.start() >= first_end:
                 break  # a mention on a later line is checked from that line
             end = _QUOTE_END_RE.search(line.text, m.end())
@@ -79,13 +82,17 @@ def _mentioning(out: list[OutLine]) -> list[int]:
         starts.append(at)
         at += len(line) + 1
     text = "\n".join(texts)
+    pattern = _MAYBE_MENTION_RE
+    if "\u0130" not in text:  # then lower() keeps every character's place (only U+0130 lowers to two)
+        # Ignoring case, Python's re also matches KELVIN SIGN for k (lower() gives k) and LONG S for s.
+        text, pattern = text.lower().replace("\u017f", "s"), _MAYBE_MENTION_LOWER_RE
     found: list[int] = []
-    m = _MAYBE_MENTION_RE.search(text)
+    m = pattern.search(text)
     while m is not None:
         found.append(bisect.bisect_right(starts, m.start()) - 1)
         if found[-1] + 1 == len(starts):
             break
-        m = _MAYBE_MENTION_RE.search(text, starts[found[-1] + 1])
+        m = pattern.search(text, starts[found[-1] + 1])
     return found
 
 
@@ -120,6 +127,17 @@ class _Paragraph:
     def visible(self) -> tuple[str, list[int]]:
         return visible(self.joined.text)
 
+    @cached_property
+    def mentioned(self) -> list[re.Match[str]]:
+        """The summary mentions of its text, in order (each of its lines reads those it holds: a
+        mention starts with a whole word, so none starts inside another)."""
+        return list(SUMMARY_MENTION_RE.finditer(self.joined.text))
+
+    @cached_property
+    def visible_mentioned(self) -> list[re.Match[str]]:
+        """The summary mentions of its visible text, in order."""
+        return list(SUMMARY_MENTION_RE.finditer(self.visible[0]))
+
 
 def _check_disguised(page: PageState, line: OutLine, base: int, first_end: int, quoted: set[int],
                      paragraph: _Paragraph) -> None:
@@ -128,7 +146,7 @@ def _check_disguised(page: PageState, line: OutLine, base: int, first_end: int, 
     if not paragraph.mentions:
         return
     shown, where = paragraph.visible
-    for m in SUMMARY_MENTION_RE.finditer(shown):
+    for m in paragraph.visible_mentioned:
         at = where[m.start()]
         if at < base:
             continue  # a mention on an earlier line was checked from that line

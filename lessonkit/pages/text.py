@@ -184,6 +184,8 @@ def _ascii_beside(text: str, col: int) -> bool:
 
 
 def _char_refs(page: PageState, line: OutLine) -> None:
+    if "&" not in line.text:
+        return  # every reference starts with one
     for m in CHAR_REF_RE.finditer(line.text):
         char = _refused_char(m.group())
         if char is None or _in_code_span(line.text, m.start()):
@@ -213,6 +215,8 @@ def _refused_char(ref: str) -> str | None:
 
 
 def _hiding(page: PageState, line: OutLine) -> None:
+    if "<" not in line.text and "{" not in line.text:
+        return  # every form _HIDING_RE knows starts with one
     for m in _HIDING_RE.finditer(line.text):
         if not _in_code_span(line.text, m.start()):
             if m.group("table"):
@@ -232,6 +236,8 @@ def is_invisible(c: str) -> bool:
 def _comments(page: PageState, line: OutLine, open_at: tuple[int, int] | None) -> tuple[int, int] | None:
     """Report claims inside comments and comments between text on one line; the comment still open."""
     text = line.text
+    if open_at is None and "<!--" not in text and "-->" not in text:
+        return None
     start = 0 if open_at is not None else None
     for m in _COMMENT_RE.finditer(text):
         if _in_code_span(text, m.start()):
