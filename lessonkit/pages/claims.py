@@ -72,6 +72,8 @@ class ClaimValue:
     @property
     def separated(self) -> bool:
         """Whether the author wrote thousands separators (accept keeps them)."""
+        if "," not in self.text:
+            return False  # a separator is a comma
         parts = self.text.lstrip("~").split(EN_DASH)
         return any(_SEPARATED_RE.match(p.strip()) for p in parts)
 

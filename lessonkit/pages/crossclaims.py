@@ -187,13 +187,14 @@ Table = list[tuple[tuple[tuple[tuple[str, str], ...], str], ...]]
 
 def _sample(page: PageState, index: int, set_name: str | None, form: Form, used: list[str],
             claim: str) -> tuple[Sample, Table]:
-    """The values the claim's query (or ratio) names in one set, and per recording (or pair) its values
-    keyed by the wildcard keys of their records (for sameness)."""
+    """The values the claim's query (or ratio) names in one set, and for a sameness claim, per recording
+    (or pair) its values keyed by the wildcard keys of their records ([] for any other claim)."""
     compared = form.sets is not None
     if len(form.operands) == 1:
         ev, group, query = _operand(page, index, set_name, form.operands[0], compared, claim)
         used.append(ev.name)
-        return resolve(ev, group, query), keyed(ev, group, query)
+        sample = resolve(ev, group, query)
+        return sample, (keyed(ev, group, query) if form.op == "=" else [])  # only sameness reads the table
     (ev, g1, q1), (ev2, g2, q2) = (_operand(page, index, set_name, o, compared, claim) for o in form.operands)
     if ev is not ev2:
         page.error(index, f"a ratio divides two runs of one set (recorded together), not {ev.name!r} by {ev2.name!r}")

@@ -222,20 +222,22 @@ def _resolve(ev: EvidenceSet, group: str | None, query: str) -> Sample:
     paths, indexes = _group_indexes(ev, group, q.name)
     _checked_filters(ev, group, q, indexes)
     found_list: list[Found] = []
+    filters, wanted, wildcard = q.filters or (), q.field, q.wildcard
     for path, index in zip(paths, indexes):
-        chosen = index.select(q.filters or ())
+        chosen = index.select(filters)
         if q.count:
             found_list.append(Found(str(len(chosen)), path))
             continue
-        if not q.wildcard and len(chosen) != 1:
+        if not wildcard and len(chosen) != 1:
             raise QueryError(f"{q.selection()} selects {len(chosen)} records in {path}, not exactly one; "
                              "add filters that single one out, or write KEY=* to claim every record it selects")
+        records = index.records
         for i in chosen:
-            record = index.records[i]
-            if q.field not in record:
+            record = records[i]
+            if wanted not in record:
                 raise QueryError(f"records of {q.name!r} in {path} have no field {q.field!r}; they have: "
                                  f"{_known(k for k in record if not k.startswith('_'))}")
-            found_list.append(Found(show(record[q.field]), path, record.get("_line")))
+            found_list.append(Found(show(record[wanted]), path, record.get("_line")))
     if not found_list:
         where = ev.transcript_path(names[0]) if len(names) == 1 else f"{len(names)} recordings of {group}"
         raise QueryError(f"{q.selection()} selects no record in {where}")
