@@ -180,6 +180,24 @@ def test_a_page_whose_inputs_change_while_it_is_checked_is_not_stored(demo_repo:
     assert not (demo_repo / FOLDER / "pages").exists()
 
 
+@pytest.mark.parametrize("changed", ["code/demo/runs.toml", "code/twin/runs.toml", "evidence/demo/race.txt",
+                                     "evidence/demo/new.txt"])
+def test_a_page_whose_runs_toml_or_set_changes_while_it_is_checked_is_not_stored(demo_repo: Path, changed: str):
+    _twin_lesson(demo_repo)  # another lesson: its runs.toml counts for every set (a [harness] says how to read)
+    site = CheckedSite(demo_repo)
+    site.refresh()
+    path = demo_repo / changed
+    path.write_text((path.read_text() if path.exists() else "") + "\n")  # after the refresh scanned it
+    site.page(PAGE, "docs/index.md")
+    assert site.checks == 1
+    assert not (demo_repo / FOLDER / "pages").exists()
+    untouched = CheckedSite(demo_repo)  # the same page over settled files is stored: the test can fail
+    time.sleep(SETTLE_S)
+    untouched.refresh()
+    untouched.page(PAGE, "docs/index.md")
+    assert (demo_repo / FOLDER / "pages").exists()
+
+
 def test_a_stored_build_result_is_the_page_result(demo_repo: Path):
     time.sleep(SETTLE_S)
     once = CheckedSite(demo_repo)

@@ -204,8 +204,9 @@ class CheckedSite:
     _site_errors: list[LessonError] = field(default_factory=list)
     _pages: dict[str, tuple[PageInputs, PageResult]] = field(default_factory=dict)
     _audits: dict[str, tuple[str, list[LessonError]]] = field(default_factory=dict)
-    _by_folder: tuple[sitecache.Scan | None, dict[str, sitecache.Scan]] = (None, {})
-    _specs: list[str] = field(default_factory=list)  # every runs.toml of the scan _by_folder is of
+    _by_folder: tuple[sitecache.Scan | None, dict[str, tuple[sitecache.Scan, bool]]] = (None, {})
+    _specs: list[tuple[str, tuple[int, ...] | None]] = field(default_factory=list)  # runs.toml of that scan
+    _specs_settled: bool = True   # whether every one of them had settled by that scan
     _manifests: ReadSets | None = None  # the manifests as the last refresh read them, for the next load
 
     def __post_init__(self) -> None:
@@ -332,25 +333,32 @@ class CheckedSite:
             folders: dict[str, sitecache.Scan] = {}
             for rel, stamp in evidence.items():
                 folders.setdefault(rel.split(os.sep, 1)[0], {})[rel] = stamp
-            self._by_folder = (evidence, folders)
-            self._specs = [rel for rel in code if rel.endswith(os.sep + "runs.toml")]
+            # Whether each had settled by the scan is fixed once the scan is: worked out here, once.
+            self._by_folder = (evidence, {top: (scan, sitecache.settled_since(scan, now))
+                                          for top, scan in folders.items()})
+            self._specs = [(rel, code[rel]) for rel in code if rel.endswith(os.sep + "runs.toml")]
+            self._specs_settled = all(sitecache.settled_since({rel: stamp}, now) for rel, stamp in self._specs)
         evidence_dir, code_dir = os.path.join(self.repo, "evidence"), os.path.join(self.repo, "code")
         for name, _ in inputs.sets:
             top = self._set_folders.get(name, name)
-            mine = self._by_folder[1].get(top, {})
+            mine, settled = self._by_folder[1].get(top, ({}, True))
+            if not settled:
+                return False
             folder = os.path.join(evidence_dir, top)
             again = {top + os.sep + rel: stamp for rel, stamp in sitecache.scan(folder).items()}
             again.update({top + os.sep: None} if os.path.isdir(folder) else {})
-            if mine != again or not sitecache.settled_since(mine, now):
+            if mine != again:
                 return False
-        specs = self._specs if inputs.sets else []
-        for rel in [f for f, _ in inputs.files] + specs:
-            stamp = code.get(os.path.normpath(rel))
+        if inputs.sets and not self._specs_settled:
+            return False
+        files = [(rel, code.get(os.path.normpath(rel))) for rel, _ in inputs.files]
+        if not all(stamp is not None and sitecache.settled_since({rel: stamp}, now) for rel, stamp in files):
+            return False
+        for rel, stamp in files + (self._specs if inputs.sets else []):
             try:
-                current = cache.stamp(os.stat(os.path.join(code_dir, rel)))
+                if cache.stamp(os.stat(os.path.join(code_dir, rel))) != stamp:
+                    return False
             except OSError:
-                current = None
-            if stamp is None or stamp != current or not sitecache.settled_since({rel: stamp}, now):
                 return False
         return True
 
