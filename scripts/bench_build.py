@@ -13,7 +13,10 @@ difference is the checking); `python -m lessonkit check`. The time inside lesson
 from the hooks themselves (LESSONKIT_TIMINGS). Then under `mkdocs serve --dirtyreload`: the
 time from a one-page edit until the served page shows it, and three injected errors (a wrong
 claim, a transcript edited with its manifest hash updated, a renamed region), each of which
-the reload must report. `--json` prints one line with the medians.
+the reload must report. `--json` prints one line with the medians. Last, issue 17's bounds on
+those medians (lessonkit at most 10 % of the build, the warm check at most 0.5 s, the cold
+check no slower than the baseline's, no injected error missed): each is printed as it holds
+or fails, and the benchmark exits 1 when one fails.
 
 What is cached: lessonkit keeps a cache on disk in the site's .lessonkit-cache/ (see
 lessonkit/cache.py): file hashes by stat, the site's own errors, and each page's result (the
@@ -512,9 +515,11 @@ def main() -> int:
               "baseline": args.baseline if base_s else None,
               "reload_s": round(med(reload_s), 3),
               "reload_missed_errors": missed}
+    result["bounds"] = bounds(result)
+    status = 0 if all(result["bounds"].values()) else 1
     if args.json:
         print(json.dumps(result))
-        return 0
+        return status
     runs = lambda xs: ", ".join(f"{x:.3f}" for x in xs)
     print(f"{args.lessons} copies of {LESSON} (from {where}); whole processes, medians of {args.runs}")
     print(f"build with the hooks      : {result['build_s_with']:.3f} s  ({runs(with_s)})")
@@ -528,7 +533,20 @@ def main() -> int:
               f"its own site, cache deleted, alternating with the line above)")
     print(f"serve --dirtyreload, edit : {result['reload_s']:.3f} s  ({runs(reload_s)})")
     print(f"injected errors missed    : {missed}" + (f" ({', '.join(which)})" if which else ""))
-    return 0
+    for name, holds in result["bounds"].items():
+        print(f"bound {name:46s}: {'holds' if holds else 'FAILS'}")
+    return status
+
+
+def bounds(result: dict) -> dict[str, bool]:
+    """Issue 17's bounds on the medians: whether each holds (the benchmark exits 1 when one fails)."""
+    base = result["check_s_cold_baseline"]
+    return {
+        "lessonkit at most 10% of the build": result["lessonkit_s"] <= 0.10 * result["build_s_with"],
+        "warm check at most 0.5 s": result["check_s"] <= 0.5,
+        "cold check no slower than the baseline's": base is None or result["check_s_cold"] <= base,
+        "every injected error reported on reload": result["reload_missed_errors"] == 0,
+    }
 
 
 if __name__ == "__main__":

@@ -12,12 +12,9 @@ from the results an earlier one stored for the same contents.
 from __future__ import annotations
 
 import gc
-import multiprocessing
 import os
 import time
 from collections.abc import Iterable
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -519,6 +516,11 @@ class CheckedSite:
     def _check_in_workers(self, todo: list[tuple[str, Path]], jobs: int) -> bool:
         """Check `todo` in `jobs` forked workers and keep their results; False (nothing kept) when
         a worker died (killed, out of memory)."""
+        # Imported here: a check that forks no worker (a warm one) does not pay for them.
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+        from concurrent.futures.process import BrokenProcessPool
+
         global _FORKED
         self.site  # noqa: B018  loaded here, once, for every worker to share
         _FORKED = self

@@ -14,13 +14,11 @@ inside double braces, is computed afresh every time).
 from __future__ import annotations
 
 import hashlib
-import multiprocessing
 import os
 import stat
 import sys
 import threading
 from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -142,9 +140,13 @@ def beside(work: Callable[..., Any], args: tuple[Any, ...], meanwhile: Callable[
     if not can_fork():
         meanwhile()
         return work(*args)
+    from concurrent.futures import (
+        ProcessPoolExecutor,  # imported here: only a check that forks needs it
+    )
+
     _BESIDE = (work, args)
     try:
-        with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as pool:
+        with ProcessPoolExecutor(1, mp_context=_fork_context()) as pool:
             future = pool.submit(_run_beside)
             meanwhile()
             try:
@@ -157,12 +159,19 @@ def beside(work: Callable[..., Any], args: tuple[Any, ...], meanwhile: Callable[
     return result
 
 
+def _fork_context():
+    import multiprocessing
+    return multiprocessing.get_context("fork")
+
+
 def can_fork() -> bool:
     """Whether this process may fork workers that share what it loaded: on Linux (macOS's system
     libraries are not safe to use in a forked child; Windows cannot fork), and only while it
     runs one thread (a fork copies no other thread, and a lock another thread held stays held)."""
-    return (threading.active_count() == 1 and sys.platform.startswith("linux")
-            and "fork" in multiprocessing.get_all_start_methods())
+    if threading.active_count() != 1 or not sys.platform.startswith("linux"):
+        return False
+    import multiprocessing  # imported here: a check that forks nothing does not pay for it
+    return "fork" in multiprocessing.get_all_start_methods()
 
 
 def file_content(path: Path | str) -> str:
