@@ -517,7 +517,6 @@ class CheckedSite:
         """Check `todo` in `jobs` forked workers and keep their results; False (nothing kept) when
         a worker died (killed, out of memory)."""
         # Imported here: a check that forks no worker (a warm one) does not pay for them.
-        import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
         from concurrent.futures.process import BrokenProcessPool
 
@@ -526,7 +525,7 @@ class CheckedSite:
         _FORKED = self
         gc.freeze()  # what is loaded now stays where it is: a worker's collections do not copy it
         try:
-            with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"),
+            with ProcessPoolExecutor(jobs, mp_context=sitecache.fork_context(),
                                      initializer=_worker_started) as pool:
                 done = list(pool.map(_check_in_worker, todo))
         except BrokenProcessPool:

@@ -104,7 +104,7 @@ def site_contents(store: cache.Store, repo: Path, scans: tuple[Scan, Scan], now_
                 and stored[0].keys() == scans[0].keys() and stored[1].keys() == scans[1].keys()):
             return stored[0], stored[1]
     if meanwhile is None:
-        found = contents(repo / "evidence", scans[0]), contents(repo / "code", scans[1])
+        found = _hash_scans(repo, scans)
     else:
         found = beside(_hash_scans, (repo, scans), meanwhile)
     if key is not None:
@@ -133,8 +133,7 @@ def beside(work: Callable[..., Any], args: tuple[Any, ...], meanwhile: Callable[
     """`work(*args)` in a forked process while this one runs `meanwhile()`; its answer, and the
     file hashes it kept, as if it had run here (lessonkit.evidence.manifest.adopt_hashes).
 
-    Where a process cannot be forked safely (not Linux, or another thread runs: see
-    CheckedSite._check_files), or the forked one dies or fails, `work` runs here after
+    Where a process cannot be forked safely (`can_fork`), or the forked one dies or fails, `work` runs here after
     `meanwhile`: the same answer, later."""
     global _BESIDE
     if not can_fork():
@@ -146,7 +145,7 @@ def beside(work: Callable[..., Any], args: tuple[Any, ...], meanwhile: Callable[
 
     _BESIDE = (work, args)
     try:
-        with ProcessPoolExecutor(1, mp_context=_fork_context()) as pool:
+        with ProcessPoolExecutor(1, mp_context=fork_context()) as pool:
             future = pool.submit(_run_beside)
             meanwhile()
             try:
@@ -159,7 +158,9 @@ def beside(work: Callable[..., Any], args: tuple[Any, ...], meanwhile: Callable[
     return result
 
 
-def _fork_context():
+def fork_context() -> Any:
+    """The multiprocessing context that forks (`can_fork` says when that is safe); multiprocessing
+    is imported only when a process is forked."""
     import multiprocessing
     return multiprocessing.get_context("fork")
 
