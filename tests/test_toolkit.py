@@ -253,3 +253,60 @@ def test_the_refresh_refuses_a_declared_toolkit_set_without_toolkit(lab):
     assert ("declares set 'demo-cuda12.4' as recorded with the toolkit in /opt/cuda-12.4; record it with "
             "--toolkit") in done.stderr
     assert not (repo / "evidence").exists()
+
+
+# -- crossed toolkits: one toolkit's nvcc, another's compute-sanitizer ---------------------------
+
+def test_sanitizer_from_builds_with_one_toolkit_and_runs_the_others_sanitizer(lab, tmp_path):
+    repo, env, old = lab
+    new = install_toolkit(tmp_path / "cuda-13.0", release="13.0", patch="88", sanitizer="2025.3.1.0", hazards="333")
+    done = refresh(repo, env, "--toolkit", str(old), "--sanitizer-from", str(new))
+    assert done.returncode == 0, done.stdout + done.stderr
+    data = manifest(repo, "demo-cuda12.4-sanitizer2025.3")
+    prov = data["provenance"]
+    assert (prov["nvcc"], prov["compute_sanitizer"]) == ("12.4.131", "2025.3.1.0")
+    assert (prov["toolkit"], prov["sanitizer_toolkit"]) == (str(old), str(new))
+    assert data["refresh"] == f"python3 scripts/refresh.py demo --toolkit {old} --sanitizer-from {new}"
+    # 13.0's sanitizer ran (333 hazards), not the 12.4 toolkit's own (215) nor the PATH's (120).
+    assert "[333 hazards]" in (repo / "evidence/demo-cuda12.4-sanitizer2025.3/race.txt").read_text()
+
+
+def test_sanitizer_from_needs_a_sanitizer_folder(lab, tmp_path):
+    repo, env, old = lab
+    bare = install_toolkit(tmp_path / "stock", layout="bin")
+    done = refresh(repo, env, "--toolkit", str(old), "--sanitizer-from", str(bare))
+    assert done.returncode == 2
+    assert done.stderr == (f"refresh: --sanitizer-from {bare}: no executable {bare}/compute-sanitizer/compute-sanitizer; "
+                           "the sanitizer must sit in the toolkit's compute-sanitizer/ folder, which holds nothing "
+                           "of nvcc\n")
+
+
+def test_a_crossed_set_records_only_its_declared_runs_and_is_held_to_its_sanitizer(lab, tmp_path):
+    repo, env, old = lab
+    new = install_toolkit(tmp_path / "cuda-13.0", release="13.0", patch="88", sanitizer="2025.3.1.0")
+    name = "demo-cuda12.4-sanitizer2025.3"
+    spec = repo / "code/demo/runs.toml"
+    spec.write_text(spec.read_text() + declare(str(old), "12.4", name)
+                    + f'sanitizer = "2025.3"\nsanitizer_dir = "{new}"\nruns = ["race"]\n')
+    done = refresh(repo, env, "--toolkit", str(old), "--sanitizer-from", str(new))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert set(manifest(repo, name)["transcripts"]) == {"race"}
+    ev = load_all_evidence(repo)
+    assert ev.errors == []  # no "run 'bare' has no transcript": the declaration lists race only
+    # Recorded with the 12.4 toolkit's own sanitizer instead: refused by the refresh, and by the check.
+    done = refresh(repo, env, "--toolkit", str(old), "--set", name)
+    assert done.returncode == 2
+    assert "declares set 'demo-cuda12.4-sanitizer2025.3' as recorded with compute-sanitizer 2025.3 from" in done.stderr
+    data = manifest(repo, name)
+    data["provenance"].pop("sanitizer_toolkit")
+    (repo / "evidence" / name / "manifest.json").write_text(json.dumps(data))
+    messages = [e.message for e in load_all_evidence(repo).errors]
+    assert any("without --sanitizer-from, but code/demo/runs.toml:" in m for m in messages), messages
+
+
+def test_a_crossed_declaration_names_runs_that_exist():
+    text = runs_toml(False) + declare() + 'sanitizer = "2025.3"\nsanitizer_dir = "/usr/local/cuda"\nruns = ["rase"]\n'
+    with pytest.raises(LessonError) as err:
+        parse_spec(text, "code/demo/runs.toml")
+    assert str(err.value) == ("code/demo/runs.toml:18: [[compare]] of set 'demo-cuda12.4': runs names 'rase', which "
+                              "is no run of this file; runs: bare, race")

@@ -19,6 +19,15 @@
 // `relacq` makes the program fail. The racy and writer results are reported, never gated: a
 // race is undefined behaviour.
 //
+// The harness's own setup runs on the stream the kernels run on, and the host waits for it
+// before the first launch. Every chunk of launches starts with its own setup, on that stream
+// too: a short kernel that stands for a harness's work before a batch (`setupWork`, 50 us),
+// then the partial sums and the counter set to zero. `--setup unordered` keeps the mistake an
+// earlier version of this harness made, for the page to show: that setup runs on the legacy
+// default stream (cudaMemset, a launch without a stream), while the kernels run on a stream
+// created with cudaStreamNonBlocking, which does not wait for the legacy stream. Nothing
+// orders the two, so the zeroing can land while the chunk's first launches run.
+//
 // Optional stress, all blocks resident at once: --lineup makes every block wait at a spin
 // barrier just before publishing; --spare adds one block a multiprocessor (or --spare-blocks N)
 // after the reducing ones, which either hammers a scratch buffer (scratch) or keeps reading
@@ -51,6 +60,7 @@
 enum Variant { kRacy = 0, kFence = 1, kRelAcq = 2, kWriter = 3 };
 static const char* kVariantNames[] = {"racy", "fence", "relacq", "writer"};
 constexpr int kVariants = 4;
+constexpr unsigned long long kSetupWorkNs = 50000;  // a chunk's setup work: 50 us
 static bool gated(int v) { return v == kFence || v == kRelAcq; }  // the fixes; a race is not judged
 
 // What the harness asks of one launch besides the reduction itself.
@@ -123,6 +133,14 @@ __device__ void spareBlock(const Probe& p, const int* partial, unsigned blocks) 
         }
     }
     if (sink == 0x9E3779B9u) p.scratch[0] = sink;  // keeps the loads alive
+}
+
+// Stands for the work a harness's setup queues before a batch (filling inputs, a warm-up
+// launch): one thread waits `ns` nanoseconds.
+__global__ void setupWork(unsigned long long ns) {
+    const unsigned long long until = globalNs() + ns;
+    while (globalNs() < until) {
+    }
 }
 
 // `blocks` blocks reduce (gridDim.x of them, unless the harness adds spare blocks after them).
@@ -222,6 +240,7 @@ struct Options {
     int spare = kNoSpare;
     int spareBlocks = 0;  // 0: one a multiprocessor
     bool time = false;
+    bool unorderedSetup = false;  // --setup unordered: the harness's zeroing races the launches
     int timeRounds = 20;
     int timeBatch = 200;
     std::vector<int> variants{kRacy, kFence, kRelAcq};
@@ -232,7 +251,7 @@ static void usage(const char* prog) {
     std::fprintf(stdout,
                  "usage: %s [--variants racy,fence,relacq,writer] [--launches N] [--blocks N]\n"
                  "          [--threads N] [--per-thread N] [--lineup] [--spare none|scratch|partials]\n"
-                 "          [--spare-blocks N] [--chunk N] [--json FILE]\n"
+                 "          [--spare-blocks N] [--chunk N] [--setup ordered|unordered] [--json FILE]\n"
                  "       %s --time [--time-rounds N] [--time-batch N] [--variants ...] [--json FILE]\n"
                  "Launches every version (default racy,fence,relacq) --launches times, in turn, and\n"
                  "checks every result; --time instead times them. Only fence and relacq are gated.\n",
@@ -270,6 +289,12 @@ static bool parseOptions(int argc, char** argv, Options* o) {
         else if (a == "--time-rounds") { if (!number(1, 10000)) return false; o->timeRounds = (int)v; }
         else if (a == "--time-batch") { if (!number(1, 100000)) return false; o->timeBatch = (int)v; }
         else if (a == "--json") { if (!hasValue) return false; o->json = argv[++i]; }
+        else if (a == "--setup") {
+            if (!hasValue) return false;
+            const std::string how = argv[++i];
+            if (how != "ordered" && how != "unordered") return false;
+            o->unorderedSetup = how == "unordered";
+        }
         else if (a == "--spare") {
             if (!hasValue || (o->spare = lookup(argv[++i], kSpareNames, 3)) < 0) return false;
         } else if (a == "--variants") {
@@ -286,7 +311,7 @@ static bool parseOptions(int argc, char** argv, Options* o) {
             }
         } else return false;
     }
-    return o->threads % 32 == 0;
+    return o->threads % 32 == 0 && !(o->time && o->unorderedSetup);
 }
 
 // Clopper-Pearson: the exact binomial interval, from the regularized incomplete beta function.
@@ -349,6 +374,8 @@ struct Example {  // one stale partial that the last block read
 struct Tally {
     long launches = 0, wrong = 0, stalePartials = 0, maxStaleInLaunch = 0, examples = 0;
     long stalePrevious = 0, staleZero = 0, staleOther = 0;  // what the stale values were
+    long staleOwn = 0;     // the last block's own partial sum, read wrong
+    long noLastBlock = 0;  // launches in which no block drew the last ticket
     long long maxAbsError = 0;  // over launches after the first (which can only read zeros)
     long staleFromLast[5] = {0, 0, 0, 0, 0};  // drawn 0, 1, 2, 3, or 4 and more tickets before the last
 };
@@ -432,6 +459,9 @@ static int runMain(int argc, char** argv) {
                 kSpareNames[o.spare]);
     if (o.spare) std::printf(" (%d of them)", o.spareBlocks);
     std::printf("\n");
+    if (!o.time)
+        std::printf("setup: %s\n", o.unorderedSetup ? "unordered (zeroing on the legacy default stream, before every chunk)"
+                                                   : "ordered (on the kernels' stream, before every chunk)");
     // The line-up and the spare blocks wait for other blocks: all must be resident at once.
     if ((o.lineup || o.spare) && grid > resident) {
         std::fprintf(stderr, "--lineup and --spare need every block resident at once: %ld blocks, at most %ld\n",
@@ -465,24 +495,29 @@ static int runMain(int argc, char** argv) {
     Buffers B;
     const unsigned scratchWords = 1u << 24;  // 64 MiB, more than the L2 cache
     const int chunk = o.time ? 1 : (int)std::min<long>(o.chunk, o.launches);
+    // The setup runs on the kernels' own stream, in order, and the host waits for all of it
+    // before the first launch (the legacy default stream would not order it: see the top).
+    CHECK(cudaStreamCreateWithFlags(&B.stream, cudaStreamNonBlocking));
     for (int k = 0; k < 2; ++k) {
         CHECK(cudaMalloc(&B.in[k], n * sizeof(int)));
-        CHECK(cudaMemcpy(B.in[k], hostIn[k].data(), n * sizeof(int), cudaMemcpyHostToDevice));
+        CHECK(cudaMemcpyAsync(B.in[k], hostIn[k].data(), n * sizeof(int), cudaMemcpyHostToDevice, B.stream));
     }
     CHECK(cudaMalloc(&B.partial, o.blocks * sizeof(int)));
-    CHECK(cudaMemset(B.partial, 0, o.blocks * sizeof(int)));
     CHECK(cudaMalloc(&B.count, sizeof(unsigned)));
-    CHECK(cudaMemset(B.count, 0, sizeof(unsigned)));
     CHECK(cudaMalloc(&B.flags, 3 * sizeof(unsigned)));  // line-up counter, its misses, done
-    CHECK(cudaMemset(B.flags, 0, 3 * sizeof(unsigned)));
     CHECK(cudaMalloc(&B.result, (size_t)chunk * sizeof(int)));
     CHECK(cudaMalloc(&B.seen, (size_t)chunk * o.blocks * sizeof(int)));
     CHECK(cudaMalloc(&B.ticket, (size_t)chunk * o.blocks * sizeof(unsigned)));
     CHECK(cudaMalloc(&B.scratch, (o.spare == kScratch ? scratchWords : 1u) * sizeof(unsigned)));
-    CHECK(cudaMemset(B.scratch, 0, (o.spare == kScratch ? scratchWords : 1u) * sizeof(unsigned)));
-    CHECK(cudaStreamCreateWithFlags(&B.stream, cudaStreamNonBlocking));
+    CHECK(cudaMemsetAsync(B.partial, 0, o.blocks * sizeof(int), B.stream));
+    CHECK(cudaMemsetAsync(B.count, 0, sizeof(unsigned), B.stream));
+    CHECK(cudaMemsetAsync(B.flags, 0, 3 * sizeof(unsigned), B.stream));
+    CHECK(cudaMemsetAsync(B.scratch, 0, (o.spare == kScratch ? scratchWords : 1u) * sizeof(unsigned), B.stream));
     CHECK(cudaEventCreate(&B.e0));
     CHECK(cudaEventCreate(&B.e1));
+    setupWork<<<1, 1, 0, B.stream>>>(0);  // loaded before the first chunk, not during it
+    CHECK(cudaGetLastError());
+    CHECK(cudaStreamSynchronize(B.stream));  // setup done: only now the first launch
     std::vector<int> hResult(chunk), hSeen((size_t)chunk * o.blocks);
     std::vector<unsigned> hTicket((size_t)chunk * o.blocks);
 
@@ -557,6 +592,23 @@ static int runMain(int argc, char** argv) {
                 const int c = (int)std::min<long>(chunk, o.launches - done[v]);
                 if (c <= 0) continue;
                 const long first = launchNo;
+                // Before every chunk: the partial sums and the counter start from zero, and the
+                // harness's records of the chunk from all ones (no block's ticket, no total, no
+                // read), so a launch that skipped a write shows as one.
+                if (o.unorderedSetup) {  // the mistake: legacy default stream, not ordered with B.stream
+                    setupWork<<<1, 1>>>(kSetupWorkNs);
+                    CHECK(cudaGetLastError());
+                    CHECK(cudaMemset(B.partial, 0, o.blocks * sizeof(int)));
+                    CHECK(cudaMemset(B.count, 0, sizeof(unsigned)));
+                } else {
+                    setupWork<<<1, 1, 0, B.stream>>>(kSetupWorkNs);
+                    CHECK(cudaGetLastError());
+                    CHECK(cudaMemsetAsync(B.partial, 0, o.blocks * sizeof(int), B.stream));
+                    CHECK(cudaMemsetAsync(B.count, 0, sizeof(unsigned), B.stream));
+                }
+                CHECK(cudaMemsetAsync(B.result, 0xFF, (size_t)c * sizeof(int), B.stream));
+                CHECK(cudaMemsetAsync(B.seen, 0xFF, (size_t)c * o.blocks * sizeof(int), B.stream));
+                CHECK(cudaMemsetAsync(B.ticket, 0xFF, (size_t)c * o.blocks * sizeof(unsigned), B.stream));
                 for (int i = 0; i < c; ++i, ++launchNo) {
                     const Probe p{B.seen + (size_t)i * o.blocks, B.ticket + (size_t)i * o.blocks,
                                   o.lineup ? B.flags : nullptr, B.flags + 1, o.spare, B.scratch,
@@ -574,17 +626,22 @@ static int runMain(int argc, char** argv) {
                     const int k = (int)(L % 2);
                     ++t.launches;
                     long stale = 0;
-                    for (int b = 0; b < o.blocks; ++b) {
+                    int last = -1;  // the block that drew the last ticket
+                    for (int b = 0; b < o.blocks; ++b)
+                        if (hTicket[(size_t)i * o.blocks + b] == (unsigned)(o.blocks - 1)) last = b;
+                    if (last < 0) ++t.noLastBlock;  // then nobody read: no stale partials to count
+                    for (int b = 0; b < o.blocks && last >= 0; ++b) {
                         const int got = hSeen[(size_t)i * o.blocks + b];
                         if (got == want[k][b]) continue;
                         ++stale;
+                        if (b == last) ++t.staleOwn;
                         const unsigned fromLast = (unsigned)(o.blocks - 1) - hTicket[(size_t)i * o.blocks + b];
                         ++t.staleFromLast[std::min(fromLast, 4u)];
                         const char* was = got == want[1 - k][b] ? "the previous launch's sum"
                                           : got == 0            ? "zero, as before the first launch"
                                                                 : "something else";
                         ++(got == want[1 - k][b] ? t.stalePrevious : got == 0 ? t.staleZero : t.staleOther);
-                        if (t.examples < 5 && L > 0) {  // launch 0 can only read zeros: show later ones
+                        if (t.examples < 5) {
                             ++t.examples;
                             examples.push_back({v, L, b, fromLast, got, want[k][b], was});
                         }
@@ -611,10 +668,10 @@ static int runMain(int argc, char** argv) {
         if (o.lineup) std::printf("line-up: %u block arrivals gave up waiting\n", missed);
         std::printf("\nversion | launches | wrong results | 95%% interval (Clopper-Pearson) | stale partials "
                     "| most in one launch | gated\n");
-        if (js) std::fprintf(js, "  \"mode\": \"rate\",\n  \"lineup\": %s,\n  \"lineup_missed\": %u,\n"
+        if (js) std::fprintf(js, "  \"mode\": \"rate\",\n  \"setup\": \"%s\",\n  \"lineup\": %s,\n  \"lineup_missed\": %u,\n"
                              "  \"spare\": \"%s\",\n  \"spare_blocks\": %d,\n  \"launches_per_variant\": %ld,\n"
                              "  \"ci_method\": \"95%% Clopper-Pearson interval, launches taken as independent trials\",\n"
-                             "  \"variants\": [\n", o.lineup ? "true" : "false", missed, kSpareNames[o.spare],
+                             "  \"variants\": [\n", o.unorderedSetup ? "unordered" : "ordered", o.lineup ? "true" : "false", missed, kSpareNames[o.spare],
                              o.spare ? o.spareBlocks : 0, o.launches);
         for (size_t q = 0; q < o.variants.size(); ++q) {
             const int v = o.variants[q];
@@ -629,15 +686,15 @@ static int runMain(int argc, char** argv) {
                                  "\"stale_previous_sum\": %ld, \"stale_zero\": %ld, \"stale_other\": %ld, "
                                  "\"max_abs_error_after_launch_0\": %lld, \"stale_tickets_after_1\": %ld, "
                                  "\"stale_tickets_after_2\": %ld, \"stale_tickets_after_3\": %ld, \"stale_tickets_after_4_plus\": %ld, "
-                                 "\"gated\": %s}%s\n",
+                                 "\"stale_own\": %ld, \"no_last_block\": %ld, \"gated\": %s}%s\n",
                                  kVariantNames[v], t.launches, t.wrong, (double)t.wrong / t.launches, lo, hi,
                                  t.stalePartials, t.maxStaleInLaunch, (double)t.stalePartials / t.launches,
                                  t.stalePrevious, t.staleZero, t.staleOther, t.maxAbsError, t.staleFromLast[1],
-                                 t.staleFromLast[2], t.staleFromLast[3], t.staleFromLast[4],
-                                 gated(v) ? "true" : "false", q + 1 < o.variants.size() ? "," : "");
+                                 t.staleFromLast[2], t.staleFromLast[3], t.staleFromLast[4], t.staleOwn,
+                                 t.noLastBlock, gated(v) ? "true" : "false", q + 1 < o.variants.size() ? "," : "");
         }
         if (!examples.empty())
-            std::printf("\nstale partials (the first 5 of each version after launch 0): version | launch | block | tickets drawn "
+            std::printf("\nstale partials (the first 5 of each version): version | launch | block | tickets drawn "
                         "after it | read | want | the value read was\n");
         for (const Example& e : examples)
             std::printf("  %s | %ld | %d | %u | %d | %d | %s\n", kVariantNames[e.variant], e.launch, e.block,

@@ -22,25 +22,36 @@ from pathlib import Path
 from typing import Any
 
 from lessonkit.errors import LessonError
-from lessonkit.evidence.spec import LessonSpec, load_spec
-from lessonkit.evidence.toolkit import matches_release, refresh_command
+from lessonkit.evidence.spec import CompareSpec, LessonSpec, load_spec
+from lessonkit.evidence.toolkit import matches_release, matches_sanitizer, refresh_command
 
 
-def refuse_recording(spec: LessonSpec, set_name: str, with_toolkit: bool, nvcc_path: str, nvcc: str) -> str | None:
-    """Why the refresh may not record `set_name` with nvcc `nvcc` (at `nvcc_path`), or None: a set the
-    lesson declares under [[compare]] is recorded only with its toolkit, and with --toolkit
-    (`with_toolkit`) when the declaration names the toolkit's folder."""
+def declared_command(lesson: str, decl: CompareSpec) -> str:
+    """The refresh command that records the declared set `decl`."""
+    return refresh_command(lesson, decl.set, decl.toolkit_dir, decl.toolkit, decl.sanitizer_dir, decl.sanitizer)
+
+
+def refuse_recording(spec: LessonSpec, set_name: str, with_toolkit: bool, nvcc_path: str, nvcc: str,
+                     sanitizer: str | None = None, crossed: bool = False) -> str | None:
+    """Why the refresh may not record `set_name` with nvcc `nvcc` (at `nvcc_path`) and compute-sanitizer
+    `sanitizer`, or None: a set the lesson declares under [[compare]] is recorded only with its
+    toolkit, with --toolkit (`with_toolkit`) when the declaration names the toolkit's folder, and
+    with --sanitizer-from (`crossed`) and that sanitizer's release when it names one."""
     declared = spec.compared(set_name)
     if declared is None:
         return None
     where = f"{spec.path}:{declared.line}" if declared.line else spec.path
-    command = refresh_command(spec.lesson, set_name, declared.toolkit_dir, declared.toolkit)
+    command = declared_command(spec.lesson, declared)
     if not matches_release(nvcc, declared.toolkit):
         return (f"{where} declares set {set_name!r} as recorded with CUDA {declared.toolkit}, but "
                 f"{nvcc_path} is nvcc {nvcc}; record it with: {command}")
     if declared.toolkit_dir is not None and not with_toolkit:
         return (f"{where} declares set {set_name!r} as recorded with the toolkit in {declared.toolkit_dir}; "
                 f"record it with --toolkit, so that every command is held to that toolkit's tools: {command}")
+    if declared.sanitizer is not None and not (crossed and sanitizer and matches_sanitizer(sanitizer, declared.sanitizer)):
+        return (f"{where} declares set {set_name!r} as recorded with compute-sanitizer {declared.sanitizer} from "
+                f"{declared.sanitizer_dir}, but this refresh has {sanitizer or 'none'}"
+                f"{'' if crossed else ' without --sanitizer-from'}; record it with: {command}")
     return None
 
 
@@ -62,7 +73,7 @@ def check_declared(repo: Path, sets: dict[str, Any], unreadable: set[str]) -> tu
             continue  # reported with the lesson's README and its sets
         for decl in spec.compare:
             where = f"{spec.path}:{decl.line}" if decl.line else spec.path
-            command = refresh_command(lesson, decl.set, decl.toolkit_dir, decl.toolkit)
+            command = declared_command(lesson, decl)
             if decl.set in unreadable:
                 continue  # its manifest's error is the cause to report
             ev = sets.get(decl.set)
@@ -84,6 +95,13 @@ def check_declared(repo: Path, sets: dict[str, Any], unreadable: set[str]) -> tu
                 problem = (f"was recorded without --toolkit, but {where} declares it as recorded with the toolkit "
                            f"in {decl.toolkit_dir}; only --toolkit holds every command to that toolkit's nvcc "
                            "and compute-sanitizer")
+            elif decl.sanitizer is not None and not (
+                    "sanitizer_toolkit" in ev.provenance
+                    and matches_sanitizer(str(ev.provenance.get("compute_sanitizer", "")), decl.sanitizer)):
+                problem = (f"was recorded with compute-sanitizer {ev.provenance.get('compute_sanitizer', 'unknown')}"
+                           f"{'' if 'sanitizer_toolkit' in ev.provenance else ' without --sanitizer-from'}, but "
+                           f"{where} declares it as recorded with compute-sanitizer {decl.sanitizer} from "
+                           f"{decl.sanitizer_dir}")
             if problem is not None:
                 errors.append(LessonError(shown, None, f"{problem}; its claims are not checked; re-record it on a "
                                           f"GPU machine: {command}"))

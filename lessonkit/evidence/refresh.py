@@ -48,6 +48,7 @@ from lessonkit.evidence.toolkit import (
     leaks,
     refresh_command,
     release,
+    sanitizer_release,
 )
 
 
@@ -155,6 +156,8 @@ def preflight(runs: list[RunSpec], toolkit: Toolkit | None = None, lesson: str |
         prov["compute_sanitizer"] = m.group(1) if m else "unknown"
     if toolkit is not None:
         prov["toolkit"] = str(toolkit.root)
+        if toolkit.sanitizer_root is not None:
+            prov["sanitizer_toolkit"] = str(toolkit.sanitizer_root)
     prov["python"] = platform.python_version()
     for package, key in (("numpy", "numpy"), ("cupy-cuda13x", "cupy"), ("cupy-cuda12x", "cupy"), ("cupy", "cupy")):
         try:
@@ -216,36 +219,47 @@ def python_first(env: dict[str, str]) -> dict[str, str]:
 
 
 def refresh(repo: Path, lesson: str, set_name: str | None = None, only: list[str] | None = None,
-            arch: str | None = None, out=print, toolkit_dir: str | None = None) -> int:
+            arch: str | None = None, out=print, toolkit_dir: str | None = None,
+            sanitizer_from: str | None = None) -> int:
     """Re-record a lesson's evidence; returns 0 if the pages still agree, 1 if not, 2 if nothing was recorded.
 
     With `toolkit_dir`, the build and every run use that toolkit folder's nvcc and compute-sanitizer
-    (lessonkit.evidence.toolkit), and the set is named after its release unless `set_name` is given.
+    (lessonkit.evidence.toolkit), and the set is named after its release unless `set_name` is given;
+    with `sanitizer_from` too, the runs use that other toolkit's compute-sanitizer (a crossed set,
+    named after both releases, recording only the runs its [[compare]] declaration lists).
     """
     spec = load_spec(repo / "code", lesson)
-    toolkit, env, cuda_release = None, dict(os.environ), None
+    toolkit, env, cuda_release, sanitizer = None, dict(os.environ), None, None
+    if sanitizer_from is not None and toolkit_dir is None:
+        raise RefreshError("--sanitizer-from needs --toolkit: the toolkit whose nvcc builds the program")
     if toolkit_dir is not None:
         try:
-            toolkit = find_toolkit(toolkit_dir)
+            toolkit = find_toolkit(toolkit_dir, sanitizer_from)
         except ToolkitError as exc:
             raise RefreshError(str(exc)) from None
         env = toolkit.path_env(env)
         cuda_release = release(_capture([str(toolkit.nvcc), "--version"], env=env))
         if cuda_release is None:
             raise RefreshError(f"{toolkit.nvcc} --version names no release; cannot name the set after it")
+        if sanitizer_from is not None:
+            sanitizer = sanitizer_release(_capture([str(toolkit.sanitizer), "--version"], env=env))
+            if sanitizer is None:
+                raise RefreshError(f"{toolkit.sanitizer} --version names no version; cannot name the set after it")
     env = python_first(env)
-    set_name = set_name or default_set_name(lesson, cuda_release)
+    set_name = set_name or default_set_name(lesson, cuda_release, sanitizer)
     swap_state.target = f"evidence/{set_name}"
     target = repo / "evidence" / set_name
     for line in recover(target):
         out(f"recover {line}")
-    runs = choose_runs(spec, only)
+    declared = spec.compared(set_name)
+    runs = choose_runs(spec, only or (list(declared.runs) if declared and declared.runs else None))
     if only and not (target / "manifest.json").is_file():
         raise RefreshError(f"--only needs an existing set at evidence/{set_name}; run a full refresh first")
     check_inputs(repo, spec, runs)
     provenance = preflight(runs, toolkit, lesson)
     used = str(toolkit.nvcc) if toolkit is not None else shutil.which("nvcc") or "nvcc"
-    refused = refuse_recording(spec, set_name, toolkit is not None, used, provenance["nvcc"])
+    refused = refuse_recording(spec, set_name, toolkit is not None, used, provenance["nvcc"],
+                               provenance.get("compute_sanitizer"), sanitizer_from is not None)
     if refused:
         raise RefreshError(refused)
     arch = arch or "sm_" + provenance["compute_capability"].replace(".", "")
@@ -282,7 +296,9 @@ def refresh(repo: Path, lesson: str, set_name: str | None = None, only: list[str
                              f"{r.output}" for r in failed_gates)
             raise RefreshError("a gated run failed, so the fixed kernels are not right; the old evidence "
                                f"is kept and nothing was recorded:\n{text}")
-        refresh_cmd = refresh_command(lesson, set_name, str(toolkit.root) if toolkit else None, cuda_release)
+        refresh_cmd = refresh_command(lesson, set_name, str(toolkit.root) if toolkit else None, cuda_release,
+                                      str(toolkit.sanitizer_root) if toolkit and toolkit.sanitizer_root else None,
+                                      sanitizer)
         _record(repo, spec, set_name, build_line, arch, provenance, results, bool(only), refresh_cmd)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -433,6 +449,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="build and run with this CUDA toolkit folder's nvcc and compute-sanitizer "
                              "(DIR/bin/nvcc; DIR/compute-sanitizer/compute-sanitizer or DIR/bin/compute-sanitizer), "
                              "refusing any command that would reach another toolkit's tool")
+    parser.add_argument("--sanitizer-from", metavar="DIR2",
+                        help="with --toolkit: run with DIR2's compute-sanitizer (DIR2/compute-sanitizer/) instead of "
+                             "DIR's, so a comparison varies one tool at a time; the set is named "
+                             "LESSON-cudaREL-sanitizerREL")
     parser.add_argument("--only", action="append",
                         help="re-record these runs (comma-separated, or repeated), keeping the others")
     parser.add_argument("--arch", help="build line to use, e.g. sm_90 (default: from the GPU; "
@@ -449,7 +469,8 @@ def main(argv: list[str] | None = None) -> int:
             return dry_run(Path(args.repo).resolve(), args.lesson, args.set_name, only, args.arch,
                            out=lambda s: print(s, flush=True), toolkit_dir=args.toolkit)
         return refresh(Path(args.repo).resolve(), args.lesson, args.set_name, only, args.arch,
-                       out=lambda s: print(s, flush=True), toolkit_dir=args.toolkit)
+                       out=lambda s: print(s, flush=True), toolkit_dir=args.toolkit,
+                       sanitizer_from=args.sanitizer_from)
     except (RefreshError, LessonError) as exc:
         print(f"refresh: {exc}", file=sys.stderr)
         return 2

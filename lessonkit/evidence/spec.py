@@ -56,6 +56,11 @@ class CompareSpec:
     toolkit: str
     toolkit_dir: str | None = None
     line: int | None = None
+    # A crossed set: the runs use compute-sanitizer of release `sanitizer` ('2025.3') from the
+    # toolkit folder `sanitizer_dir` (`--sanitizer-from`), and record only `runs` (all when None).
+    sanitizer: str | None = None
+    sanitizer_dir: str | None = None
+    runs: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -140,6 +145,11 @@ def parse_spec(text: str, source: str) -> LessonSpec:
             exclusive=need(raw, "exclusive", bool, where, False),
         ))
     compare = _compare(data.get("compare", []), text, source, need)
+    for decl in compare:
+        for name in decl.runs or ():
+            if not any(r.name == name for r in runs):
+                raise LessonError(source, decl.line, f"[[compare]] of set {decl.set!r}: runs names {name!r}, which is "
+                                  f"no run of this file; runs: {', '.join(r.name for r in runs)}")
     harness = parse_harness(data.get("harness"), text, source)
     display = parse_display(data, source, {name: r.command for r in runs
                                            for name in (r.name, *(a.name for a in r.artifacts))})
@@ -147,7 +157,9 @@ def parse_spec(text: str, source: str) -> LessonSpec:
 
 
 _RELEASE_RE = re.compile(r"""\A\d+\.\d+\Z""")
-_SET_RE = re.compile(r"""\A[a-z0-9][a-z0-9-]*(?:\.[0-9]+)*[a-z0-9-]*\Z""")
+_SET_RE = re.compile(r"""\A[a-z0-9][a-z0-9-]*(?:\.[0-9]+[a-z0-9-]*)*\Z""")
+_SANITIZER_RELEASE_RE = re.compile(r"""\A\d{4}\.\d+\Z""")
+_COMPARE_KEYS = ("set", "toolkit", "toolkit_dir", "sanitizer", "sanitizer_dir", "runs")
 _COMPARE_HEADER_RE = re.compile(r"""^\s*\[\[\s*compare\s*\]\]""")
 
 
@@ -164,12 +176,27 @@ def _compare(raw: object, text: str, source: str, need) -> tuple[CompareSpec, ..
             name = need(table, "set", str, where)
             release = need(table, "toolkit", str, where)
             folder = need(table, "toolkit_dir", (str, type(None)), where)
+            sanitizer = need(table, "sanitizer", (str, type(None)), where)
+            sanitizer_dir = need(table, "sanitizer_dir", (str, type(None)), where)
+            runs = need(table, "runs", (list, type(None)), where)
         except LessonError as exc:
             raise LessonError(source, line, exc.message) from None
-        unknown = sorted(set(table) - {"set", "toolkit", "toolkit_dir"})
+        unknown = sorted(set(table) - set(_COMPARE_KEYS))
         if unknown:
             raise LessonError(source, line, f"{where}: unknown key {unknown[0]!r}; a [[compare]] table has set, "
-                              "toolkit (nvcc's release, e.g. \"12.4\") and toolkit_dir (optional)")
+                              "toolkit (nvcc's release, e.g. \"12.4\"), and optionally toolkit_dir, sanitizer "
+                              "(compute-sanitizer's release, e.g. \"2025.3\"), sanitizer_dir and runs")
+        if (sanitizer is None) != (sanitizer_dir is None):
+            raise LessonError(source, line, f"{where}: sanitizer and sanitizer_dir go together: the release of the "
+                              "compute-sanitizer the runs use, and the toolkit folder it comes from")
+        if sanitizer is not None and not _SANITIZER_RELEASE_RE.match(sanitizer):
+            raise LessonError(source, line, f"{where}: sanitizer {sanitizer!r} is not compute-sanitizer's release "
+                              "YEAR.N, e.g. \"2025.3\"")
+        if sanitizer_dir is not None and not sanitizer_dir.startswith("/"):
+            raise LessonError(source, line, f"{where}: sanitizer_dir {sanitizer_dir!r} must be an absolute path on "
+                              "the GPU machine")
+        if runs is not None and (not runs or not all(isinstance(r, str) for r in runs)):
+            raise LessonError(source, line, f"{where}: runs must be a non-empty list of run names")
         if not _SET_RE.match(name):
             raise LessonError(source, line, f"{where}: set {name!r} is not a set name (lowercase letters, digits, "
                               "'-', and a release such as cuda12.4)")
@@ -181,7 +208,8 @@ def _compare(raw: object, text: str, source: str, need) -> tuple[CompareSpec, ..
                               "machine, e.g. \"/opt/cuda-12.4\"")
         if any(c.set == name for c in found):
             raise LessonError(source, line, f"{where}: set {name!r} is declared twice")
-        found.append(CompareSpec(name, release, folder, line))
+        found.append(CompareSpec(name, release, folder, line, sanitizer, sanitizer_dir,
+                                 tuple(runs) if runs is not None else None))
     return tuple(found)
 
 

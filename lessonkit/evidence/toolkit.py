@@ -9,6 +9,11 @@ puts DIR's tool folders first on the PATH of every command it runs, and refuses 
 when a word of a command (the build line, a run's command) would still reach a CUDA tool
 outside DIR: a tool DIR lacks that PATH finds elsewhere, an absolute path to another
 toolkit, or a link inside DIR that points out of it.
+
+`--sanitizer-from DIR2` crosses two toolkits, so that a comparison can vary one thing at a
+time: the build uses DIR's nvcc and every run DIR2's compute-sanitizer. DIR2's
+`compute-sanitizer/` folder (which holds the sanitizer and nothing of nvcc) goes first on
+PATH, and a command reaching any other compute-sanitizer is refused like any other leak.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ CUDA_TOOLS = frozenset({
     "cudafe++", "nvlink", "cicc", "ncu", "nsys", "nv-nsight-cu-cli", "cu++filt", "bin2c"})
 _WORD_SPLIT_RE = re.compile(r"""[\s;&|()`'"=]+""")
 _RELEASE_RE = re.compile(r"""release (\d+\.\d+)""")
+_SANITIZER_RE = re.compile(r"""(?:\A|Version )(\d{4}\.\d+)""")
 
 
 class ToolkitError(Exception):
@@ -39,10 +45,14 @@ class Toolkit:
     root: Path
     nvcc: Path
     sanitizer: Path | None
+    sanitizer_root: Path | None = None  # DIR2 of --sanitizer-from: the sanitizer is its, not DIR's
 
     @property
     def folders(self) -> list[Path]:
-        """The folders put first on PATH: DIR/bin, then DIR/compute-sanitizer where it exists."""
+        """The folders put first on PATH: DIR/bin, then DIR/compute-sanitizer where it exists; with
+        --sanitizer-from, DIR2's sanitizer folder first and DIR's own left out."""
+        if self.sanitizer_root is not None and self.sanitizer is not None:
+            return [self.sanitizer.parent, self.root / "bin"]
         found = [self.root / "bin"]
         if (self.root / "compute-sanitizer").is_dir():
             found.append(self.root / "compute-sanitizer")
@@ -65,9 +75,17 @@ class Toolkit:
         return frozenset(names)
 
     def inside(self, path: str | Path) -> bool:
-        """Whether `path`, links followed, lies inside DIR (links followed too)."""
-        real_root = os.path.realpath(self.root)
-        return os.path.commonpath([real_root, os.path.realpath(path)]) == real_root
+        """Whether `path`, links followed, lies inside DIR (or DIR2's sanitizer folder; links followed too)."""
+        real = os.path.realpath(path)
+        roots = [self.root] + ([self.sanitizer.parent] if self.sanitizer_root and self.sanitizer else [])
+        return any(os.path.commonpath([os.path.realpath(r), real]) == os.path.realpath(r) for r in roots)
+
+    def allows(self, tool: str, path: str | Path) -> bool:
+        """Whether a command may reach `tool` at `path`: inside the toolkit, and with --sanitizer-from,
+        compute-sanitizer only as DIR2's own."""
+        if tool == "compute-sanitizer" and self.sanitizer_root is not None and self.sanitizer is not None:
+            return os.path.realpath(path) == os.path.realpath(self.sanitizer)
+        return self.inside(path)
 
     def own(self, tool: str) -> str:
         """Where DIR has `tool` (for messages), or a note that it has none."""
@@ -79,8 +97,16 @@ class Toolkit:
         return f"none in {self.root}"
 
 
-def find_toolkit(directory: str) -> Toolkit:
-    """The toolkit at `directory`; ToolkitError naming the paths looked at when it has no nvcc."""
+def find_toolkit(directory: str, sanitizer_from: str | None = None) -> Toolkit:
+    """The toolkit at `directory` (with `sanitizer_from`, DIR2's compute-sanitizer instead of its own);
+    ToolkitError naming the paths looked at when one has no nvcc or DIR2 no sanitizer folder."""
+    if sanitizer_from is not None:
+        own, other = find_toolkit(directory), find_toolkit(sanitizer_from)
+        folder = other.root / "compute-sanitizer" / "compute-sanitizer"
+        if not (folder.is_file() and os.access(folder, os.X_OK)):
+            raise ToolkitError(f"--sanitizer-from {sanitizer_from}: no executable {folder}; the sanitizer must "
+                               "sit in the toolkit's compute-sanitizer/ folder, which holds nothing of nvcc")
+        return Toolkit(own.root, own.nvcc, folder, other.root)
     root = Path(os.path.abspath(os.path.expanduser(directory)))
     nvcc = root / "bin" / "nvcc"
     if not root.is_dir():
@@ -126,7 +152,7 @@ def leaks(toolkit: Toolkit, commands: list[tuple[str, str]], env: dict[str, str]
                     continue  # a file the build makes (./racecheck): nothing of another toolkit
             else:
                 resolved = shutil.which(word, path=path)
-            if resolved is not None and not toolkit.inside(resolved):  # found nowhere: nothing to leak
+            if resolved is not None and not toolkit.allows(name, resolved):  # found nowhere: nothing to leak
                 real = os.path.realpath(resolved)
                 shown = resolved if real == resolved else f"{resolved} (a link to {real})"
                 found.append(f"{what} runs {word!r}, which resolves to {shown}, outside the toolkit "
@@ -145,19 +171,36 @@ def matches_release(nvcc: str, declared: str) -> bool:
     return nvcc == declared or nvcc.startswith(declared + ".")
 
 
-def default_set_name(lesson: str, cuda_release: str | None) -> str:
-    """The set a refresh records by default: the lesson's name, or LESSON-cudaREL with --toolkit."""
-    return lesson if cuda_release is None else f"{lesson}-cuda{cuda_release}"
+def sanitizer_release(version: str) -> str | None:
+    """'2025.3' from compute-sanitizer's '2025.3.1.0' (or its `--version` text), or None."""
+    m = _SANITIZER_RE.search(version)
+    return m.group(1) if m else None
+
+
+def matches_sanitizer(version: str, declared: str) -> bool:
+    """Whether a recorded compute-sanitizer version ('2025.3.1.0') is of release `declared` ('2025.3')."""
+    return version == declared or version.startswith(declared + ".")
+
+
+def default_set_name(lesson: str, cuda_release: str | None, sanitizer: str | None = None) -> str:
+    """The set a refresh records by default: the lesson's name, or LESSON-cudaREL with --toolkit, and
+    -sanitizerREL after it with --sanitizer-from."""
+    name = lesson if cuda_release is None else f"{lesson}-cuda{cuda_release}"
+    return name if sanitizer is None else f"{name}-sanitizer{sanitizer}"
 
 
 def refresh_command(lesson: str, set_name: str, toolkit_dir: str | None = None,
-                    cuda_release: str | None = None) -> str:
-    """The command that records `set_name`: --toolkit when a toolkit folder is named, --set when the
-    name is not the default for it."""
+                    cuda_release: str | None = None, sanitizer_dir: str | None = None,
+                    sanitizer: str | None = None) -> str:
+    """The command that records `set_name`: --toolkit when a toolkit folder is named, --sanitizer-from
+    when the sanitizer comes from another, --set when the name is not the default for them."""
     cmd = f"python3 scripts/refresh.py {lesson}"
     if toolkit_dir is not None:
         cmd += f" --toolkit {shlex.quote(toolkit_dir)}"
-    default = default_set_name(lesson, cuda_release if toolkit_dir is not None else None)
+    if sanitizer_dir is not None:
+        cmd += f" --sanitizer-from {shlex.quote(sanitizer_dir)}"
+    default = default_set_name(lesson, cuda_release if toolkit_dir is not None else None,
+                               sanitizer if sanitizer_dir is not None else None)
     if set_name != default:
         cmd += f" --set {set_name}"
     return cmd
