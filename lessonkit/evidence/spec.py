@@ -16,6 +16,7 @@ from lessonkit import cache
 from lessonkit.errors import LessonError
 from lessonkit.evidence.display import Display, parse_display
 from lessonkit.evidence.harness import HarnessFormat, parse_harness
+from lessonkit.evidence.tomlpos import key_line, unknown_key
 
 _NAME_RE = re.compile(r"\A[a-z0-9][a-z0-9-]*\Z")
 
@@ -87,6 +88,24 @@ class LessonSpec:
 
 MAX_REPEAT = 50
 
+# The keys each table of runs.toml may hold (tomllib drops nothing, so a typo would drop its setting).
+# [build], [names], [labels.*], [formats] and [units] have keys of the lesson's own choosing;
+# [harness] is checked by lessonkit.evidence.harness.
+TOP_KEYS = ("lesson", "inputs", "build", "run", "compare", "harness", "names", "labels", "formats", "units")
+RUN_KEYS = ("name", "command", "timeout", "gate", "inputs", "artifacts", "repeat", "exclusive")
+ARTIFACT_KEYS = ("name", "file", "format")
+COMPARE_KEYS = ("set", "toolkit", "toolkit_dir")
+
+
+def _known_keys(table: object, known: tuple[str, ...], text: str, source: str, where: str,
+                toml_table: str, index: int | None = None) -> None:
+    """LessonError at the line of the first key of `table` that is not `known`, with the closest known one."""
+    if not isinstance(table, dict):
+        return  # not a table: the reader of its values says so
+    for key in table:
+        if key not in known:
+            raise LessonError(source, key_line(text, toml_table, index, key), f"{where}: {unknown_key(key, known)}")
+
 
 def parse_spec(text: str, source: str) -> LessonSpec:
     """Parse runs.toml text; raises LessonError naming the file and, where known, the line."""
@@ -110,6 +129,7 @@ def parse_spec(text: str, source: str) -> LessonSpec:
             raise LessonError(source, None, f"{where}: every entry of '{key}' must be a string")
         return tuple(values)
 
+    _known_keys(data, TOP_KEYS, text, source, "top level", "")
     lesson = need(data, "lesson", str, "top level")
     inputs = strings(need(data, "inputs", list, "top level"), "top level", "inputs")
     build = need(data, "build", dict, "top level")
@@ -118,13 +138,15 @@ def parse_spec(text: str, source: str) -> LessonSpec:
     runs: list[RunSpec] = []
     for i, raw in enumerate(need(data, "run", list, "top level"), start=1):
         where = f"[[run]] number {i}"
+        _known_keys(raw, RUN_KEYS, text, source, where, "run", i)
         name = need(raw, "name", str, where)
         if not _NAME_RE.match(name):
             raise LessonError(source, None, f"{where}: name {name!r} must be lowercase letters, digits and '-'")
         if any(r.name == name for r in runs):
             raise LessonError(source, None, f"{where}: duplicate run name {name!r}")
         artifacts = []
-        for art in need(raw, "artifacts", list, where, []):
+        for j, art in enumerate(need(raw, "artifacts", list, where, []), start=1):
+            _known_keys(art, ARTIFACT_KEYS, text, source, f"{where}, artifact {j}", "run", i)
             art_name, art_file = need(art, "name", str, where), need(art, "file", str, where)
             if not _NAME_RE.match(art_name) or "/" in art_file:
                 raise LessonError(source, None, f"{where}: artifact {art_name!r} needs a plain name and file")
@@ -160,16 +182,13 @@ def _compare(raw: object, text: str, source: str, need) -> tuple[CompareSpec, ..
     for i, table in enumerate(raw):
         line = headers[i] if i < len(headers) else None
         where = f"[[compare]] number {i + 1}"
+        _known_keys(table, COMPARE_KEYS, text, source, where, "compare", i + 1)
         try:
             name = need(table, "set", str, where)
             release = need(table, "toolkit", str, where)
             folder = need(table, "toolkit_dir", (str, type(None)), where)
         except LessonError as exc:
             raise LessonError(source, line, exc.message) from None
-        unknown = sorted(set(table) - {"set", "toolkit", "toolkit_dir"})
-        if unknown:
-            raise LessonError(source, line, f"{where}: unknown key {unknown[0]!r}; a [[compare]] table has set, "
-                              "toolkit (nvcc's release, e.g. \"12.4\") and toolkit_dir (optional)")
         if not _SET_RE.match(name):
             raise LessonError(source, line, f"{where}: set {name!r} is not a set name (lowercase letters, digits, "
                               "'-', and a release such as cuda12.4)")
