@@ -132,8 +132,8 @@ def test_transcript_that_is_not_utf8(tmp_path: Path):
     (tmp_path / "t.txt").write_bytes(b"mode: all\nelements: 8803 \xb1 1\n")
     done = cli_run("transcript", str(tmp_path / "t.txt"))
     assert (done.returncode, done.stdout) == (1, "")
-    assert done.stderr == (f"{tmp_path}/t.txt:2: is not UTF-8: byte 0xb1 at line 2, column 16; expected UTF-8 "
-                           "text (the refresh writes only UTF-8, so it did not write this file)\n")
+    assert done.stderr == (f"{tmp_path}/t.txt:2:16: not valid UTF-8 (byte 0xb1); expected UTF-8 text (the "
+                           "refresh writes only UTF-8, so it did not write this file)\n")
 
 
 def test_transcript_into_a_closed_pipe_ends_quietly(tmp_path: Path):
@@ -173,32 +173,52 @@ def not_utf8(data: bytes) -> str:
 
 def test_invalid_start_byte():
     assert not_utf8(b"ok\nab\xffc\n") == (
-        "evidence/s/t.txt:2: is not UTF-8: byte 0xff at line 2, column 3; expected UTF-8 text (the refresh "
-        "writes only UTF-8, so it did not write this file)")
+        "evidence/s/t.txt:2:3: not valid UTF-8 (byte 0xff); save the file as UTF-8")
 
 
 def test_columns_count_characters_not_bytes():
     assert not_utf8("héé ".encode() + b"\xc3(") == (
-        "evidence/s/t.txt:1: is not UTF-8: byte 0xc3 at line 1, column 5; expected UTF-8 text (the refresh "
-        "writes only UTF-8, so it did not write this file)")
+        "evidence/s/t.txt:1:5: not valid UTF-8 (byte 0xc3); save the file as UTF-8")
 
 
 def test_latin1_file():
     assert not_utf8("threads\r\nkernel: caf\xe9\r\n".encode("latin-1")) == (
-        "evidence/s/t.txt:2: is not UTF-8: byte 0xe9 at line 2, column 12; expected UTF-8 text (the refresh "
-        "writes only UTF-8, so it did not write this file)")
+        "evidence/s/t.txt:2:12: not valid UTF-8 (byte 0xe9); save the file as UTF-8")
 
 
 def test_truncated_sequence_at_the_end():
     assert not_utf8(b"a\n\n" + "€".encode()[:2]) == (
-        "evidence/s/t.txt:3: is not UTF-8: byte 0xe2 at line 3, column 1; expected UTF-8 text (the refresh "
-        "writes only UTF-8, so it did not write this file)")
+        "evidence/s/t.txt:3:1: not valid UTF-8 (byte 0xe2); save the file as UTF-8")
 
 
 def test_encoded_surrogate_is_not_utf8():
     assert not_utf8(b"x\xed\xa0\x80") == (
-        "evidence/s/t.txt:1: is not UTF-8: byte 0xed at line 1, column 2; expected UTF-8 text (the refresh "
-        "writes only UTF-8, so it did not write this file)")
+        "evidence/s/t.txt:1:2: not valid UTF-8 (byte 0xed); save the file as UTF-8")
+
+
+REFRESH_ONLY = "expected UTF-8 text (the refresh writes only UTF-8, so it did not write this file)"
+
+
+@pytest.mark.parametrize("file, message", [
+    ("docs/index.md", "docs/index.md:3:4: not valid UTF-8 (byte 0xff); save the file as UTF-8"),
+    ("code/demo/runs.toml", "code/demo/runs.toml:3:4: not valid UTF-8 (byte 0xff); save the file as UTF-8"),
+    ("code/demo/README.md", "code/demo/README.md:3:4: not valid UTF-8 (byte 0xff); save the file as UTF-8"),
+    ("code/demo/demo.cu", "code/demo/demo.cu:3:4: not valid UTF-8 (byte 0xff); save the file as UTF-8"),
+    ("mkdocs.yml", "mkdocs.yml:3:4: not valid UTF-8 (byte 0xff); save the file as UTF-8"),
+    ("evidence/demo/manifest.json", f"evidence/demo/manifest.json:3:4: not valid UTF-8 (byte 0xff); {REFRESH_ONLY}"),
+    ("evidence/demo/race.txt", f"evidence/demo/race.txt:3:4: not valid UTF-8 (byte 0xff); {REFRESH_ONLY}"),
+])
+def test_check_names_the_first_bad_byte_of_any_file(demo_repo: Path, file: str, message: str):
+    path = demo_repo / file
+    lines = path.read_bytes().split(b"\n")
+    k = next(k for k, line in enumerate(lines) if k >= 2 and len(line) >= 3)  # the third line, or after
+    lines[k] = lines[k][:3] + b"\xff" + lines[k][3:]
+    path.write_bytes(b"\n".join(lines))
+    message = message.replace(":3:4:", f":{k + 1}:4:")
+    done = cli_run("check", "--no-cache", "--repo", str(demo_repo))
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    # A transcript's bytes are first an edit the manifest did not record; the claims on it name the byte.
+    assert any(line == message or line.endswith(": " + message) for line in done.stderr.splitlines())
 
 
 def test_read_text_gives_newlines_as_path_read_text_does(tmp_path: Path):

@@ -105,7 +105,7 @@ def test_non_utf8_transcript_is_an_error_with_its_line(demo_repo: Path):
     (demo_repo / "evidence/demo/race.txt").write_bytes(b"ok\nbad \xff here\n")
     with pytest.raises(LessonError) as info:
         ev.transcript_text("race")
-    assert str(info.value) == ("evidence/demo/race.txt:2: is not UTF-8: byte 0xff at line 2, column 5; "
+    assert str(info.value) == ("evidence/demo/race.txt:2:5: not valid UTF-8 (byte 0xff); "
                                "expected UTF-8 text (the refresh writes only UTF-8, so it did not write this file)")
 
 

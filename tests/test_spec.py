@@ -52,8 +52,8 @@ RUN = '\n[[run]]\nname = "x"\ncommand = "./a"\n'
     (HEAD + BUILD + RUN + RUN.replace('"x"', '"y"') + "exclusve = true\n",
      "r.toml:14: [[run]] number 2: unknown key 'exclusve'; did you mean 'exclusive'?"),
     (HEAD + BUILD + RUN + "zzz = 1\n",
-     "r.toml:10: [[run]] number 1: unknown key 'zzz'; expected one of artifacts, command, exclusive, gate, "
-     "inputs, name, repeat, timeout"),
+     ("r.toml:10: [[run]] number 1: unknown key 'zzz'; expected one of artifacts, command, exclusive, gate, "
+      "inputs, name, repeat, timeout")),
     (HEAD + BUILD + RUN + 'artifacts = [\n  { name = "r", file = "r.json", fromat = "json" },\n]\n',
      "r.toml:11: [[run]] number 1, artifact 1: unknown key 'fromat'; did you mean 'format'?"),
     (HEAD + 'run = [{name = "x", command = "c"},\n       {name = "y", comand = "d"}]\n' + BUILD,

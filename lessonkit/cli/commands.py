@@ -27,7 +27,7 @@ from lessonkit.pages.regions import parse_regions
 from lessonkit.repo import repo_root
 from lessonkit.site import verify
 from lessonkit.site.check import available_cpus, check_site
-from lessonkit.textio import read_text
+from lessonkit.textio import SAVE_AS_UTF8, WRITTEN_BY_REFRESH, read_text
 
 EXIT_OK = 0
 EXIT_ERRORS = 1
@@ -68,10 +68,10 @@ class Command:
     description: str = ""
 
 
-def _read(path: str) -> str:
+def _read(path: str, expected: str = SAVE_AS_UTF8) -> str:
     """A file named on the command line, as text; LessonError if it cannot be read or is not UTF-8."""
     try:
-        return read_text(Path(path), path)
+        return read_text(Path(path), path, expected)
     except OSError as exc:
         raise LessonError(path, None, f"cannot read: {exc.strerror}", rank=0) from exc
 
@@ -157,7 +157,7 @@ def _regions(args: argparse.Namespace) -> int:
 def _transcript(args: argparse.Namespace) -> int:
     if not Path(args.file).exists() and args.file.count("/") == 1:
         return _recordings(args)
-    text = _read(args.file)
+    text = _read(args.file, WRITTEN_BY_REFRESH)
     if args.file.endswith(".json"):
         parsed = parse_json_transcript(text, args.file)
     else:

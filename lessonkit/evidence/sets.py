@@ -32,7 +32,7 @@ from lessonkit.evidence.manifest import parse_manifest as _parse_manifest_text
 from lessonkit.evidence.spec import LessonSpec, load_spec
 from lessonkit.evidence.transcript import Transcript, parse_transcript
 from lessonkit.evidence.unrecorded import Unrecorded, find_unrecorded
-from lessonkit.textio import decode_utf8
+from lessonkit.textio import WRITTEN_BY_REFRESH, decode_utf8
 
 OLD_PREFIX = ".old."         # evidence/.old.<set>: the previous set while a refresh swaps (fallback path)
 SCRATCH_PREFIX = ".refresh."  # evidence/.refresh.<set>.<pid>: a refresh's work in progress
@@ -102,7 +102,7 @@ class EvidenceSet:
             raise LessonError(self.transcript_path(name), None,
                               f"cannot read transcript {name!r}: {exc.strerror}; "
                               f"re-record it: {self.refresh_command(name)}") from exc
-        text = decode_utf8(data, self.transcript_path(name))
+        text = decode_utf8(data, self.transcript_path(name), WRITTEN_BY_REFRESH)
         self._sizes[name] = len(data)
         return text
 

@@ -17,6 +17,7 @@ from lessonkit.errors import LessonError
 from lessonkit.evidence.display import Display, parse_display
 from lessonkit.evidence.harness import HarnessFormat, parse_harness
 from lessonkit.evidence.tomlpos import key_line, unknown_key
+from lessonkit.textio import read_text
 
 _NAME_RE = re.compile(r"\A[a-z0-9][a-z0-9-]*\Z")
 
@@ -230,7 +231,7 @@ def load_spec(code_root: Path, lesson: str) -> LessonSpec:
         cached = _spec_cache.get(str(path))
         if cached is not None and cached[0] == key:
             return cached[1]
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path, shown)
     except OSError as exc:
         raise LessonError(shown, None, f"cannot read the lesson's run specification: {exc.strerror}",
                           rank=0) from exc
