@@ -104,8 +104,30 @@ def test_transcript_read_by_a_lesson_s_harness(tmp_path: Path):
     assert (data["gpu"], data["compute_capability"], data["warp_size"]) == ("NVIDIA H200", "9.0", 32)
     assert data["rows"] == [{"threads": 32, "kernel": "scanTileRacy", "mismatches": 0, "first_bad": None,
                              "gated": False, "line_in_transcript": 3}]
-    plain = json.loads(cli_run("transcript", str(tmp_path / "out.txt")).stdout)
-    assert "rows" not in plain and "gpu" not in plain  # no lesson named: only the tool's lines are read
+    plain = cli_run("transcript", str(tmp_path / "out.txt"))  # no lesson named: only the tool's lines are read
+    assert (plain.returncode, plain.stdout) == (1, "")
+    assert plain.stderr.splitlines() == [
+        (f"note: {tmp_path}/out.txt is not in an evidence set, so no lesson's [harness] reads the program's own "
+        "lines; give --lesson LESSON for its values"),
+        (f"{tmp_path}/out.txt: holds no compute-sanitizer output (no line starts =========) and no harness format "
+        "was given to read the program's lines; expected a transcript of a compute-sanitizer run, or --lesson "
+        "LESSON to read the program's lines by code/LESSON/runs.toml's [harness]")]
+
+
+def test_transcript_outside_evidence_with_tool_lines_notes_the_lesson_option(tmp_path: Path):
+    (tmp_path / "t.txt").write_text("========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n")
+    done = cli_run("transcript", str(tmp_path / "t.txt"))
+    assert (done.returncode, json.loads(done.stdout)["error_count"]) == (0, 0)
+    assert done.stderr == (f"note: {tmp_path}/t.txt is not in an evidence set, so no lesson's [harness] reads the "
+                           "program's own lines; give --lesson LESSON for its values\n")
+
+
+def test_transcript_read_by_a_harness_that_reads_nothing_of_it(tmp_path: Path):
+    (tmp_path / "t.txt").write_text("hello\n")
+    done = cli_run("transcript", str(tmp_path / "t.txt"), "--lesson", "day62-racecheck")
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == (f"{tmp_path}/t.txt: holds no compute-sanitizer output (no line starts =========) and "
+                           "no line the lesson's [harness] reads; expected a transcript of one of its runs\n")
 
 
 def test_transcript_with_an_unreadable_table(tmp_path: Path):

@@ -161,24 +161,31 @@ def _transcript(args: argparse.Namespace) -> int:
     if args.file.endswith(".json"):
         parsed = parse_json_transcript(text, args.file)
     else:
-        parsed = parse_transcript(text, args.file, _harness_for(args))
+        harness, recorded = _harness_for(args)
+        if not recorded and args.lesson is None:
+            print(f"note: {args.file} is not in an evidence set, so no lesson's [harness] reads the "
+                  "program's own lines; give --lesson LESSON for its values", file=sys.stderr)
+        # A recording is what its set says it is; any other file must hold something this reads.
+        parsed = parse_transcript(text, args.file, harness, require_output=not recorded)
     print(json.dumps(parsed.to_json(), indent=2, default=str))
     return EXIT_OK
 
 
-def _harness_for(args: argparse.Namespace) -> HarnessFormat | None:
-    """The harness format of --lesson, or of the lesson whose evidence set holds the file."""
+def _harness_for(args: argparse.Namespace) -> tuple[HarnessFormat | None, bool]:
+    """The harness format of --lesson, or of the lesson whose evidence set holds the file; and
+    whether the file is in an evidence set."""
     from lessonkit.evidence.manifest import MANIFEST, read_manifest
     from lessonkit.evidence.spec import load_spec
 
     path = Path(args.file).resolve()
     lesson = args.lesson
-    if lesson is None and path.parent.parent.name == "evidence" and (path.parent / MANIFEST).is_file():
+    recorded = path.parent.parent.name == "evidence" and (path.parent / MANIFEST).is_file()
+    if lesson is None and recorded:
         lesson = read_manifest(path.parent, f"evidence/{path.parent.name}").lesson
     if lesson is None:
-        return None
+        return None, recorded
     repo = repo_root(args.repo, path.parent if args.lesson is None else Path.cwd())
-    return load_spec(repo / "code", lesson).harness
+    return load_spec(repo / "code", lesson).harness, recorded
 
 
 def _recordings(args: argparse.Namespace) -> int:

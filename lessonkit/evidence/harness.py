@@ -246,6 +246,10 @@ class HarnessReader:
     def __post_init__(self) -> None:
         self.records = {name: [] for name in self.harness.collections}
 
+    def read_any(self) -> bool:
+        """Whether any line was read: a scalar set, or a record added."""
+        return any(key != "tool" for key in self.scalars) or any(self.records.values())
+
     def read(self, line: str, number: int) -> None:
         """Take one stripped line of program output; LessonError for a line meant but unreadable."""
         for form in self.harness.lines:
