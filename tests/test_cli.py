@@ -38,6 +38,23 @@ def test_check_lists_every_error_and_exits_1(demo_repo: Path):
         "2 errors found"]
 
 
+def test_a_broken_runs_toml_is_the_one_error_not_the_claims_on_its_sets(demo_repo: Path):
+    from conftest import BARE, RACE, record_set
+
+    record_set(demo_repo, "demo", {"race": RACE, "bare": BARE}, set_name="demo-b")
+    (demo_repo / "docs/index.md").write_text(
+        "# Demo\n\n{{ evidence demo }}\n\n"
+        "At 256 threads {{ 7 @ race:rows[threads=256].mismatches }} elements were wrong.\n\n"
+        "{{ table bare:rows rows=kernel cols=threads cell=mismatches }}\n\n"
+        "racecheck: `{{ RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning) @ race:summary in demo = demo-b }}`.\n")
+    assert cli_run("check", "--no-cache", "--repo", str(demo_repo)).returncode == 0
+    runs = demo_repo / "code/demo/runs.toml"
+    runs.write_text(runs.read_text().replace("gate = true\n", "gate = true\nrepaet = 5\n"))
+    done = cli_run("check", "--no-cache", "--repo", str(demo_repo))
+    assert (done.returncode, done.stderr.splitlines()) == (1, [
+        "code/demo/runs.toml:15: [[run]] number 2: unknown key 'repaet'; did you mean 'repeat'?", "1 error found"])
+
+
 def test_check_finds_the_repository_from_a_folder_inside_it(demo_repo: Path):
     (demo_repo / "docs/index.md").write_text("{{ 9 @ demo/race:#reports }}\n")
     done = cli_run("check", cwd=demo_repo / "code" / "demo")

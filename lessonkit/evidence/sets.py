@@ -346,7 +346,8 @@ def read_evidence_sets(repo: Path) -> ReadSets:
 def load_all_evidence(repo: Path, read: ReadSets | None = None) -> Evidence:
     """Load every evidence set and check its integrity and freshness, and the sets lessons declare
     (lessonkit.evidence.declared): a declared set that is missing or recorded with the wrong toolkit is one
-    error, and counts as unreadable (its claims are not checked). `read`: what read_evidence_sets
+    error, and counts as unreadable (its claims are not checked); so does a set whose lesson's
+    runs.toml cannot be read. `read`: what read_evidence_sets
     gave for the files as they are now (then not read again)."""
     sets, errors, unreadable = read if read is not None else read_evidence_sets(repo)
     declared_errors, refused = check_declared(repo, sets, unreadable)
@@ -354,15 +355,19 @@ def load_all_evidence(repo: Path, read: ReadSets | None = None) -> Evidence:
     for name in refused:
         sets.pop(name, None)
         unreadable.add(name)
-    for ev in sets.values():
+    recorded = set(sets) | unreadable | {ev.lesson for ev in sets.values()}
+    for name, ev in list(sets.items()):
         errors.extend(check_integrity(ev))
         try:
             spec = load_spec(repo / "code", ev.lesson)
         except LessonError as exc:
+            # The set is read by its runs.toml (its [harness], its names): what a page claims of it
+            # follows from this one error, so, as a refused set, its claims are not checked.
             errors.append(exc)
+            sets.pop(name)
+            unreadable.add(name)
             continue
         errors.extend(check_freshness(ev, repo, spec))
-    recorded = set(sets) | unreadable | {ev.lesson for ev in sets.values()}
     unrecorded, unread = find_unrecorded(repo, recorded)
     # A lesson whose runs.toml cannot be read has one error, at runs.toml (the lesson READMEs'
     # check reports it); what its page cites of it follows from that error, so it is not checked.
