@@ -43,6 +43,7 @@ class RunSpec:
     artifacts: tuple[Artifact, ...] = ()
     repeat: int = 1          # independent recordings of the same command
     exclusive: bool = False  # the GPU to itself: no other run of the refresh overlaps it
+    max_output: int = 16 * 1024 * 1024  # bytes of output (its transcript's size) past which nothing is recorded
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,7 @@ MAX_REPEAT = 50
 # [build], [names], [labels.*], [formats] and [units] have keys of the lesson's own choosing;
 # [harness] is checked by lessonkit.evidence.harness.
 TOP_KEYS = ("lesson", "inputs", "build", "run", "compare", "harness", "names", "labels", "formats", "units")
-RUN_KEYS = ("name", "command", "timeout", "gate", "inputs", "artifacts", "repeat", "exclusive")
+RUN_KEYS = ("name", "command", "timeout", "gate", "inputs", "artifacts", "repeat", "exclusive", "max_output")
 ARTIFACT_KEYS = ("name", "file", "format")
 COMPARE_KEYS = ("set", "toolkit", "toolkit_dir")
 
@@ -161,6 +162,7 @@ def parse_spec(text: str, source: str) -> LessonSpec:
             artifacts=tuple(artifacts),
             repeat=_repeat(need(raw, "repeat", int, where, 1), source, where),
             exclusive=need(raw, "exclusive", bool, where, False),
+            max_output=_max_output(need(raw, "max_output", int, where, RunSpec.max_output), source, where),
         ))
     compare = _compare(data.get("compare", []), text, source, need)
     harness = parse_harness(data.get("harness"), text, source)
@@ -209,6 +211,13 @@ def _timeout(value: float, source: str, where: str) -> float:
     if not 0 < value < float("inf"):
         raise LessonError(source, None, f"{where}: 'timeout' must be a positive number of seconds, not {value!r}")
     return float(value)
+
+
+def _max_output(value: int, source: str, where: str) -> int:
+    if value < 1:
+        raise LessonError(source, None, f"{where}: 'max_output' must be a positive number of bytes, "
+                          f"e.g. 16_777_216 (16 MiB), not {value}")
+    return value
 
 
 def _repeat(value: int, source: str, where: str) -> int:
