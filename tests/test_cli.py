@@ -309,7 +309,23 @@ def test_help_is_written_for_readers():
     for name in cli.COMMANDS:
         assert f"\n    {name}" in text, name
     assert "exit status:\n  0    everything agrees (warnings" in text and "\n  1    errors found" in text
+    assert "unless check --strict" not in text and "mkdocs.yml sets 'strict: true'" in text
     assert "  .venv/bin/python -m lessonkit check\n" in text
+
+
+@pytest.mark.parametrize("argv0, prog", [
+    ("/repo/.venv/bin/lessonkit", "lessonkit"), ("/repo/lessonkit/__main__.py", "python -m lessonkit"),
+    ("-m", "python -m lessonkit"), ("lessonkit", "lessonkit"),
+])
+def test_usage_names_the_program_as_it_was_run(argv0, prog):
+    assert cli.program_name(argv0) == prog
+
+
+def test_the_console_script_says_usage_lessonkit(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture):
+    monkeypatch.setattr(sys, "argv", ["/repo/.venv/bin/lessonkit", "--help"])
+    with pytest.raises(SystemExit):
+        cli.main()
+    assert capsys.readouterr().out.startswith("usage: lessonkit [-h] COMMAND ...\n")
 
 
 def test_every_command_and_argument_is_described():

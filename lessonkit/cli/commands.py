@@ -43,8 +43,10 @@ machine by scripts/refresh.py). Run it from anywhere inside the repository."""
 EPILOG = """\
 exit status:
   0    everything agrees (warnings, such as a lesson not recorded yet, are listed on
-       stderr and pass unless check --strict)
-  1    errors found, each listed on stderr as PATH:LINE: what is wrong; what to do
+       stderr and pass only where they do not fail the check: see 1)
+  1    errors found, each listed on stderr as PATH:LINE: what is wrong; what to do; or
+       check found only warnings and is strict: mkdocs.yml sets 'strict: true' (this
+       site's does), or --strict was given; --no-strict lets warnings pass
   2    the command line is wrong, or no course repository around the working folder
        (accept: some claims could not be accepted; see accept --help)
   141  the program reading the output closed it early (as with | head)
@@ -247,9 +249,16 @@ COMMANDS: dict[str, Command] = {
 }
 
 
+def program_name(argv0: str) -> str:
+    """How usage lines name the program: `lessonkit` when run as the console script
+    (.venv/bin/lessonkit), `python -m lessonkit` when run as a module."""
+    name = os.path.basename(argv0)
+    return "python -m lessonkit" if name in ("__main__.py", "-m", "-c", "") else name.removesuffix(".exe")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser, one subparser for each entry of COMMANDS."""
-    parser = argparse.ArgumentParser(prog="python -m lessonkit", description=DESCRIPTION, epilog=EPILOG,
+    parser = argparse.ArgumentParser(prog=program_name(sys.argv[0]), description=DESCRIPTION, epilog=EPILOG,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, title="commands", metavar="COMMAND")
     for name, command in COMMANDS.items():
