@@ -8,7 +8,7 @@ from dataclasses import FrozenInstanceError, dataclass
 
 @dataclass(frozen=True)
 class LessonError(Exception):
-    """A problem found at `path:line`; `line` is 1-based, or None for a whole file.
+    """A problem found at `path:line` (`path:line:column` with a column); `line` is 1-based, or None for a whole file.
 
     `rank` orders a report so causes come before consequences: 0 for a file that cannot be
     read or a marker that is wrong, 1 for evidence integrity and freshness, 2 for what a page
@@ -20,14 +20,17 @@ class LessonError(Exception):
     message: str
     rank: int = 1
     warning: bool = False  # work in progress (a lesson not recorded yet): fails only a strict build
+    column: int | None = None  # 1-based, in characters, where a line alone is not enough (a bad byte)
 
     def __str__(self) -> str:
         where = self.path if self.line is None else f"{self.path}:{self.line}"
+        if self.line is not None and self.column is not None:
+            where += f":{self.column}"
         return f"{where}: {'warning: ' if self.warning else ''}{self.message}"
 
-    def __reduce__(self) -> tuple[type[LessonError], tuple[str, int | None, str, int, bool]]:
+    def __reduce__(self) -> tuple[type[LessonError], tuple[str, int | None, str, int, bool, int | None]]:
         """Pickled as its fields (a page checked in another process sends its errors back)."""
-        return LessonError, (self.path, self.line, self.message, self.rank, self.warning)
+        return LessonError, (self.path, self.line, self.message, self.rank, self.warning, self.column)
 
 
 def _set_dunder_only(self: LessonError, name: str, value: object) -> None:

@@ -16,17 +16,22 @@ from lessonkit.errors import LessonError
 FRONT_MATTER_RE = re.compile(r"""\A---[ \t]*\n(?P<yaml>.*?\n)?(?:---|\.\.\.)[ \t]*\n""", re.DOTALL)
 
 
-def read_text(path: Path, shown: str) -> str:
+# What a message about bad bytes says is expected: of a file an author writes, and of evidence.
+SAVE_AS_UTF8 = "save the file as UTF-8"
+WRITTEN_BY_REFRESH = "expected UTF-8 text (the refresh writes only UTF-8, so it did not write this file)"
+
+
+def read_text(path: Path, shown: str, expected: str = SAVE_AS_UTF8) -> str:
     """The file's text, newlines as Path.read_text gives them; OSError as raised, LessonError if not UTF-8."""
-    return decode_utf8(path.read_bytes(), shown)
+    return decode_utf8(path.read_bytes(), shown, expected)
 
 
-def decode_utf8(data: bytes, shown: str) -> str:
+def decode_utf8(data: bytes, shown: str, expected: str = SAVE_AS_UTF8) -> str:
     """Bytes as text, strictly UTF-8, with `\\r\\n` and `\\r` read as `\\n` (as Path.read_text does)."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise _not_utf8(data, exc.start, shown) from None
+        raise _not_utf8(data, exc.start, shown, expected) from None
     return _universal_newlines(text)
 
 
@@ -34,12 +39,10 @@ def _universal_newlines(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
 
 
-def _not_utf8(data: bytes, start: int, shown: str) -> LessonError:
-    """The error for the first invalid byte at `start`: 1-based line and column in characters."""
+def _not_utf8(data: bytes, start: int, shown: str, expected: str) -> LessonError:
+    """The error for the first invalid byte at `start`: `shown:LINE:COLUMN`, 1-based, the column in characters."""
     # Everything before the first invalid byte decodes; lines are counted as the parsers count them.
     before = _universal_newlines(data[:start].decode("utf-8")) + "\x00"
     lines = before.splitlines()
-    line, column = len(lines), len(lines[-1])
-    return LessonError(shown, line, f"is not UTF-8: byte 0x{data[start]:02x} at line {line}, column {column}; "
-                       "expected UTF-8 text (the refresh writes only UTF-8, so it did not write this file)",
-                       rank=0)
+    return LessonError(shown, len(lines), f"not valid UTF-8 (byte 0x{data[start]:02x}); {expected}",
+                       rank=0, column=len(lines[-1]))

@@ -301,6 +301,26 @@ def test_unclosed_braces_at_the_end_of_the_page(demo_repo: Path):
         "or write \\{{ for literal braces")]
 
 
+def test_a_megabyte_line_of_open_braces_is_one_error_at_its_line_in_under_a_second(demo_repo: Path):
+    import time
+
+    site = Site.load(demo_repo)
+    text = "intro\n" * 887 + "{{" * 500_000 + "\n\nafter: {{ 2 @ demo/race:#reports }} reports\n"
+    start = time.perf_counter()
+    errors = [str(e) for e in site.page(text, "docs/p.md").errors]
+    assert time.perf_counter() - start < 1.0
+    assert errors == [(f"docs/p.md:888: '{'{' * 60}' is never closed: no '}}}}' before the next '{{{{' (line 888); "
+                      "close it, or write \\{{ for literal braces")]
+
+
+def test_unclosed_braces_are_one_error_per_line(demo_repo: Path):
+    assert errs(demo_repo, "a {{ x {{ y\nb {{ z\n") == [
+        ("docs/p.md:1: '{{ x {{ y' is never closed: no '}}' before the next '{{' (line 1); close it, or write "
+        "\\{{ for literal braces"),
+        ("docs/p.md:2: '{{ z' is never closed: no '}}' before the end of the page; close it, or write \\{{ for "
+        "literal braces")]
+
+
 def test_a_directive_that_does_not_stand_alone(demo_repo: Path):
     assert errs(demo_repo, "see {{ transcript demo/race }}") == [
         "docs/p.md:1: 'transcript' must stand alone on its line(s): '{{ transcript demo/race }}'"]

@@ -38,6 +38,23 @@ def test_check_lists_every_error_and_exits_1(demo_repo: Path):
         "2 errors found"]
 
 
+def test_a_broken_runs_toml_is_the_one_error_not_the_claims_on_its_sets(demo_repo: Path):
+    from conftest import BARE, RACE, record_set
+
+    record_set(demo_repo, "demo", {"race": RACE, "bare": BARE}, set_name="demo-b")
+    (demo_repo / "docs/index.md").write_text(
+        "# Demo\n\n{{ evidence demo }}\n\n"
+        "At 256 threads {{ 7 @ race:rows[threads=256].mismatches }} elements were wrong.\n\n"
+        "{{ table bare:rows rows=kernel cols=threads cell=mismatches }}\n\n"
+        "racecheck: `{{ RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning) @ race:summary in demo = demo-b }}`.\n")
+    assert cli_run("check", "--no-cache", "--repo", str(demo_repo)).returncode == 0
+    runs = demo_repo / "code/demo/runs.toml"
+    runs.write_text(runs.read_text().replace("gate = true\n", "gate = true\nrepaet = 5\n"))
+    done = cli_run("check", "--no-cache", "--repo", str(demo_repo))
+    assert (done.returncode, done.stderr.splitlines()) == (1, [
+        "code/demo/runs.toml:15: [[run]] number 2: unknown key 'repaet'; did you mean 'repeat'?", "1 error found"])
+
+
 def test_check_finds_the_repository_from_a_folder_inside_it(demo_repo: Path):
     (demo_repo / "docs/index.md").write_text("{{ 9 @ demo/race:#reports }}\n")
     done = cli_run("check", cwd=demo_repo / "code" / "demo")
@@ -104,8 +121,30 @@ def test_transcript_read_by_a_lesson_s_harness(tmp_path: Path):
     assert (data["gpu"], data["compute_capability"], data["warp_size"]) == ("NVIDIA H200", "9.0", 32)
     assert data["rows"] == [{"threads": 32, "kernel": "scanTileRacy", "mismatches": 0, "first_bad": None,
                              "gated": False, "line_in_transcript": 3}]
-    plain = json.loads(cli_run("transcript", str(tmp_path / "out.txt")).stdout)
-    assert "rows" not in plain and "gpu" not in plain  # no lesson named: only the tool's lines are read
+    plain = cli_run("transcript", str(tmp_path / "out.txt"))  # no lesson named: only the tool's lines are read
+    assert (plain.returncode, plain.stdout) == (1, "")
+    assert plain.stderr.splitlines() == [
+        (f"note: {tmp_path}/out.txt is not in an evidence set, so no lesson's [harness] reads the program's own "
+        "lines; give --lesson LESSON for its values"),
+        (f"{tmp_path}/out.txt: holds no compute-sanitizer output (no line starts =========) and no harness format "
+        "was given to read the program's lines; expected a transcript of a compute-sanitizer run, or --lesson "
+        "LESSON to read the program's lines by code/LESSON/runs.toml's [harness]")]
+
+
+def test_transcript_outside_evidence_with_tool_lines_notes_the_lesson_option(tmp_path: Path):
+    (tmp_path / "t.txt").write_text("========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n")
+    done = cli_run("transcript", str(tmp_path / "t.txt"))
+    assert (done.returncode, json.loads(done.stdout)["error_count"]) == (0, 0)
+    assert done.stderr == (f"note: {tmp_path}/t.txt is not in an evidence set, so no lesson's [harness] reads the "
+                           "program's own lines; give --lesson LESSON for its values\n")
+
+
+def test_transcript_read_by_a_harness_that_reads_nothing_of_it(tmp_path: Path):
+    (tmp_path / "t.txt").write_text("hello\n")
+    done = cli_run("transcript", str(tmp_path / "t.txt"), "--lesson", "day62-racecheck")
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == (f"{tmp_path}/t.txt: holds no compute-sanitizer output (no line starts =========) and "
+                           "no line the lesson's [harness] reads; expected a transcript of one of its runs\n")
 
 
 def test_transcript_with_an_unreadable_table(tmp_path: Path):
@@ -132,8 +171,8 @@ def test_transcript_that_is_not_utf8(tmp_path: Path):
     (tmp_path / "t.txt").write_bytes(b"mode: all\nelements: 8803 \xb1 1\n")
     done = cli_run("transcript", str(tmp_path / "t.txt"))
     assert (done.returncode, done.stdout) == (1, "")
-    assert done.stderr == (f"{tmp_path}/t.txt:2: is not UTF-8: byte 0xb1 at line 2, column 16; expected UTF-8 "
-                           "text (the refresh writes only UTF-8, so it did not write this file)\n")
+    assert done.stderr == (f"{tmp_path}/t.txt:2:16: not valid UTF-8 (byte 0xb1); expected UTF-8 text (the "
+                           "refresh writes only UTF-8, so it did not write this file)\n")
 
 
 def test_transcript_into_a_closed_pipe_ends_quietly(tmp_path: Path):
@@ -173,32 +212,52 @@ def not_utf8(data: bytes) -> str:
 
 def test_invalid_start_byte():
     assert not_utf8(b"ok\nab\xffc\n") == (
-        "evidence/s/t.txt:2: is not UTF-8: byte 0xff at line 2, column 3; expected UTF-8 text (the refresh "
-        "writes only UTF-8, so it did not write this file)")
+        "evidence/s/t.txt:2:3: not valid UTF-8 (byte 0xff); save the file as UTF-8")
 
 
 def test_columns_count_characters_not_bytes():
     assert not_utf8("héé ".encode() + b"\xc3(") == (
-        "evidence/s/t.txt:1: is not UTF-8: byte 0xc3 at line 1, column 5; expected UTF-8 text (the refresh "
-        "writes only UTF-8, so it did not write this file)")
+        "evidence/s/t.txt:1:5: not valid UTF-8 (byte 0xc3); save the file as UTF-8")
 
 
 def test_latin1_file():
     assert not_utf8("threads\r\nkernel: caf\xe9\r\n".encode("latin-1")) == (
-        "evidence/s/t.txt:2: is not UTF-8: byte 0xe9 at line 2, column 12; expected UTF-8 text (the refresh "
-        "writes only UTF-8, so it did not write this file)")
+        "evidence/s/t.txt:2:12: not valid UTF-8 (byte 0xe9); save the file as UTF-8")
 
 
 def test_truncated_sequence_at_the_end():
     assert not_utf8(b"a\n\n" + "€".encode()[:2]) == (
-        "evidence/s/t.txt:3: is not UTF-8: byte 0xe2 at line 3, column 1; expected UTF-8 text (the refresh "
-        "writes only UTF-8, so it did not write this file)")
+        "evidence/s/t.txt:3:1: not valid UTF-8 (byte 0xe2); save the file as UTF-8")
 
 
 def test_encoded_surrogate_is_not_utf8():
     assert not_utf8(b"x\xed\xa0\x80") == (
-        "evidence/s/t.txt:1: is not UTF-8: byte 0xed at line 1, column 2; expected UTF-8 text (the refresh "
-        "writes only UTF-8, so it did not write this file)")
+        "evidence/s/t.txt:1:2: not valid UTF-8 (byte 0xed); save the file as UTF-8")
+
+
+REFRESH_ONLY = "expected UTF-8 text (the refresh writes only UTF-8, so it did not write this file)"
+
+
+@pytest.mark.parametrize("file, message", [
+    ("docs/index.md", "docs/index.md:3:4: not valid UTF-8 (byte 0xff); save the file as UTF-8"),
+    ("code/demo/runs.toml", "code/demo/runs.toml:3:4: not valid UTF-8 (byte 0xff); save the file as UTF-8"),
+    ("code/demo/README.md", "code/demo/README.md:3:4: not valid UTF-8 (byte 0xff); save the file as UTF-8"),
+    ("code/demo/demo.cu", "code/demo/demo.cu:3:4: not valid UTF-8 (byte 0xff); save the file as UTF-8"),
+    ("mkdocs.yml", "mkdocs.yml:3:4: not valid UTF-8 (byte 0xff); save the file as UTF-8"),
+    ("evidence/demo/manifest.json", f"evidence/demo/manifest.json:3:4: not valid UTF-8 (byte 0xff); {REFRESH_ONLY}"),
+    ("evidence/demo/race.txt", f"evidence/demo/race.txt:3:4: not valid UTF-8 (byte 0xff); {REFRESH_ONLY}"),
+])
+def test_check_names_the_first_bad_byte_of_any_file(demo_repo: Path, file: str, message: str):
+    path = demo_repo / file
+    lines = path.read_bytes().split(b"\n")
+    k = next(k for k, line in enumerate(lines) if k >= 2 and len(line) >= 3)  # the third line, or after
+    lines[k] = lines[k][:3] + b"\xff" + lines[k][3:]
+    path.write_bytes(b"\n".join(lines))
+    message = message.replace(":3:4:", f":{k + 1}:4:")
+    done = cli_run("check", "--no-cache", "--repo", str(demo_repo))
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    # A transcript's bytes are first an edit the manifest did not record; the claims on it name the byte.
+    assert any(line == message or line.endswith(": " + message) for line in done.stderr.splitlines())
 
 
 def test_read_text_gives_newlines_as_path_read_text_does(tmp_path: Path):
@@ -250,7 +309,23 @@ def test_help_is_written_for_readers():
     for name in cli.COMMANDS:
         assert f"\n    {name}" in text, name
     assert "exit status:\n  0    everything agrees (warnings" in text and "\n  1    errors found" in text
+    assert "unless check --strict" not in text and "mkdocs.yml sets 'strict: true'" in text
     assert "  .venv/bin/python -m lessonkit check\n" in text
+
+
+@pytest.mark.parametrize("argv0, prog", [
+    ("/repo/.venv/bin/lessonkit", "lessonkit"), ("/repo/lessonkit/__main__.py", "python -m lessonkit"),
+    ("-m", "python -m lessonkit"), ("lessonkit", "lessonkit"),
+])
+def test_usage_names_the_program_as_it_was_run(argv0, prog):
+    assert cli.program_name(argv0) == prog
+
+
+def test_the_console_script_says_usage_lessonkit(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture):
+    monkeypatch.setattr(sys, "argv", ["/repo/.venv/bin/lessonkit", "--help"])
+    with pytest.raises(SystemExit):
+        cli.main()
+    assert capsys.readouterr().out.startswith("usage: lessonkit [-h] COMMAND ...\n")
 
 
 def test_every_command_and_argument_is_described():

@@ -105,7 +105,7 @@ def test_non_utf8_transcript_is_an_error_with_its_line(demo_repo: Path):
     (demo_repo / "evidence/demo/race.txt").write_bytes(b"ok\nbad \xff here\n")
     with pytest.raises(LessonError) as info:
         ev.transcript_text("race")
-    assert str(info.value) == ("evidence/demo/race.txt:2: is not UTF-8: byte 0xff at line 2, column 5; "
+    assert str(info.value) == ("evidence/demo/race.txt:2:5: not valid UTF-8 (byte 0xff); "
                                "expected UTF-8 text (the refresh writes only UTF-8, so it did not write this file)")
 
 
@@ -187,3 +187,37 @@ def test_lesson_readme_must_show_every_command(demo_repo: Path):
     assert [str(e) for e in check_lesson_readmes(demo_repo)] == [
         ("code/demo/README.md: does not show the run 'bare' of code/demo/runs.toml: './demo'; copy it "
         "verbatim so readers run what the evidence ran")]
+
+
+def test_a_nul_byte_in_a_transcript_is_an_error_at_its_place(demo_repo: Path):
+    ev = load_evidence_set(demo_repo, "demo")
+    (demo_repo / "evidence/demo/race.txt").write_bytes(b"ok\nmode: \x00all\n")
+    with pytest.raises(LessonError) as info:
+        ev.transcript_text("race")
+    assert str(info.value) == ("evidence/demo/race.txt:2:7: holds a NUL byte (0x00); expected the text a run "
+                               "printed, which has none")
+
+
+SYMLINK = ("is a symbolic link; evidence is the files the refresh wrote, never a link to another file: remove it "
+           "and re-record: python3 scripts/refresh.py demo")
+
+
+def test_a_transcript_that_is_a_symlink_is_refused(demo_repo: Path, tmp_path_factory):
+    race = demo_repo / "evidence/demo/race.txt"
+    elsewhere = tmp_path_factory.mktemp("elsewhere") / "race.txt"
+    elsewhere.write_bytes(race.read_bytes())  # the very bytes the manifest hashed
+    race.unlink()
+    race.symlink_to(elsewhere)
+    assert errors(demo_repo) == [f"evidence/demo/race.txt: {SYMLINK} --only race"]
+    with pytest.raises(LessonError) as info:
+        load_evidence_set(demo_repo, "demo").transcript_text("race")
+    assert str(info.value) == f"evidence/demo/race.txt: {SYMLINK} --only race"
+
+
+def test_a_manifest_that_is_a_symlink_is_refused(demo_repo: Path, tmp_path_factory):
+    manifest = demo_repo / "evidence/demo/manifest.json"
+    elsewhere = tmp_path_factory.mktemp("elsewhere") / "manifest.json"
+    elsewhere.write_bytes(manifest.read_bytes())
+    manifest.unlink()
+    manifest.symlink_to(elsewhere)
+    assert errors(demo_repo) == [f"evidence/demo/manifest.json: {SYMLINK}"]

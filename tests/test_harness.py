@@ -199,7 +199,9 @@ def test_an_inline_types_table_is_located_at_its_key():
 
 @pytest.mark.parametrize("change, needle, message", [
     (("skip = ", "skips = "), "skips = ",
-     ("[[harness.table]] number 1: unknown key 'skips'; expected one of collection, header, header_form, name, "
+     "[[harness.table]] number 1: unknown key 'skips'; did you mean 'skip'?"),
+    (("skip = ", "zzz = "), "zzz = ",
+     ("[[harness.table]] number 1: unknown key 'zzz'; expected one of collection, header, header_form, name, "
      "row, row_form, row_starts, skip, starts")),
     (("many = true", "many = 1"), "many = 1", "[[harness.line]] number 2: 'many' must be true or false"),
     (('collection = "sizes"', 'many = true\ncollection = "sizes"'), 'many = true\ncollection = "sizes"',
@@ -216,8 +218,7 @@ def test_other_declaration_mistakes(change, needle, message):
 
 def test_a_table_without_a_row_pattern():
     text = HARNESS.replace("row = '''", "rows = '''").replace("rows = '''", "row_x = '''")
-    assert declaration_error(text).endswith("unknown key 'row_x'; expected one of collection, header, "
-                                            "header_form, name, row, row_form, row_starts, skip, starts")
+    assert declaration_error(text).endswith("unknown key 'row_x'; did you mean 'row'?")
     lines = [line for line in HARNESS.split("\n[[harness.line]]")[0].splitlines() if not line.startswith("row")]
     cut = "\n".join(line for line in lines if not line.startswith(("    ^(?P<trial>", "    (?:n/a")))
     assert declaration_error(cut) == (
@@ -299,8 +300,8 @@ def test_without_a_declared_form_a_message_shows_the_pattern_on_one_line():
 def test_a_misspelt_kind_of_declaration_is_named_at_its_header():
     text = HARNESS.replace("[[harness.line]]\nmany", "[[harness.lines]]\nmany")
     assert declaration_error(text) == (
-        f"code/trials/runs.toml:{line_of(text, '[[harness.lines]]')}: [harness]: unknown key 'lines'; expected "
-        "one of line, table, types")
+        f"code/trials/runs.toml:{line_of(text, '[[harness.lines]]')}: [harness]: unknown key 'lines'; did you mean "
+        "'line'?")
 
 
 def test_harness_that_is_not_a_table():

@@ -82,6 +82,21 @@ def test_failed_gate_keeps_the_old_evidence(lab):
     assert not list((repo / "evidence").glob(".refresh*"))
 
 
+def test_a_run_printing_more_than_its_max_output_records_nothing(lab):
+    repo, env = lab
+    assert refresh(repo, env).returncode == 0
+    before = snapshot(repo / "evidence/demo")
+    runs = repo / "code/demo/runs.toml"
+    runs.write_text(runs.read_text().replace('name = "race"\n', 'name = "race"\nmax_output = 100\n'))
+    done = refresh(repo, env)
+    size = len((repo / "evidence/demo/race.txt").read_bytes())
+    assert (done.returncode, done.stderr) == (2, (
+        f"refresh: run 'race' printed {size} bytes, more than its max_output of 100 bytes (code/demo/runs.toml); "
+        "the old evidence is kept and nothing was recorded; raise max_output there if this much output is meant\n"))
+    assert snapshot(repo / "evidence/demo") == before
+    assert not list((repo / "evidence").glob(".refresh*"))
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL])
 def test_killed_refresh_keeps_the_old_evidence(lab, sig):
     repo, env = lab

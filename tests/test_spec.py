@@ -41,3 +41,56 @@ def test_toml_syntax_error_names_the_line():
     with pytest.raises(LessonError) as info:
         parse_spec('lesson = "a"\ninputs = [\n', "r.toml")
     assert str(info.value).startswith("r.toml:") and "not valid TOML" in str(info.value)
+
+
+RUN = '\n[[run]]\nname = "x"\ncommand = "./a"\n'
+
+
+@pytest.mark.parametrize("text, message", [
+    (HEAD + "inptus = []\n" + BUILD + RUN, "r.toml:3: top level: unknown key 'inptus'; did you mean 'inputs'?"),
+    (HEAD + BUILD + RUN + "repaet = 5\n", "r.toml:10: [[run]] number 1: unknown key 'repaet'; did you mean 'repeat'?"),
+    (HEAD + BUILD + RUN + RUN.replace('"x"', '"y"') + "exclusve = true\n",
+     "r.toml:14: [[run]] number 2: unknown key 'exclusve'; did you mean 'exclusive'?"),
+    (HEAD + BUILD + RUN + "zzz = 1\n",
+     ("r.toml:10: [[run]] number 1: unknown key 'zzz'; expected one of artifacts, command, exclusive, gate, "
+      "inputs, max_output, name, repeat, timeout")),
+    (HEAD + BUILD + RUN + 'artifacts = [\n  { name = "r", file = "r.json", fromat = "json" },\n]\n',
+     "r.toml:11: [[run]] number 1, artifact 1: unknown key 'fromat'; did you mean 'format'?"),
+    (HEAD + 'run = [{name = "x", command = "c"},\n       {name = "y", comand = "d"}]\n' + BUILD,
+     "r.toml:4: [[run]] number 2: unknown key 'comand'; did you mean 'command'?"),
+    (HEAD + BUILD + RUN + "\n[labls.run]\nx = \"the run\"\n",
+     "r.toml:11: top level: unknown key 'labls'; did you mean 'labels'?"),
+    (HEAD + BUILD + RUN + '\n[[compare]]\nset = "a-cuda12.4"\ntolkit = "12.4"\n',
+     "r.toml:13: [[compare]] number 1: unknown key 'tolkit'; did you mean 'toolkit'?"),
+])
+def test_unknown_keys_are_refused_at_their_line(text, message):
+    with pytest.raises(LessonError) as info:
+        parse_spec(text, "r.toml")
+    assert str(info.value) == message
+
+
+@pytest.mark.parametrize("value, message", [
+    ("0", "r.toml: [[run]] number 1: 'max_output' must be a positive number of bytes, e.g. 16_777_216 (16 MiB), not 0"),
+    ('"8 MB"', "r.toml: [[run]] number 1: 'max_output' is missing or not a int"),
+])
+def test_malformed_max_output(value, message):
+    with pytest.raises(LessonError) as info:
+        parse_spec(HEAD + BUILD + RUN + f"max_output = {value}\n", "r.toml")
+    assert str(info.value) == message
+
+
+def test_max_output_in_bytes_with_a_default_above_every_recorded_transcript():
+    spec = parse_spec(HEAD + BUILD + RUN + RUN.replace('"x"', '"y"') + "max_output = 1_000\n", "r.toml")
+    assert [r.max_output for r in spec.runs] == [16 * 1024 * 1024, 1000]
+    from pathlib import Path
+    largest = max(p.stat().st_size for p in (Path(__file__).resolve().parent.parent / "evidence").glob("*/*"))
+    assert largest * 4 < spec.runs[0].max_output
+
+
+def test_every_lessons_runs_toml_has_only_known_keys():
+    from pathlib import Path
+
+    from lessonkit.evidence.spec import load_spec
+    code = Path(__file__).resolve().parent.parent / "code"
+    for folder in sorted(code.glob("*/runs.toml")):
+        assert load_spec(code, folder.parent.name).lesson == folder.parent.name

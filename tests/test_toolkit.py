@@ -204,17 +204,18 @@ def test_the_default_toolkit_set_may_be_declared_too(lab):
                         "machine: python3 scripts/refresh.py demo")]
 
 
-@pytest.mark.parametrize("table, message", [
-    ('set = "x"\n', "'toolkit' is missing"),
-    ('set = "x"\ntoolkit = "12"\n', "toolkit '12' is not nvcc's release"),
-    ('set = "x"\ntoolkit = "12.4"\ntoolkit_dir = "opt/cuda"\n', "must be an absolute path"),
-    ('set = "x"\ntoolkit = "12.4"\ndir = "/opt"\n', "unknown key 'dir'"),
-    ('set = "X Y"\ntoolkit = "12.4"\n', "is not a set name"),
+@pytest.mark.parametrize("table, line, message", [
+    ('set = "x"\n', 18, "'toolkit' is missing"),
+    ('set = "x"\ntoolkit = "12"\n', 18, "toolkit '12' is not nvcc's release"),
+    ('set = "x"\ntoolkit = "12.4"\ntoolkit_dir = "opt/cuda"\n', 18, "must be an absolute path"),
+    ('set = "x"\ntoolkit = "12.4"\ndir = "/opt"\n', 21, "unknown key 'dir'; expected one of runs, sanitizer, sanitizer_dir, set, toolkit, toolkit_dir"),
+    ('set = "x"\ntoolkit = "12.4"\ntoolkit_dri = "/opt"\n', 21, "unknown key 'toolkit_dri'; did you mean 'toolkit_dir'?"),
+    ('set = "X Y"\ntoolkit = "12.4"\n', 18, "is not a set name"),
 ])
-def test_a_malformed_declaration_names_file_and_line(table, message):
+def test_a_malformed_declaration_names_file_and_line(table, line, message):
     with pytest.raises(LessonError) as info:
         parse_spec(RUNS + "\n[[compare]]\n" + table, "code/demo/runs.toml")
-    assert info.value.line == 18 and message in info.value.message
+    assert info.value.line == line and message in info.value.message
 
 
 def test_refresh_py_help_names_the_toolkit_option():

@@ -362,3 +362,69 @@ def test_json_transcript_not_an_object():
 def test_json_transcript_nested_too_deeply():
     assert json_error("[" * 100_000) == ("s.json: nested too deeply to read; expected a JSON object of results "
                                          "and lists of records")
+
+
+# A device-debug (-G) build prints where an access is as `0xOFFSET in FILE:LINE:FUNCTION`.
+DEBUG_BUILD = """\
+========= COMPUTE-SANITIZER
+========= Error: Race reported between Write access at 0x1f20 in scan.hpp:249:scanTile(int *, int)
+=========     and Read access at 0x1f80 in scan.hpp:251:scanTile(int *, int) [12 hazards]
+========= 
+========= Error: Potential RAW hazard detected at __shared__ 0x8 in block (0,0,0) :
+=========     Write Thread (1,0,0) at 0x1f20 in scan.hpp:249:scanTile(int *, int)
+=========     Read Thread (2,0,0) at 0x1f80 in scan.hpp:251:scanTile(int *, int)
+========= 
+========= Barrier error detected. Divergent thread(s) in warp.
+=========     at 0x400 in /src/lesson/racecheck.cu:91:reverseTiles(float *, int)
+=========     by thread (3,0,0) in block (0,0,0)
+========= 
+========= RACECHECK SUMMARY: 2 hazards displayed (2 errors, 0 warnings)
+"""
+
+
+def test_access_locations_of_a_debug_build():
+    t = parse_transcript(DEBUG_BUILD, "g.txt")
+    (report,) = t.reports
+    assert (report.first.kernel, report.first.offset, report.first.location) == ("scanTile", "1f20", "scan.hpp:249")
+    assert [(a.signature, a.location, n) for a, n in report.others] == [("scanTile(int *, int)", "scan.hpp:251", 12)]
+    assert [(a.location, thread) for a, thread in t.hazards[0].accesses] == [
+        ("scan.hpp:249", "1,0,0"), ("scan.hpp:251", "2,0,0")]
+    assert t.barriers[0].fields()["location"] == "/src/lesson/racecheck.cu:91"
+    assert t.barriers[0].fields()["kernel"] == "reverseTiles"
+
+
+def test_an_unreadable_access_location_names_both_forms():
+    with pytest.raises(LessonError) as info:
+        parse_transcript("========= Error: Race reported between Write access at 0x1f20 somewhere\n", "g.txt")
+    assert str(info.value) == ("g.txt:1: cannot read the access location in '0x1f20 somewhere'; expected "
+                               "'KERNEL(ARGS)+0xOFFSET[ in FILE:LINE]' or, from a -G build, "
+                               "'0xOFFSET in FILE:LINE:KERNEL(ARGS)'")
+
+
+def test_indented_tool_lines_are_read_as_written_unindented():
+    indented = "".join("  " + line + "\n" if line else "\n" for line in RACE.splitlines())
+    plain, shifted = day62(RACE), day62(indented)
+    assert shifted.to_json() | {"source": "b.txt"} == plain.to_json()
+    assert len(shifted.reports) == 2 and shifted.scalars["gpu"] == "NVIDIA H200"
+    assert shifted.lines[0] == "  ========= COMPUTE-SANITIZER"  # quoted as written
+
+
+def test_a_tab_and_spaces_are_no_common_indentation():
+    text = "\t========= ERROR SUMMARY: 1 error\n  ========= ERROR SUMMARY: 1 error\n"
+    assert parse_transcript(text, "t").summaries == ()
+
+
+@pytest.mark.parametrize("harness, message", [
+    (None, ("t.txt: holds no compute-sanitizer output (no line starts =========) and no harness format was "
+           "given to read the program's lines; expected a transcript of a compute-sanitizer run, or --lesson "
+           "LESSON to read the program's lines by code/LESSON/runs.toml's [harness]")),
+    (DAY62, ("t.txt: holds no compute-sanitizer output (no line starts =========) and no line the lesson's "
+            "[harness] reads; expected a transcript of one of its runs")),
+])
+def test_a_text_with_nothing_to_read_is_an_error_where_output_is_required(harness, message):
+    text = "[step 3] ==> running racecheck\nall good\n"
+    assert parse_transcript(text, "t.txt", harness).reports == ()  # a recording: what its set says it is
+    with pytest.raises(LessonError) as info:
+        parse_transcript(text, "t.txt", harness, require_output=True)
+    assert str(info.value) == message
+    assert parse_transcript("mode: all\n", "t.txt", DAY62, require_output=True).scalars["mode"] == "all"

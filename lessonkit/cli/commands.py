@@ -27,7 +27,7 @@ from lessonkit.pages.regions import parse_regions
 from lessonkit.repo import repo_root
 from lessonkit.site import verify
 from lessonkit.site.check import available_cpus, check_site
-from lessonkit.textio import read_text
+from lessonkit.textio import SAVE_AS_UTF8, WRITTEN_BY_REFRESH, read_text
 
 EXIT_OK = 0
 EXIT_ERRORS = 1
@@ -43,8 +43,10 @@ machine by scripts/refresh.py). Run it from anywhere inside the repository."""
 EPILOG = """\
 exit status:
   0    everything agrees (warnings, such as a lesson not recorded yet, are listed on
-       stderr and pass unless check --strict)
-  1    errors found, each listed on stderr as PATH:LINE: what is wrong; what to do
+       stderr and pass only where they do not fail the check: see 1)
+  1    errors found, each listed on stderr as PATH:LINE: what is wrong; what to do; or
+       check found only warnings and is strict: mkdocs.yml sets 'strict: true' (this
+       site's does), or --strict was given; --no-strict lets warnings pass
   2    the command line is wrong, or no course repository around the working folder
        (accept: some claims could not be accepted; see accept --help)
   141  the program reading the output closed it early (as with | head)
@@ -68,10 +70,10 @@ class Command:
     description: str = ""
 
 
-def _read(path: str) -> str:
+def _read(path: str, expected: str = SAVE_AS_UTF8) -> str:
     """A file named on the command line, as text; LessonError if it cannot be read or is not UTF-8."""
     try:
-        return read_text(Path(path), path)
+        return read_text(Path(path), path, expected)
     except OSError as exc:
         raise LessonError(path, None, f"cannot read: {exc.strerror}", rank=0) from exc
 
@@ -157,28 +159,35 @@ def _regions(args: argparse.Namespace) -> int:
 def _transcript(args: argparse.Namespace) -> int:
     if not Path(args.file).exists() and args.file.count("/") == 1:
         return _recordings(args)
-    text = _read(args.file)
+    text = _read(args.file, WRITTEN_BY_REFRESH)
     if args.file.endswith(".json"):
         parsed = parse_json_transcript(text, args.file)
     else:
-        parsed = parse_transcript(text, args.file, _harness_for(args))
+        harness, recorded = _harness_for(args)
+        if not recorded and args.lesson is None:
+            print(f"note: {args.file} is not in an evidence set, so no lesson's [harness] reads the "
+                  "program's own lines; give --lesson LESSON for its values", file=sys.stderr)
+        # A recording is what its set says it is; any other file must hold something this reads.
+        parsed = parse_transcript(text, args.file, harness, require_output=not recorded)
     print(json.dumps(parsed.to_json(), indent=2, default=str))
     return EXIT_OK
 
 
-def _harness_for(args: argparse.Namespace) -> HarnessFormat | None:
-    """The harness format of --lesson, or of the lesson whose evidence set holds the file."""
+def _harness_for(args: argparse.Namespace) -> tuple[HarnessFormat | None, bool]:
+    """The harness format of --lesson, or of the lesson whose evidence set holds the file; and
+    whether the file is in an evidence set."""
     from lessonkit.evidence.manifest import MANIFEST, read_manifest
     from lessonkit.evidence.spec import load_spec
 
     path = Path(args.file).resolve()
     lesson = args.lesson
-    if lesson is None and path.parent.parent.name == "evidence" and (path.parent / MANIFEST).is_file():
+    recorded = path.parent.parent.name == "evidence" and (path.parent / MANIFEST).is_file()
+    if lesson is None and recorded:
         lesson = read_manifest(path.parent, f"evidence/{path.parent.name}").lesson
     if lesson is None:
-        return None
+        return None, recorded
     repo = repo_root(args.repo, path.parent if args.lesson is None else Path.cwd())
-    return load_spec(repo / "code", lesson).harness
+    return load_spec(repo / "code", lesson).harness, recorded
 
 
 def _recordings(args: argparse.Namespace) -> int:
@@ -240,9 +249,16 @@ COMMANDS: dict[str, Command] = {
 }
 
 
+def program_name(argv0: str) -> str:
+    """How usage lines name the program: `lessonkit` when run as the console script
+    (.venv/bin/lessonkit), `python -m lessonkit` when run as a module."""
+    name = os.path.basename(argv0)
+    return "python -m lessonkit" if name in ("__main__.py", "-m", "-c", "") else name.removesuffix(".exe")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser, one subparser for each entry of COMMANDS."""
-    parser = argparse.ArgumentParser(prog="python -m lessonkit", description=DESCRIPTION, epilog=EPILOG,
+    parser = argparse.ArgumentParser(prog=program_name(sys.argv[0]), description=DESCRIPTION, epilog=EPILOG,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, title="commands", metavar="COMMAND")
     for name, command in COMMANDS.items():

@@ -14,10 +14,12 @@ from __future__ import annotations
 import argparse
 import re
 import shlex
+import sys
 from pathlib import Path
 
 from lessonkit.errors import LessonError
 from lessonkit.repo import find_repo
+from lessonkit.textio import read_text
 
 HELP = "make a new lesson: code/LESSON/ (program stub, runs.toml, README, .gitignore), docs/LESSON.md, its nav entry"
 EXIT_DONE = 0
@@ -60,7 +62,12 @@ def run(args: argparse.Namespace) -> int:
         path.write_text(text, encoding="utf-8")
         print(f"wrote {rel}")
     entry = nav_entry(title, lesson)
-    if add_to_nav(repo / "mkdocs.yml", args.section, entry):
+    try:
+        added = add_to_nav(repo / "mkdocs.yml", args.section, entry)
+    except LessonError as exc:  # mkdocs.yml is not UTF-8: say where, and what to add once it is
+        print(exc, file=sys.stderr)
+        added = False
+    if added:
         print(f"added {lesson}.md to mkdocs.yml's nav under {args.section!r}")
     else:
         print(f"mkdocs.yml's nav could not be edited line by line; add this entry to it yourself:\n  {entry}")
@@ -107,7 +114,7 @@ def add_to_nav(config: Path, section: str, entry: str) -> bool:
     when missing), keeping every other line as it is; False (nothing written) when the nav is not
     a block list this can edit, or the edited file would not list the page."""
     try:
-        text = config.read_text(encoding="utf-8")
+        text = read_text(config, config.name)
     except OSError:
         return False
     lines = text.splitlines(keepends=True)

@@ -16,7 +16,7 @@ from functools import cached_property
 from typing import Any
 
 from lessonkit.errors import LessonError
-from lessonkit.evidence.tomlpos import locate
+from lessonkit.evidence.tomlpos import locate, unknown_key
 
 
 def _yes_no(text: str) -> bool:
@@ -152,8 +152,7 @@ class _Declaration:
         assert isinstance(raw, dict)
         for key, value in raw.items():
             if key not in allowed:
-                raise self.error(table, index, key, f"unknown key {key!r}; expected one of "
-                                 f"{', '.join(sorted(allowed))}")
+                raise self.error(table, index, key, unknown_key(key, allowed))
             if not isinstance(value, allowed[key]):
                 kind = {str: "a string", bool: "true or false", dict: "a table", list: "an array"}
                 raise self.error(table, index, key, f"{key!r} must be {kind[allowed[key]]}")
@@ -246,6 +245,10 @@ class HarnessReader:
 
     def __post_init__(self) -> None:
         self.records = {name: [] for name in self.harness.collections}
+
+    def read_any(self) -> bool:
+        """Whether any line was read: a scalar set, or a record added."""
+        return any(key != "tool" for key in self.scalars) or any(self.records.values())
 
     def read(self, line: str, number: int) -> None:
         """Take one stripped line of program output; LessonError for a line meant but unreadable."""

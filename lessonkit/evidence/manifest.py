@@ -25,6 +25,7 @@ from lessonkit import cache
 from lessonkit.cache import HashStore
 from lessonkit.errors import LessonError
 from lessonkit.evidence.spec import LessonSpec, RunSpec
+from lessonkit.textio import WRITTEN_BY_REFRESH, read_text
 
 MANIFEST = "manifest.json"
 FORMAT = 2
@@ -206,10 +207,10 @@ def manifest_to_text(manifest: Manifest) -> str:
 def read_manifest(folder: Path, shown: str) -> Manifest:
     """Read folder/manifest.json; LessonError when it is missing or malformed."""
     try:
-        text = (folder / MANIFEST).read_text(encoding="utf-8")
+        text = read_text(folder / MANIFEST, f"{shown}/{MANIFEST}", WRITTEN_BY_REFRESH)
     except FileNotFoundError:
         raise _error(shown, "the manifest is missing; the set was not written by the refresh") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise _error(shown, f"cannot read the manifest: {exc}") from None
     return parse_manifest(text, shown)
 

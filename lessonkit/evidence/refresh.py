@@ -296,6 +296,11 @@ def refresh(repo: Path, lesson: str, set_name: str | None = None, only: list[str
                              f"{r.output}" for r in failed_gates)
             raise RefreshError("a gated run failed, so the fixed kernels are not right; the old evidence "
                                f"is kept and nothing was recorded:\n{text}")
+        for r in results:  # what would be its transcript, measured as it would be written
+            if (size := len(r.output.encode("utf-8"))) > r.run.max_output:
+                raise RefreshError(f"run {r.job.name!r} printed {size} bytes, more than its max_output of "
+                                   f"{r.run.max_output} bytes ({spec.path}); the old evidence is kept and nothing "
+                                   "was recorded; raise max_output there if this much output is meant")
         refresh_cmd = refresh_command(lesson, set_name, str(toolkit.root) if toolkit else None, cuda_release,
                                       str(toolkit.sanitizer_root) if toolkit and toolkit.sanitizer_root else None,
                                       sanitizer)

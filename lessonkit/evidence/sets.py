@@ -6,6 +6,7 @@ Loading checks integrity (every file is the one the refresh wrote) and freshness
 
 from __future__ import annotations
 
+import errno
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -32,7 +33,7 @@ from lessonkit.evidence.manifest import parse_manifest as _parse_manifest_text
 from lessonkit.evidence.spec import LessonSpec, load_spec
 from lessonkit.evidence.transcript import Transcript, parse_transcript
 from lessonkit.evidence.unrecorded import Unrecorded, find_unrecorded
-from lessonkit.textio import decode_utf8
+from lessonkit.textio import WRITTEN_BY_REFRESH, decode_utf8
 
 OLD_PREFIX = ".old."         # evidence/.old.<set>: the previous set while a refresh swaps (fallback path)
 SCRATCH_PREFIX = ".refresh."  # evidence/.refresh.<set>.<pid>: a refresh's work in progress
@@ -94,15 +95,22 @@ class EvidenceSet:
         return os.path.join(self.root, self.entries[name].file)
 
     def transcript_text(self, name: str) -> str:
-        """The recording's text; LessonError if it cannot be read or is not UTF-8."""
+        """The recording's text; LessonError if it cannot be read, is a symbolic link, is not UTF-8
+        or holds a NUL byte."""
+        shown = self.transcript_path(name)
         try:
-            with open(self._file(name), "rb") as f:
+            with os.fdopen(os.open(self._file(name), os.O_RDONLY | _NOFOLLOW), "rb") as f:
                 data = f.read()
         except OSError as exc:
-            raise LessonError(self.transcript_path(name), None,
-                              f"cannot read transcript {name!r}: {exc.strerror}; "
+            if exc.errno == errno.ELOOP:  # O_NOFOLLOW met a link
+                raise LessonError(shown, None, _symlink_message(self, name), rank=0) from None
+            raise LessonError(shown, None, f"cannot read transcript {name!r}: {exc.strerror}; "
                               f"re-record it: {self.refresh_command(name)}") from exc
-        text = decode_utf8(data, self.transcript_path(name))
+        text = decode_utf8(data, shown, WRITTEN_BY_REFRESH)
+        if "\x00" in text:
+            at = text.index("\x00")
+            raise LessonError(shown, text.count("\n", 0, at) + 1, "holds a NUL byte (0x00); expected the text "
+                              "a run printed, which has none", rank=0, column=at - text.rfind("\n", 0, at))
         self._sizes[name] = len(data)
         return text
 
@@ -157,6 +165,15 @@ class EvidenceSet:
         return parsed
 
 
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def _symlink_message(ev: EvidenceSet, name: str | None) -> str:
+    """What is wrong with an evidence file that is a symbolic link, and the fix."""
+    return ("is a symbolic link; evidence is the files the refresh wrote, never a link to another file: "
+            f"remove it and re-record: {ev.refresh_command(name)}")
+
+
 def _unchanged(path: str, before: os.stat_result) -> bool:
     """Whether `path` had settled when stat'ed as `before` and its stat has not moved since
     (then no write came between: any write moves the change time)."""
@@ -192,11 +209,17 @@ def load_evidence_set(repo: Path, set_name: str, folder: Path | None = None) -> 
 
 
 def check_integrity(ev: EvidenceSet) -> list[LessonError]:
-    """Errors for recordings that are missing, edited since recording, or not in the manifest."""
+    """Errors for recordings that are missing, symbolic links, edited since recording, or not in the
+    manifest (and for a manifest that is a symbolic link)."""
     errors = []
     listed = {e.file for e in ev.entries.values()} | {MANIFEST}
+    if os.path.islink(os.path.join(ev.root, MANIFEST)):
+        errors.append(LessonError(f"{ev.shown}/{MANIFEST}", None, _symlink_message(ev, None), rank=0))
     for entry in ev.entries.values():
         shown = f"{ev.shown}/{entry.file}"
+        if os.path.islink(os.path.join(ev.root, entry.file)):
+            errors.append(LessonError(shown, None, _symlink_message(ev, entry.name), rank=0))
+            continue
         digest = regular_file_sha256(os.path.join(ev.root, entry.file))
         if digest is None:
             errors.append(LessonError(shown, None, f"transcript {entry.name!r} is missing; "
@@ -349,7 +372,8 @@ def read_evidence_sets(repo: Path) -> ReadSets:
 def load_all_evidence(repo: Path, read: ReadSets | None = None) -> Evidence:
     """Load every evidence set and check its integrity and freshness, and the sets lessons declare
     (lessonkit.evidence.declared): a declared set that is missing or recorded with the wrong toolkit is one
-    error, and counts as unreadable (its claims are not checked). `read`: what read_evidence_sets
+    error, and counts as unreadable (its claims are not checked); so does a set whose lesson's
+    runs.toml cannot be read. `read`: what read_evidence_sets
     gave for the files as they are now (then not read again)."""
     sets, errors, unreadable = read if read is not None else read_evidence_sets(repo)
     declared_errors, refused = check_declared(repo, sets, unreadable)
@@ -357,15 +381,19 @@ def load_all_evidence(repo: Path, read: ReadSets | None = None) -> Evidence:
     for name in refused:
         sets.pop(name, None)
         unreadable.add(name)
-    for ev in sets.values():
+    recorded = set(sets) | unreadable | {ev.lesson for ev in sets.values()}
+    for name, ev in list(sets.items()):
         errors.extend(check_integrity(ev))
         try:
             spec = load_spec(repo / "code", ev.lesson)
         except LessonError as exc:
+            # The set is read by its runs.toml (its [harness], its names): what a page claims of it
+            # follows from this one error, so, as a refused set, its claims are not checked.
             errors.append(exc)
+            sets.pop(name)
+            unreadable.add(name)
             continue
         errors.extend(check_freshness(ev, repo, spec))
-    recorded = set(sets) | unreadable | {ev.lesson for ev in sets.values()}
     unrecorded, unread = find_unrecorded(repo, recorded)
     # A lesson whose runs.toml cannot be read has one error, at runs.toml (the lesson READMEs'
     # check reports it); what its page cites of it follows from that error, so it is not checked.

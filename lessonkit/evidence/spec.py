@@ -16,6 +16,8 @@ from lessonkit import cache
 from lessonkit.errors import LessonError
 from lessonkit.evidence.display import Display, parse_display
 from lessonkit.evidence.harness import HarnessFormat, parse_harness
+from lessonkit.evidence.tomlpos import key_line, unknown_key
+from lessonkit.textio import read_text
 
 _NAME_RE = re.compile(r"\A[a-z0-9][a-z0-9-]*\Z")
 
@@ -41,6 +43,7 @@ class RunSpec:
     artifacts: tuple[Artifact, ...] = ()
     repeat: int = 1          # independent recordings of the same command
     exclusive: bool = False  # the GPU to itself: no other run of the refresh overlaps it
+    max_output: int = 16 * 1024 * 1024  # bytes of output (its transcript's size) past which nothing is recorded
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,24 @@ class LessonSpec:
 
 MAX_REPEAT = 50
 
+# The keys each table of runs.toml may hold (tomllib drops nothing, so a typo would drop its setting).
+# [build], [names], [labels.*], [formats] and [units] have keys of the lesson's own choosing;
+# [harness] is checked by lessonkit.evidence.harness.
+TOP_KEYS = ("lesson", "inputs", "build", "run", "compare", "harness", "names", "labels", "formats", "units")
+RUN_KEYS = ("name", "command", "timeout", "gate", "inputs", "artifacts", "repeat", "exclusive", "max_output")
+ARTIFACT_KEYS = ("name", "file", "format")
+COMPARE_KEYS = ("set", "toolkit", "toolkit_dir", "sanitizer", "sanitizer_dir", "runs")
+
+
+def _known_keys(table: object, known: tuple[str, ...], text: str, source: str, where: str,
+                toml_table: str, index: int | None = None) -> None:
+    """LessonError at the line of the first key of `table` that is not `known`, with the closest known one."""
+    if not isinstance(table, dict):
+        return  # not a table: the reader of its values says so
+    for key in table:
+        if key not in known:
+            raise LessonError(source, key_line(text, toml_table, index, key), f"{where}: {unknown_key(key, known)}")
+
 
 def parse_spec(text: str, source: str) -> LessonSpec:
     """Parse runs.toml text; raises LessonError naming the file and, where known, the line."""
@@ -115,6 +136,7 @@ def parse_spec(text: str, source: str) -> LessonSpec:
             raise LessonError(source, None, f"{where}: every entry of '{key}' must be a string")
         return tuple(values)
 
+    _known_keys(data, TOP_KEYS, text, source, "top level", "")
     lesson = need(data, "lesson", str, "top level")
     inputs = strings(need(data, "inputs", list, "top level"), "top level", "inputs")
     build = need(data, "build", dict, "top level")
@@ -123,13 +145,15 @@ def parse_spec(text: str, source: str) -> LessonSpec:
     runs: list[RunSpec] = []
     for i, raw in enumerate(need(data, "run", list, "top level"), start=1):
         where = f"[[run]] number {i}"
+        _known_keys(raw, RUN_KEYS, text, source, where, "run", i)
         name = need(raw, "name", str, where)
         if not _NAME_RE.match(name):
             raise LessonError(source, None, f"{where}: name {name!r} must be lowercase letters, digits and '-'")
         if any(r.name == name for r in runs):
             raise LessonError(source, None, f"{where}: duplicate run name {name!r}")
         artifacts = []
-        for art in need(raw, "artifacts", list, where, []):
+        for j, art in enumerate(need(raw, "artifacts", list, where, []), start=1):
+            _known_keys(art, ARTIFACT_KEYS, text, source, f"{where}, artifact {j}", "run", i)
             art_name, art_file = need(art, "name", str, where), need(art, "file", str, where)
             if not _NAME_RE.match(art_name) or "/" in art_file:
                 raise LessonError(source, None, f"{where}: artifact {art_name!r} needs a plain name and file")
@@ -143,6 +167,7 @@ def parse_spec(text: str, source: str) -> LessonSpec:
             artifacts=tuple(artifacts),
             repeat=_repeat(need(raw, "repeat", int, where, 1), source, where),
             exclusive=need(raw, "exclusive", bool, where, False),
+            max_output=_max_output(need(raw, "max_output", int, where, RunSpec.max_output), source, where),
         ))
     compare = _compare(data.get("compare", []), text, source, need)
     for decl in compare:
@@ -159,7 +184,6 @@ def parse_spec(text: str, source: str) -> LessonSpec:
 _RELEASE_RE = re.compile(r"""\A\d+\.\d+\Z""")
 _SET_RE = re.compile(r"""\A[a-z0-9][a-z0-9-]*(?:\.[0-9]+[a-z0-9-]*)*\Z""")
 _SANITIZER_RELEASE_RE = re.compile(r"""\A\d{4}\.\d+\Z""")
-_COMPARE_KEYS = ("set", "toolkit", "toolkit_dir", "sanitizer", "sanitizer_dir", "runs")
 _COMPARE_HEADER_RE = re.compile(r"""^\s*\[\[\s*compare\s*\]\]""")
 
 
@@ -172,6 +196,7 @@ def _compare(raw: object, text: str, source: str, need) -> tuple[CompareSpec, ..
     for i, table in enumerate(raw):
         line = headers[i] if i < len(headers) else None
         where = f"[[compare]] number {i + 1}"
+        _known_keys(table, COMPARE_KEYS, text, source, where, "compare", i + 1)
         try:
             name = need(table, "set", str, where)
             release = need(table, "toolkit", str, where)
@@ -181,11 +206,6 @@ def _compare(raw: object, text: str, source: str, need) -> tuple[CompareSpec, ..
             runs = need(table, "runs", (list, type(None)), where)
         except LessonError as exc:
             raise LessonError(source, line, exc.message) from None
-        unknown = sorted(set(table) - set(_COMPARE_KEYS))
-        if unknown:
-            raise LessonError(source, line, f"{where}: unknown key {unknown[0]!r}; a [[compare]] table has set, "
-                              "toolkit (nvcc's release, e.g. \"12.4\"), and optionally toolkit_dir, sanitizer "
-                              "(compute-sanitizer's release, e.g. \"2025.3\"), sanitizer_dir and runs")
         if (sanitizer is None) != (sanitizer_dir is None):
             raise LessonError(source, line, f"{where}: sanitizer and sanitizer_dir go together: the release of the "
                               "compute-sanitizer the runs use, and the toolkit folder it comes from")
@@ -219,6 +239,13 @@ def _timeout(value: float, source: str, where: str) -> float:
     return float(value)
 
 
+def _max_output(value: int, source: str, where: str) -> int:
+    if value < 1:
+        raise LessonError(source, None, f"{where}: 'max_output' must be a positive number of bytes, "
+                          f"e.g. 16_777_216 (16 MiB), not {value}")
+    return value
+
+
 def _repeat(value: int, source: str, where: str) -> int:
     if not 1 <= value <= MAX_REPEAT:
         raise LessonError(source, None, f"{where}: 'repeat' must be from 1 to {MAX_REPEAT}, not {value}")
@@ -239,7 +266,7 @@ def load_spec(code_root: Path, lesson: str) -> LessonSpec:
         cached = _spec_cache.get(str(path))
         if cached is not None and cached[0] == key:
             return cached[1]
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path, shown)
     except OSError as exc:
         raise LessonError(shown, None, f"cannot read the lesson's run specification: {exc.strerror}",
                           rank=0) from exc

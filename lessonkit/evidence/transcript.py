@@ -24,6 +24,10 @@ _BACKTRACE = ("Host Frame:", "Device Frame:", "in ", "Saved host backtrace")
 _ACCESS_RE = re.compile(
     r"""(?P<kernel>.+?)\+0x(?P<offset>[0-9a-fA-F]+)(?:\s+in\s+(?P<file>.+?):(?P<line>\d+))?""",
     re.VERBOSE)
+# The same in a device-debug (-G) build: `0x1f20 in FILE:LINE:FUNCTION`, the function last.
+_DEBUG_ACCESS_RE = re.compile(
+    r"""0x(?P<offset>[0-9a-fA-F]+)\s+in\s+(?P<file>[^:]+?):(?P<line>\d+):(?P<kernel>.+)""",
+    re.VERBOSE)
 # Severities: Error and Warning by default; `--racecheck-detect-level info` adds the lowest level,
 # whose word is read as printed.
 _RACE_RE = re.compile(
@@ -271,10 +275,11 @@ def _split_tool_line(raw: str) -> tuple[bool, str] | None:
 
 
 def _parse_access(kind: str, rest: str, source: str, number: int) -> Access:
-    m = _ACCESS_RE.fullmatch(rest.strip())
+    m = _ACCESS_RE.fullmatch(rest.strip()) or _DEBUG_ACCESS_RE.fullmatch(rest.strip())
     if not m:
         raise LessonError(source, number, f"cannot read the access location in {rest!r}; "
-                          "expected 'KERNEL(ARGS)+0xOFFSET[ in FILE:LINE]'")
+                          "expected 'KERNEL(ARGS)+0xOFFSET[ in FILE:LINE]' or, from a -G build, "
+                          "'0xOFFSET in FILE:LINE:KERNEL(ARGS)'")
     line = int(m.group("line")) if m.group("line") else None
     return Access(kind, m.group("kernel"), m.group("offset"), m.group("file"), line)
 
@@ -299,10 +304,32 @@ def iter_summary_mentions(text: str) -> Iterator[tuple[int, int, str | None]]:
             yield m.start(), m.end(), None
 
 
-def parse_transcript(text: str, source: str, harness: HarnessFormat | None = None) -> Transcript:
+def common_indent(lines: tuple[str, ...]) -> int:
+    """How many leading blanks every non-blank line shares (a CI log indents a whole step's output)."""
+    indent: str | None = None
+    for line in lines:
+        if not line.strip():
+            continue
+        lead = line[:len(line) - len(line.lstrip())]
+        if not lead:
+            return 0  # the usual case, found at once: the first line is `========= COMPUTE-SANITIZER`
+        indent = lead if indent is None else indent[:next(
+            (i for i, (a, b) in enumerate(zip(indent, lead)) if a != b), min(len(indent), len(lead)))]
+        if not indent:
+            return 0
+    return len(indent or "")
+
+
+def parse_transcript(text: str, source: str, harness: HarnessFormat | None = None,
+                     require_output: bool = False) -> Transcript:
     """Parse a transcript (tool lines and program output mixed) into a Transcript; the program's
-    lines are read by `harness` (the lesson's declared format), or not at all without one."""
+    lines are read by `harness` (the lesson's declared format), or not at all without one. Lines
+    indented alike (a CI log) are read without that indentation; `lines` keeps them as written.
+    With `require_output`, a text in which nothing is read (no tool line, no program line the
+    harness reads) is a LessonError, not an empty transcript."""
     lines = tuple(text.splitlines())
+    indent = common_indent(lines)
+    tool_lines = 0
     reports: list[RaceReport] = []
     hazards: list[HazardRecord] = []
     barriers: list[BarrierError] = []
@@ -314,13 +341,14 @@ def parse_transcript(text: str, source: str, harness: HarnessFormat | None = Non
     current: Any = None
 
     for number, raw in enumerate(lines, start=1):
-        split = _split_tool_line(raw)
+        split = _split_tool_line(raw[indent:] if indent else raw)
         if split is None:
             current = _finish(current, reports, hazards, barriers, uninitialized)
             if program is not None:
                 program.read(raw.strip(), number)
             continue
         cont, body = split
+        tool_lines += 1
         if body.startswith("COMPUTE-SANITIZER"):
             continue
         if not cont:
@@ -344,10 +372,19 @@ def parse_transcript(text: str, source: str, harness: HarnessFormat | None = Non
 
     _finish(current, reports, hazards, barriers, uninitialized)
     _summary_scalars(summaries, scalars)
+    if require_output and not tool_lines and not (program is not None and program.read_any()):
+        raise LessonError(source, None, _NOTHING_READ if harness is None else _NOTHING_READ_BY_HARNESS)
     return Transcript(source, lines, reports=tuple(reports), hazards=tuple(hazards),
                       barriers=tuple(barriers), uninitialized=tuple(uninitialized),
                       summaries=tuple(summaries), scalars=scalars,
                       records=program.collections() if program is not None else {})
+
+
+_NOTHING_READ = (f"holds no compute-sanitizer output (no line starts {PREFIX}) and no harness format "
+                 "was given to read the program's lines; expected a transcript of a compute-sanitizer run, "
+                 "or --lesson LESSON to read the program's lines by code/LESSON/runs.toml's [harness]")
+_NOTHING_READ_BY_HARNESS = (f"holds no compute-sanitizer output (no line starts {PREFIX}) and no line the "
+                            "lesson's [harness] reads; expected a transcript of one of its runs")
 
 
 def _start_record(body: str, number: int, source: str) -> Any:

@@ -115,7 +115,8 @@ def check_compound(page: PageState, index: int, value: str, form: Form, start: i
     except _Refused:
         new = page.result.errors[errors_before:]
         outcome(new[0] if new else None, skipped=not new)
-        return ShownClaim(values[0] if len(values) == 1 else None, query)
+        # No error of its own: a set it names cannot be read, and what it cites is not known.
+        return ShownClaim(values[0] if len(values) == 1 else None, query, unknowable=not new)
     except (QueryError, LessonError) as exc:
         fail(f"cannot be checked: {exc}" if isinstance(exc, LessonError) else str(exc))
         return ShownClaim(values[0] if len(values) == 1 else None, query)

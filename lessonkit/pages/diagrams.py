@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from lessonkit.errors import LessonError
 from lessonkit.pages.regions import resolve_code_path
 from lessonkit.pages.scan import LineIndex, scan
+from lessonkit.textio import read_text
 
 if TYPE_CHECKING:
     from lessonkit.pages.state import PageState
@@ -45,7 +46,7 @@ def render_diagram(page: PageState, index: int, parts: list[str]) -> str:
     where = LessonError(page.path, index + 1 + page.offset, f"asked for by a diagram on {page.path}")
     try:
         path = resolve_code_path(page.repo / "code", relpath, where)
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path, f"code/{relpath}")
     except LessonError as exc:
         page.result.errors.append(exc)
         return ""

@@ -9,6 +9,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from lessonkit.errors import LessonError, LessonErrors
+from lessonkit.textio import read_text
 
 
 def _marker_error(path: str, line: int | None, message: str) -> LessonError:
@@ -122,8 +123,8 @@ def load_region(code_root: Path, relpath: str, name: str, where: LessonError) ->
     path = resolve_code_path(code_root, relpath, where)
     shown = f"code/{relpath}"
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_text(path, shown)
+    except OSError as exc:
         raise _marker_error(where.path, where.line, f"cannot read {shown!r}: {exc}") from exc
     try:
         regions = _parsed_regions(text, shown)

@@ -55,27 +55,40 @@ class LineIndex:
 
 
 def scan(text: str, lines: LineIndex) -> tuple[list[Token], list[Unclosed]]:
-    """Every `{{ … }}` of `text` in order, and every `{{` that is never closed."""
+    """Every `{{ … }}` of `text` in order, and the first `{{` of each line that is never closed.
+
+    Linear in the text: the openings are found in one pass (a `{{` never closed is followed by
+    the next, and a token holds none), and the next `}}` and blank line are searched for again
+    only once the scan has passed them; a line of thousands of `{{` is read once, not once each."""
     tokens: list[Token] = []
     unclosed: list[Unclosed] = []
-    pos = 0
-    while (m := _OPEN_RE.search(text, pos)) is not None:
-        start = m.start()
-        close = text.find("}}", start + 2)
-        nxt = _OPEN_RE.search(text, start + 2)
-        blank = _BLANK_LINE_RE.search(text, start)
-        limits = [(nxt.start(), f"the next '{{{{' (line {lines.line(nxt.start()) + 1})")] if nxt else []
-        if blank:
-            limits.append((blank.start(), f"the end of its paragraph (line {lines.line(blank.start()) + 1})"))
-        limit, before = min(limits, default=(len(text), "the end of the page"))
-        if close == -1 or close + 2 > limit:
-            end_of_line = text.find("\n", start)
-            snippet = text[start:end_of_line if end_of_line != -1 else len(text)].rstrip()
-            unclosed.append(Unclosed(start, lines.line(start), snippet[:60], before))
-            pos = start + 2
+    opens = [m.start() for m in _OPEN_RE.finditer(text)]
+    none = len(text) + 1
+    close = blank = -1  # the next `}}` and blank line found so far (`none`: there is none)
+    quiet_until = -1  # the end of the line whose first unclosed `{{` was reported
+    for i, start in enumerate(opens):
+        if close < start + 2:  # passed: the first one from here on is found again
+            found = text.find("}}", start + 2)
+            close = none if found == -1 else found
+        if blank < start:
+            b = _BLANK_LINE_RE.search(text, start)
+            blank = none if b is None else b.start()
+        nxt = opens[i + 1] if i + 1 < len(opens) else none
+        limit = min(nxt, blank)
+        if close + 2 <= limit:
+            tokens.append(Token(start, close + 2, lines.line(start), lines.line(close), text[start + 2:close]))
             continue
-        tokens.append(Token(start, close + 2, lines.line(start), lines.line(close), text[start + 2:close]))
-        pos = close + 2
+        if start < quiet_until:
+            continue  # one error per line: the first says what to fix
+        if limit == none:
+            before = "the end of the page"
+        elif limit == nxt:
+            before = f"the next '{{{{' (line {lines.line(nxt) + 1})"
+        else:
+            before = f"the end of its paragraph (line {lines.line(blank) + 1})"
+        end_of_line = text.find("\n", start)
+        quiet_until = end_of_line if end_of_line != -1 else len(text)
+        unclosed.append(Unclosed(start, lines.line(start), text[start:quiet_until].rstrip()[:60], before))
     return tokens, unclosed
 
 

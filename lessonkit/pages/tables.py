@@ -62,10 +62,17 @@ class Refused(Exception):
     """A table that cannot be drawn; the message says why (the page records it once)."""
 
 
+class _Unknowable(Refused):
+    """A table whose source's set cannot be read: that set's error is the one reported."""
+
+
 def render_table(page: PageState, index: int, parts: list[str]) -> str:
-    """The Markdown table the directive asks for, or "" with an error recorded."""
+    """The Markdown table the directive asks for, or "" with an error recorded (none when a set it
+    draws from cannot be read)."""
     try:
         return _table(page, index, parts)
+    except _Unknowable:
+        return ""
     except Refused as exc:
         page.error(index, f"table: {exc}")
         return ""
@@ -132,8 +139,11 @@ def _source(page: PageState, index: int, text: str) -> _Source:
     m = _SOURCE_RE.match(text)
     if not m:
         raise Refused(f"cannot read source {text!r}; expected RUN:COLLECTION or RUN:COLLECTION[KEY=VALUE,...]")
+    errors_before = len(page.result.errors)
     found = page.lookup(index, m.group("ref"))
     if found is None:
+        if len(page.result.errors) == errors_before:  # lookup noted a set that cannot be read
+            raise _Unknowable
         raise Refused(f"source {text!r} names no run")
     ev, run = found
     if run is None:

@@ -41,7 +41,7 @@ from lessonkit.site.inputs import (
     name_words,
     region_files,
 )
-from lessonkit.textio import FRONT_MATTER_RE
+from lessonkit.textio import FRONT_MATTER_RE, read_text
 
 
 @dataclass
@@ -99,9 +99,16 @@ def check_lesson_readmes(repo: Path) -> list[LessonError]:
             errors.append(LessonError(shown, None, "is missing; it must show the build lines and "
                                       "commands of runs.toml"))
             continue
+        try:
+            text = read_text(readme, shown)
+        except LessonError as exc:
+            errors.append(exc)
+            continue
+        except OSError as exc:
+            errors.append(LessonError(shown, None, f"cannot read: {exc.strerror}", rank=0))
+            continue
         # A command counts only as a whole line (a console block may prefix it with "$ ").
-        shown_lines = {line.strip().removeprefix("$ ")
-                       for line in readme.read_text(encoding="utf-8").splitlines()}
+        shown_lines = {line.strip().removeprefix("$ ") for line in text.splitlines()}
         wanted = [(f"build line {arch}", line) for arch, line in spec.build.items()]
         wanted += [(f"run {r.name!r}", r.command) for r in spec.runs]
         for what, command in wanted:
@@ -452,22 +459,32 @@ class CheckedSite:
         return (cached is None or cached[0].source != (os.fspath(source), self.digests.digest(source))
                 or not self._holds(cached[0]))
 
-    def _read(self, source: Path) -> tuple[str, int, str]:
+    def _read(self, source: Path, path: str) -> tuple[str, int, str]:
         """A page file's text with its front matter stripped, the lines stripped, and the file's
-        identity taken before it was read."""
+        identity taken before it was read; LessonError (at `path`) when it is not UTF-8."""
         digest = self.digests.digest(source)
-        body, offset = strip_front_matter(source.read_text(encoding="utf-8"))
+        body, offset = strip_front_matter(read_text(source, path))
         return body, offset, digest
 
     def check_page_file(self, path: str, source: Path) -> PageResult:
-        """Read page `path` from `source` (front matter stripped) and check it."""
-        body, offset, digest = self._read(source)
+        """Read page `path` from `source` (front matter stripped) and check it; a page that is not
+        UTF-8 has that one error, until its file changes."""
+        try:
+            body, offset, digest = self._read(source, path)
+        except LessonError as exc:
+            digest = self.digests.digest(source)
+            result = PageResult("", [exc])
+            self._pages[path] = (self._inputs("", 0, (os.fspath(source), digest)), result)
+            return result
         return self.page(body, path, offset, source, digest)
 
     def _stored_page_file(self, path: str, source: Path) -> bool:
         """Whether page `path`'s result for its file as it is now is known without checking it (in
         memory or on disk; then kept, as `page` keeps it): no evidence is loaded to find out."""
-        body, offset, digest = self._read(source)
+        try:
+            body, offset, digest = self._read(source, path)
+        except LessonError:
+            return False  # check_page_file reports it
         return isinstance(self._known(body, path, offset, source, digest), PageResult)
 
     def site_errors(self) -> list[LessonError]:

@@ -25,10 +25,11 @@ from markdown.extensions import Extension
 from markdown.postprocessors import Postprocessor
 from markdown.preprocessors import Preprocessor
 
-from lessonkit.errors import LessonErrors, split_warnings
+from lessonkit.errors import LessonError, LessonErrors, split_warnings
 from lessonkit.pages.state import PageResult
 from lessonkit.site.check import CheckedSite, docs_pages
 from lessonkit.site.verify import CHECKED_MARK, START_MARK
+from lessonkit.textio import read_text
 
 # Before every core and pymdownx preprocessor (normalize_whitespace is 30, snippets 32).
 _PRIORITY = 40
@@ -83,8 +84,8 @@ def _read(session: CheckedSite, path: Path) -> str:
     known = _texts.get(str(path))
     if known is None or known[0] != digest:
         try:
-            known = (digest, path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError):
+            known = (digest, read_text(path, str(path)))
+        except (OSError, LessonError):  # the page's check reports it
             known = (digest, "")
         _texts[str(path)] = known
     return known[1]

@@ -16,6 +16,7 @@ from lessonkit.errors import LessonError
 from lessonkit.pages.audit import audit_page
 from lessonkit.pages.state import PageResult
 from lessonkit.site.check import Site, strip_front_matter
+from lessonkit.textio import read_text
 
 _OURS = ("lessonkit.site.mdext", "lessonkit.mdext")  # done here directly
 
@@ -30,7 +31,7 @@ _Tolerant.add_multi_constructor("", lambda loader, suffix, node: (
 
 def site_extensions(repo: Path) -> tuple[list[str], dict[str, Any]]:
     """The Markdown extensions mkdocs.yml lists (without lessonkit's own) and their options."""
-    config = yaml.load((repo / "mkdocs.yml").read_text(encoding="utf-8"), Loader=_Tolerant) or {}
+    config = yaml.load(read_text(repo / "mkdocs.yml", "mkdocs.yml"), Loader=_Tolerant) or {}
     names: list[str] = []
     options: dict[str, Any] = {}
     for item in config.get("markdown_extensions") or []:

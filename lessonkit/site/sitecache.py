@@ -242,11 +242,12 @@ def entry_name(path: str) -> str:
 # -- results as plain data ---------------------------------------------------------------------
 
 def encode_errors(errors: Iterable[LessonError]) -> list[tuple[Any, ...]]:
-    return [(e.path, e.line, e.message, e.rank, e.warning) for e in errors]
+    return [(e.path, e.line, e.message, e.rank, e.warning, e.column) for e in errors]
 
 
 def decode_errors(data: Any) -> list[LessonError]:
-    return [LessonError(path, line, message, rank, bool(warning)) for path, line, message, rank, warning in data]
+    return [LessonError(path, line, message, rank, bool(warning), column)
+            for path, line, message, rank, warning, column in data]
 
 
 def _encode_error(error: LessonError | None) -> tuple[Any, ...] | None:

@@ -27,6 +27,7 @@ import sys
 from pathlib import Path
 
 from lessonkit.errors import LessonError, LessonErrors
+from lessonkit.textio import read_text
 
 CHECKED_MARK = "\n<!-- lessonkit: checked -->\n"
 START_MARK = "\n<!-- lessonkit: page -->\n"  # where the page's own content begins, inside the theme's
@@ -161,8 +162,13 @@ def audit_site(site_dir: Path, repo: Path) -> list[LessonError]:
         if built is None:
             continue  # not published: nothing a reader sees
         session.check_page_file(shown, path)
-        html = page_content(built.read_text(encoding="utf-8", errors="replace"))
-        errors.extend(session.audit(shown, html, path.read_text(encoding="utf-8")))
+        try:
+            source = read_text(path, shown)
+        except LessonError as exc:
+            errors.append(exc)
+            continue
+        html = page_content(built.read_text(encoding="utf-8", errors="replace"))  # our own output
+        errors.extend(session.audit(shown, html, source))
     return errors
 
 
