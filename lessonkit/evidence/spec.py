@@ -42,6 +42,10 @@ class RunSpec:
     repeat: int = 1          # independent recordings of the same command
     exclusive: bool = False  # the GPU to itself: no other run of the refresh overlaps it
 
+    def passes_gate(self, exit_code: int | None) -> bool:
+        """Whether a recording that ended with `exit_code` (None: timed out) may stand: a gated run must exit 0."""
+        return not self.gate or exit_code == 0
+
 
 @dataclass(frozen=True)
 class CompareSpec:
