@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,9 @@ from lessonkit.evidence.manifest import (
     Manifest,
     TranscriptEntry,
     input_hashes,
+    manifest_to_text,
+    parse_manifest,
+    read_manifest,
     sha256_file,
     write_manifest,
 )
@@ -172,6 +176,22 @@ def record_set(repo: Path, lesson: str, transcripts: dict[str, str | list[str]],
     write_manifest(folder, Manifest(lesson, arch, spec.build[arch], refresh or f"python3 scripts/refresh.py {lesson}",
                                     provenance or PROVENANCE, entries))
     return folder
+
+
+def rewrite_entry(repo: Path, name: str, set_name: str = "demo", **changes) -> None:
+    """Change one entry of evidence/<set_name>/manifest.json through the refresh's writer (its digest made anew)."""
+    folder = repo / "evidence" / set_name
+    m = read_manifest(folder, f"evidence/{set_name}")
+    write_manifest(folder, replace(m, entries={**m.entries, name: replace(m.entries[name], **changes)}))
+
+
+def rehashed(manifest: Path, old: str, new: str) -> str:
+    """The manifest's text with the recording of sha256 `old` given sha256 `new`, its digest made anew: what a
+    forger who edits a transcript writes with the manifest module (or a refresh that recorded new bytes)."""
+    m = parse_manifest(manifest.read_text(encoding="utf-8"), f"evidence/{manifest.parent.name}")
+    entries = {n: replace(e, sha256=new) if e.sha256 == old else e for n, e in m.entries.items()}
+    assert entries != m.entries, (manifest, old)
+    return manifest_to_text(replace(m, entries=entries))
 
 
 def mkdocs_yml(extra: str = "") -> str:

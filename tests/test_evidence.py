@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from conftest import rewrite_entry
 
 from lessonkit.errors import LessonError
-from lessonkit.evidence.manifest import read_manifest, write_manifest
 from lessonkit.evidence.sets import load_all_evidence, load_evidence_set
 
 FIX = "refresh on a GPU machine: python3 scripts/refresh.py demo --only"
@@ -64,13 +63,6 @@ def test_manifest_field_of_wrong_type(demo_repo: Path):
     path.write_text(json.dumps(data))
     assert errors(demo_repo) == [
         "evidence/demo/manifest.json: transcript 'race': field 'exit_code' is missing or of the wrong type"]
-
-
-def rewrite_entry(repo: Path, name: str, **changes) -> None:
-    """Change one entry of evidence/demo/manifest.json through the refresh's writer (its digest made anew)."""
-    folder = repo / "evidence/demo"
-    m = read_manifest(folder, "evidence/demo")
-    write_manifest(folder, replace(m, entries={**m.entries, name: replace(m.entries[name], **changes)}))
 
 
 def test_hand_edited_manifest_entry(demo_repo: Path):
