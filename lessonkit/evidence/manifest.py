@@ -64,7 +64,7 @@ _REPEAT_SUFFIX_RE = re.compile(r"""^(?P<group>[a-z0-9][a-z0-9-]*)\.r(?P<k>[1-9]\
 _NUMBER_RE = re.compile(r"""
     "(?:[^"\\]|\\.)*"
   | (?P<number>-?(?:Infinity|NaN|\d[\d.eE+-]*))""", re.VERBOSE | re.DOTALL)
-_DATE_RE = re.compile(r"""^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$""", re.VERBOSE)
+_DATE_RE = re.compile(r"""\A\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z\Z""", re.VERBOSE)
 _DATE_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 # wall_s is time.monotonic() rounded to 0.01 s, started and ended are time.time() rounded to
 # 0.001 s: they differ by the roundings (at most 0.006 s), by the moments between the readings
