@@ -54,9 +54,9 @@ _FIELDS: dict[str, Any] = {
     "wall_s": (int, float), "date": str, "inputs": dict, "sha256": str, "format": str,
     "group": str, "repeat": int, "repeats": int, "exclusive": bool,
     "started": (int, float), "ended": (int, float), "digest": str}
-_GROUP_FIELDS = ("group", "repeat", "repeats", "exclusive", "started", "ended")
 # The same, as the exact types JSON gives (the common case, checked first; _is decides the rest).
 _EXACT_FIELDS = tuple((k, frozenset(v if isinstance(v, tuple) else (v,))) for k, v in _FIELDS.items())
+_GROUP_FIELDS = ("group", "repeat", "repeats", "exclusive", "started", "ended")
 _ABSENT = object()
 _REPEAT_SUFFIX_RE = re.compile(r"""^(?P<group>[a-z0-9][a-z0-9-]*)\.r(?P<k>[1-9]\d*)$""", re.VERBOSE)
 # In the text of a manifest JSON refused for a non-finite number: each string (skipped, so a
