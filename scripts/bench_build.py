@@ -46,6 +46,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from dataclasses import replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -173,6 +174,43 @@ def renamed(page: str, name: str) -> str:
     return page.replace(recorded, "\0").replace(LESSON, name).replace("\0", recorded)
 
 
+def _manifest_module():
+    """lessonkit's manifest module (the one schema of manifest.json), imported from this repository."""
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+    from lessonkit.evidence import manifest
+    return manifest
+
+
+def renamed_manifest(text: str, name: str) -> str:
+    """A set's manifest for the synthetic lesson `name`: the lesson's name replaced in every field, written
+    by the manifest module, so each entry's digest is made anew. A manifest it cannot read (recorded in an
+    older format) is renamed as text; the probe's check then reports it."""
+    mf = _manifest_module()
+    from lessonkit.errors import LessonError
+    try:
+        m = mf.parse_manifest(text, f"evidence/{LESSON}")
+    except LessonError:
+        return text.replace(LESSON, name)
+
+    def swap(value):
+        return json.loads(json.dumps(value).replace(LESSON, name))
+    entries = {swap(n): mf.TranscriptEntry(name=swap(n), **swap(e.to_json())) for n, e in m.entries.items()}
+    return mf.manifest_to_text(mf.Manifest(*swap([m.lesson, m.arch, m.build, m.refresh]), swap(m.provenance),
+                                           entries))
+
+
+def _rehash(path: Path, old: str, new: str):
+    """Give the entry recorded at sha256 `old` the sha256 `new`, as a refresh would write it (its digest too)."""
+    mf = _manifest_module()
+    text = path.read_text(encoding="utf-8")
+    m = mf.parse_manifest(text, f"evidence/{path.parent.name}")
+    entries = {n: replace(e, sha256=new) if e.sha256 == old else e for n, e in m.entries.items()}
+    assert entries != m.entries, (path, old)
+    path.write_text(mf.manifest_to_text(replace(m, entries=entries)), encoding="utf-8")
+    return lambda: path.write_text(text, encoding="utf-8")
+
+
 def lesson_name(i: int) -> str:
     """The i-th synthetic lesson's name (also its evidence set's)."""
     return f"l{i:03d}-racecheck"
@@ -200,12 +238,12 @@ def make_site(dest: Path, lessons: int, src: Path, core: Path) -> None:
         runs = dest / "code" / name / "runs.toml"
         runs.write_text(runs.read_text(encoding="utf-8").replace(LESSON, name), encoding="utf-8")
         shutil.copytree(src / "evidence" / LESSON, dest / "evidence" / name)
-        (dest / "evidence" / name / "manifest.json").write_text(manifest.replace(LESSON, name), encoding="utf-8")
+        (dest / "evidence" / name / "manifest.json").write_text(renamed_manifest(manifest, name), encoding="utf-8")
         for other in sorted((src / "evidence").glob(f"{LESSON}-*")):  # the sets its page compares
             copy = dest / "evidence" / (name + other.name[len(LESSON):])
             shutil.copytree(other, copy)
-            (copy / "manifest.json").write_text((other / "manifest.json").read_text(encoding="utf-8")
-                                                .replace(LESSON, name), encoding="utf-8")
+            (copy / "manifest.json").write_text(renamed_manifest((other / "manifest.json").read_text(encoding="utf-8"),
+                                                                 name), encoding="utf-8")
         for svg in (dest / "code" / name).rglob("*.svg"):  # its diagrams name their set in each claim
             svg.write_text(svg.read_text(encoding="utf-8").replace(LESSON, name), encoding="utf-8")
         (dest / "docs" / f"{name}.md").write_text(renamed(page, name), encoding="utf-8")
@@ -391,7 +429,7 @@ def injections(repo: Path, lessons: int):
             old_hash = hashlib.sha256(transcript.read_bytes()).hexdigest()
             undo_text = _rewrite(transcript, m.group(0), m.group("head") + str(int(m.group("n")) + 1))
             new_hash = hashlib.sha256(transcript.read_bytes()).hexdigest()
-            undo_manifest = _rewrite(evidence / "manifest.json", old_hash, new_hash)
+            undo_manifest = _rehash(evidence / "manifest.json", old_hash, new_hash)
             return lambda: (undo_manifest(), undo_text())
         return apply
 

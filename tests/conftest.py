@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,9 @@ from lessonkit.evidence.manifest import (
     Manifest,
     TranscriptEntry,
     input_hashes,
+    manifest_to_text,
+    parse_manifest,
+    read_manifest,
     sha256_file,
     write_manifest,
 )
@@ -107,6 +111,9 @@ threads | kernel | mismatches | first bad | gated
      32 | k      |          0 |         - | no
 """
 
+DATE = "2026-11-29T12:00:00Z"  # every recording's date in record_set; STARTED is a moment into its second
+STARTED = 1_795_953_600.25
+
 PROVENANCE = {"gpu": "NVIDIA H200", "compute_capability": "9.0", "driver": "580.159.04",
               "nvcc": "13.0.88", "compute_sanitizer": "2025.3.1.0"}
 
@@ -159,16 +166,32 @@ def record_set(repo: Path, lesson: str, transcripts: dict[str, str | list[str]],
             name = recording_name(group, k, len(texts))
             file = recording_file(f"{group}.{'json' if fmt == 'json' else 'txt'}", k, len(texts))
             (folder / file).write_text(text, encoding="utf-8")
+            wall_s = (walls or {}).get(group, [1.5] * len(texts))[k - 1]
             entries[name] = TranscriptEntry(
-                name=name, file=file, command=run.command, exit_code=0, timed_out=False,
-                wall_s=(walls or {}).get(group, [1.5] * len(texts))[k - 1],
-                date="2026-11-29T12:00:00Z", inputs=inputs, sha256=sha256_file(folder / file), format=fmt,
+                name=name, file=file, command=run.command, exit_code=0, timed_out=False, wall_s=wall_s,
+                date=DATE, inputs=inputs, sha256=sha256_file(folder / file), format=fmt,
                 group=group, repeat=k, repeats=len(texts), exclusive=run.exclusive,
-                started=1_780_000_000.0 + 10 * k, ended=1_780_000_001.5 + 10 * k,
+                started=STARTED, ended=STARTED + wall_s,
                 refresh_id=(refresh_ids or {}).get(group, [None] * len(texts))[k - 1])
     write_manifest(folder, Manifest(lesson, arch, spec.build[arch], refresh or f"python3 scripts/refresh.py {lesson}",
                                     provenance or PROVENANCE, entries))
     return folder
+
+
+def rewrite_entry(repo: Path, name: str, set_name: str = "demo", **changes) -> None:
+    """Change one entry of evidence/<set_name>/manifest.json through the refresh's writer (its digest made anew)."""
+    folder = repo / "evidence" / set_name
+    m = read_manifest(folder, f"evidence/{set_name}")
+    write_manifest(folder, replace(m, entries={**m.entries, name: replace(m.entries[name], **changes)}))
+
+
+def rehashed(manifest: Path, old: str, new: str) -> str:
+    """The manifest's text with the recording of sha256 `old` given sha256 `new`, its digest made anew: what a
+    forger who edits a transcript writes with the manifest module (or a refresh that recorded new bytes)."""
+    m = parse_manifest(manifest.read_text(encoding="utf-8"), f"evidence/{manifest.parent.name}")
+    entries = {n: replace(e, sha256=new) if e.sha256 == old else e for n, e in m.entries.items()}
+    assert entries != m.entries, (manifest, old)
+    return manifest_to_text(replace(m, entries=entries))
 
 
 def mkdocs_yml(extra: str = "") -> str:

@@ -7,6 +7,8 @@ import importlib.util
 import pytest
 from conftest import REPO
 
+from lessonkit.evidence.manifest import Manifest, TranscriptEntry, manifest_to_text, parse_manifest
+
 spec = importlib.util.spec_from_file_location("bench_build", REPO / "scripts/bench_build.py")
 bench = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(bench)
@@ -33,3 +35,20 @@ def test_each_bound_fails_alone(field: str, value: float, bound: str):
 def test_without_a_baseline_the_cold_bound_is_not_judged():
     assert bench.bounds(dict(WITHIN, check_s_cold=9.0, check_s_cold_baseline=None))[
         "cold check no slower than the baseline's"]
+
+
+def test_a_renamed_manifest_is_read_back_renamed_with_its_digests_made_anew():
+    lesson, started = bench.LESSON, 1_795_953_600.25
+    entry = TranscriptEntry("race", "race.txt", "./racecheck", 0, False, 1.5, "2026-11-29T12:00:00Z",
+                            {f"code/{lesson}/racecheck.cu": "a" * 64}, "b" * 64, group="race", started=started,
+                            ended=started + 1.5)
+    text = manifest_to_text(Manifest(lesson, "sm_90", "nvcc", f"python3 scripts/refresh.py {lesson}", {},
+                                     {"race": entry}))
+    renamed = parse_manifest(bench.renamed_manifest(text, "l001-racecheck"), "evidence/l001-racecheck")
+    assert renamed.lesson == "l001-racecheck" and renamed.refresh == "python3 scripts/refresh.py l001-racecheck"
+    assert renamed.entries["race"].inputs == {"code/l001-racecheck/racecheck.cu": "a" * 64}
+
+
+def test_a_manifest_of_an_older_format_is_renamed_as_text():
+    text = f'{{"format": 2, "lesson": "{bench.LESSON}"}}'
+    assert bench.renamed_manifest(text, "l001-racecheck") == '{"format": 2, "lesson": "l001-racecheck"}'

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import PAGE, REPO, write_tree
+from conftest import PAGE, REPO, rehashed, write_tree
 
 from lessonkit import cache
 from lessonkit.cache import FOLDER, HashStore, Store
@@ -91,7 +91,7 @@ def test_a_same_size_transcript_edit_with_its_mtime_restored_is_not_served(settl
     old_hash = cache.hashlib.sha256(transcript.read_bytes()).hexdigest()
     same_stat_rewrite(transcript, "[120 hazards]", "[121 hazards]")
     new_hash = cache.hashlib.sha256(transcript.read_bytes()).hexdigest()
-    same_stat_rewrite(manifest, old_hash, new_hash)  # a forger also fixes the manifest
+    same_stat_rewrite(manifest, manifest.read_text(), rehashed(manifest, old_hash, new_hash))  # the forger fixes it
     want = uncached(settled)
     assert any("claim '120'" in line and "'121'" in line for line in want)
     assert check(settled) == want  # within the racy window: hashed from the bytes
@@ -282,7 +282,7 @@ def test_a_set_behind_a_symlinked_folder_is_read_through(settled: Path, tmp_path
     old_hash = cache.hashlib.sha256(transcript.read_bytes()).hexdigest()
     transcript.write_text(transcript.read_text().replace("[120 hazards]", "[121 hazards]"))
     new_hash = cache.hashlib.sha256(transcript.read_bytes()).hexdigest()
-    manifest.write_text(manifest.read_text().replace(old_hash, new_hash))
+    manifest.write_text(rehashed(manifest, old_hash, new_hash))
     time.sleep(SETTLE_S)
     want = uncached(settled)
     assert any("claim '120'" in line for line in want)

@@ -566,11 +566,8 @@ def test_the_figures_that_differ_between_recordings_are_tabled(demo_repo: Path):
 
 
 def test_a_hang_is_shown_as_stopped_by_its_timeout(demo_repo: Path):
-    import json
-    path = demo_repo / "evidence/demo/manifest.json"
-    data = json.loads(path.read_text())
-    data["transcripts"]["race"].update(timed_out=True, exit_code=None)
-    path.write_text(json.dumps(data))
+    from conftest import rewrite_entry
+    rewrite_entry(demo_repo, "race", timed_out=True, exit_code=None)
     result = run_page(demo_repo, "{{ transcript demo/race }}")
     assert "<summary>Transcript demo/race (stopped by its timeout, 1.5 s)</summary>" in result.blocks[0]
 

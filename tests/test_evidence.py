@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import rewrite_entry
 
 from lessonkit.errors import LessonError
 from lessonkit.evidence.sets import load_all_evidence, load_evidence_set
@@ -64,16 +65,36 @@ def test_manifest_field_of_wrong_type(demo_repo: Path):
         "evidence/demo/manifest.json: transcript 'race': field 'exit_code' is missing or of the wrong type"]
 
 
-def test_manifest_of_format_one_is_still_read(demo_repo: Path):
+def test_hand_edited_manifest_entry(demo_repo: Path):
     path = demo_repo / "evidence/demo/manifest.json"
     data = json.loads(path.read_text())
-    data["format"] = 1
-    for entry in data["transcripts"].values():
-        for key in ("group", "repeat", "repeats", "exclusive", "started", "ended"):
-            del entry[key]
+    data["transcripts"]["race"]["wall_s"] = 0.5
     path.write_text(json.dumps(data))
-    ev = load_all_evidence(demo_repo)
-    assert ev.errors == [] and ev.sets["demo"].groups == {"bare": ("bare",), "race": ("race",)}
+    assert errors(demo_repo) == [
+        ("evidence/demo/manifest.json: transcript 'race' does not match its digest: the entry was edited after it "
+         "was recorded; evidence is written only by the refresh: python3 scripts/refresh.py demo")]
+
+
+def test_manifest_of_format_two_is_refused(demo_repo: Path):
+    path = demo_repo / "evidence/demo/manifest.json"
+    data = json.loads(path.read_text())
+    data["format"] = 2
+    for entry in data["transcripts"].values():
+        del entry["digest"]
+    path.write_text(json.dumps(data))
+    assert errors(demo_repo) == [
+        ("evidence/demo/manifest.json: format 2: recorded before entries carried a digest; re-record the set: "
+         "python3 scripts/refresh.py demo")]
+
+
+@pytest.mark.parametrize("exit_code, ended", [(1, "exited 1"), (None, "timed out")])
+def test_a_gated_run_must_have_exited_0(demo_repo: Path, exit_code: int | None, ended: str):
+    rewrite_entry(demo_repo, "bare", exit_code=exit_code, timed_out=exit_code is None)
+    rewrite_entry(demo_repo, "race", exit_code=1)  # not gated: a failure is evidence too
+    assert errors(demo_repo) == [
+        (f"evidence/demo/manifest.json: transcript 'bare' {ended}, but its run is gated (gate = true in "
+         "code/demo/runs.toml) and a gated run must exit 0; fix the program, then re-record it: "
+         "python3 scripts/refresh.py demo --only bare")]
 
 
 def test_repeats_need_every_recording(demo_repo: Path):
@@ -90,10 +111,7 @@ def test_repeats_need_every_recording(demo_repo: Path):
 def test_recording_names_follow_their_repeat(demo_repo: Path):
     from conftest import RACE, record_set
     record_set(demo_repo, "demo", {"race": [RACE] * 2, "bare": "x\n"})
-    path = demo_repo / "evidence/demo/manifest.json"
-    data = json.loads(path.read_text())
-    data["transcripts"]["race.r2"]["repeat"] = 1
-    path.write_text(json.dumps(data))
+    rewrite_entry(demo_repo, "race.r2", repeat=1)
     assert errors(demo_repo) == [
         ("evidence/demo/manifest.json: transcript 'race.r2': expected the name 'race.r1' for recording 1 of 2 "
         "of 'race'")]

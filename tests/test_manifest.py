@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
+from datetime import UTC, datetime
 
 import pytest
 from hypothesis import given, settings
@@ -12,10 +14,13 @@ from lessonkit.errors import LessonError
 from lessonkit.evidence.manifest import (
     Manifest,
     TranscriptEntry,
+    entry_digest,
     manifest_to_text,
     parse_manifest,
+    read_manifest,
     recording_file,
     recording_name,
+    write_manifest,
 )
 
 _names = st.from_regex(r"[a-z0-9][a-z0-9-]{0,12}", fullmatch=True)
@@ -31,16 +36,22 @@ def manifests(draw) -> Manifest:
         for k in range(1, repeats + 1):
             name = recording_name(group, k, repeats)
             started = draw(st.floats(0, 2e9, allow_nan=False))
+            wall_s = draw(st.floats(0, 1e4, allow_nan=False))
+            timed_out = draw(st.booleans())
             entries[name] = TranscriptEntry(
                 name=name, file=recording_file(f"{group}.txt", k, repeats), command=draw(_text),
-                exit_code=draw(st.one_of(st.none(), st.integers(-255, 255))), timed_out=draw(st.booleans()),
-                wall_s=draw(st.floats(0, 1e4, allow_nan=False)), date=draw(_text),
+                exit_code=None if timed_out else draw(st.integers(-255, 255)), timed_out=timed_out,
+                wall_s=wall_s, date=_second(started),
                 inputs=draw(st.dictionaries(_text, _text, max_size=3)), sha256=draw(_text),
                 format=draw(st.sampled_from(["text", "json", "xml"])), group=group, repeat=k, repeats=repeats,
-                exclusive=draw(st.booleans()), started=started,
-                ended=draw(st.one_of(st.none(), st.floats(0, 2e9, allow_nan=False))))
+                exclusive=draw(st.booleans()), started=started, ended=started + wall_s,
+                refresh_id=draw(st.one_of(st.none(), _text)))
     return Manifest(draw(_text), draw(_text), draw(_text), draw(_text),
                     draw(st.dictionaries(_text, st.one_of(_text, st.integers()), max_size=4)), entries)
+
+
+def _second(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @given(manifests())
@@ -57,7 +68,7 @@ def test_a_written_manifest_parses_back_equal(m: Manifest):
 def test_a_damaged_manifest_raises_lesson_error_only(m: Manifest, data):
     raw = json.loads(manifest_to_text(m))
     victims = ["format", "lesson", "provenance", "transcripts"]
-    entry_keys = ["file", "exit_code", "repeat", "repeats", "group", "started", "inputs"]
+    entry_keys = ["file", "exit_code", "repeat", "repeats", "group", "started", "inputs", "digest", "wall_s", "date"]
     if raw["transcripts"]:
         victims += [f"entry:{k}" for k in entry_keys]
     victim = data.draw(st.sampled_from(victims))
@@ -82,14 +93,158 @@ def test_garbage_raises_lesson_error_only(blob: bytes):
 
 
 def test_a_damaged_manifest_is_refused_with_its_field():
-    m = Manifest("l", "sm_90", "b", "r", {}, {"a": TranscriptEntry(
-        "a", "a.txt", "c", 0, False, 1.0, "d", {}, "s", group="a")})
-    raw = json.loads(manifest_to_text(m))
+    raw = json.loads(text_of(entry()))
     raw["transcripts"]["a"]["repeat"] = "1"
     with pytest.raises(LessonError) as info:
         parse_manifest(json.dumps(raw), "evidence/s")
     assert str(info.value) == ("evidence/s/manifest.json: transcript 'a': field 'repeat' is missing or of the "
                                "wrong type")
+
+
+# -- digests: the refresh writes one per entry; a hand edit of any field is refused ---------------
+
+REFRESH = "python3 scripts/refresh.py l"
+STARTED = 1_795_953_600.25  # a moment into 2026-11-29T12:00:00Z
+
+
+def entry(name: str = "a", **changes) -> TranscriptEntry:
+    """A recording as the refresh writes it: finished with exit 0, 1.5 s, started a moment into its date."""
+    made = TranscriptEntry(name=name, file=f"{name}.txt", command="./demo", exit_code=0, timed_out=False, wall_s=1.5,
+                           date="2026-11-29T12:00:00Z", inputs={"build line": "b" * 64}, sha256="c" * 64,
+                           format="text", group=name, started=STARTED, ended=STARTED + 1.5,
+                           refresh_id="2026-11-29T11:59:58Z/42")
+    return replace(made, **changes)
+
+
+def text_of(*entries: TranscriptEntry) -> str:
+    return manifest_to_text(Manifest("l", "sm_90", "b", REFRESH, {}, {e.name: e for e in entries}))
+
+
+def refused(text: str) -> str:
+    with pytest.raises(LessonError) as info:
+        parse_manifest(text, "evidence/s")
+    return str(info.value)
+
+
+def test_an_entry_written_by_the_writer_is_read_back(tmp_path):
+    m = Manifest("l", "sm_90", "b", REFRESH, {"gpu": "G"}, {"a": entry(), "b": entry("b", timed_out=True,
+                                                                                       exit_code=None)})
+    write_manifest(tmp_path, m)
+    assert read_manifest(tmp_path, "evidence/s") == m
+    raw = json.loads((tmp_path / "manifest.json").read_text())
+    assert raw["format"] == 3 and raw["transcripts"]["a"]["digest"] == entry_digest("a", raw["transcripts"]["a"])
+
+
+EDITED = "evidence/s/manifest.json: transcript 'a' does not match its digest: the entry was edited after it was " \
+         f"recorded; evidence is written only by the refresh: {REFRESH}"
+
+
+@pytest.mark.parametrize("key, value", [
+    ("file", "b.txt"), ("command", "./demo --fast"), ("exit_code", 1), ("timed_out", True), ("wall_s", 1.49),
+    ("date", "2026-11-29T12:00:01Z"), ("inputs", {"build line": "d" * 64}), ("sha256", "d" * 64),
+    ("format", "json"), ("group", "b"), ("repeat", 2), ("repeats", 2), ("exclusive", True),
+    ("started", STARTED + 0.001), ("ended", STARTED + 1.501), ("refresh_id", "another"), ("added", 1)])
+def test_a_hand_edited_entry_is_refused(key, value):
+    raw = json.loads(text_of(entry()))
+    raw["transcripts"]["a"][key] = value
+    assert refused(json.dumps(raw)) == EDITED
+
+
+def test_an_entry_moved_to_another_name_is_refused():
+    raw = json.loads(text_of(entry()))
+    raw["transcripts"]["b"] = raw["transcripts"].pop("a")
+    assert refused(json.dumps(raw)) == EDITED.replace("'a'", "'b'")
+
+
+def test_an_entry_without_a_digest_is_refused():
+    raw = json.loads(text_of(entry()))
+    del raw["transcripts"]["a"]["digest"]
+    assert refused(json.dumps(raw)) == \
+        "evidence/s/manifest.json: transcript 'a': field 'digest' is missing or of the wrong type"
+
+
+@pytest.mark.parametrize("fmt", [1, 2])
+def test_a_manifest_from_before_digests_is_refused_with_the_refresh_command(fmt):
+    raw = json.loads(text_of(entry()))
+    raw["format"] = fmt
+    for fields in raw["transcripts"].values():
+        del fields["digest"]
+    assert refused(json.dumps(raw)) == (f"evidence/s/manifest.json: format {fmt}: recorded before entries carried "
+                                        f"a digest; re-record the set: {REFRESH}")
+
+
+def test_a_manifest_of_an_unknown_format_is_refused():
+    raw = json.loads(text_of(entry()))
+    raw["format"] = 4
+    assert refused(json.dumps(raw)) == "evidence/s/manifest.json: format 4 is not 3; re-record the set"
+
+
+# -- sense: what the refresh wrote agrees with itself --------------------------------------------------
+
+FIX = f"re-record the set: {REFRESH}"
+
+
+def test_wall_time_must_agree_with_start_and_end():
+    assert refused(text_of(entry(wall_s=1.7))) == (
+        "evidence/s/manifest.json: transcript 'a': wall_s 1.7 disagrees with ended - started = 1.500 s "
+        f"(allowed: 0.058 s apart); {FIX}")
+
+
+def test_wall_time_within_the_roundings_and_the_margin_is_accepted():
+    # the largest gap measured in the recorded sets was 0.005 s; 0.05 s more is allowed, and the roundings
+    for wall_s, took in ((1.5, 1.555), (1.5, 1.445), (100.0, 100.15)):
+        assert parse_manifest(text_of(entry(wall_s=wall_s, ended=STARTED + took)), "evidence/s").entries["a"]
+
+
+def test_wall_time_must_not_be_negative():
+    assert refused(text_of(entry(wall_s=-1.0, ended=STARTED - 1.0))) == \
+        f"evidence/s/manifest.json: transcript 'a': wall_s -1.0 is negative; {FIX}"
+
+
+def test_a_timed_out_run_has_no_exit_code():
+    assert refused(text_of(entry(timed_out=True, exit_code=137))) == (
+        "evidence/s/manifest.json: transcript 'a': timed_out is true but exit_code is 137; a run that timed "
+        f"out has no exit code (null); {FIX}")
+
+
+def test_a_finished_run_has_an_exit_code():
+    assert refused(text_of(entry(exit_code=None))) == (
+        "evidence/s/manifest.json: transcript 'a': timed_out is false but exit_code is null; a run that "
+        f"finished has an integer exit code; {FIX}")
+
+
+@pytest.mark.parametrize("date", ["2026-11-29 12:00:00", "2026-11-29T12:00:00+00:00", "2026-13-29T12:00:00Z",
+                                  "2026-11-29T1:00:00Z", "2026-11-29T12:00:00Z\n"])
+def test_the_date_is_a_utc_time(date):
+    assert refused(text_of(entry(date=date))) == (
+        f"evidence/s/manifest.json: transcript 'a': date {date!r} is not a UTC time YYYY-MM-DDTHH:MM:SSZ; {FIX}")
+
+
+@pytest.mark.parametrize("date", ["2026-11-29T12:00:02Z", "2026-11-29T11:59:59Z"])
+def test_the_date_is_the_second_of_started(date):
+    assert refused(text_of(entry(date=date))) == (
+        f"evidence/s/manifest.json: transcript 'a': date {date!r} is not the second of started "
+        f"1795953600.250 (2026-11-29T12:00:00Z); {FIX}")
+
+
+def test_the_date_may_be_the_second_after_started():
+    # started is read just before the date: the second may tick between the two readings
+    started = STARTED + 0.749
+    assert parse_manifest(text_of(entry(date="2026-11-29T12:00:01Z", started=started, ended=started + 1.5)),
+                          "evidence/s").entries["a"]
+
+
+@pytest.mark.parametrize("number", ["NaN", "Infinity", "-Infinity", "1e999"])
+def test_nan_and_infinity_are_refused(number):
+    text = text_of(entry()).replace('"wall_s": 1.5', f'"wall_s": {number}')
+    line = text[:text.index(number)].count("\n") + 1
+    assert refused(text) == (f"evidence/s/manifest.json:{line}: not valid JSON: {number!r} is not a finite "
+                             "number; the refresh writes only finite numbers")
+
+
+def test_the_writer_writes_no_nan():
+    with pytest.raises(ValueError):
+        text_of(entry(wall_s=float("nan")))
 
 
 def test_a_rewrite_that_restores_size_and_mtime_gets_a_new_hash(tmp_path):

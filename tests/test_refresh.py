@@ -14,6 +14,8 @@ import pytest
 from conftest import REPO
 from fake_gpu import make_lab, readme, runs_toml
 
+from lessonkit.evidence.manifest import entry_digest
+
 RUNS, README = runs_toml(True), readme(True)
 
 
@@ -38,6 +40,8 @@ def test_records_a_set_with_provenance(lab):
     manifest = json.loads((repo / "evidence/demo/manifest.json").read_text())
     assert manifest["provenance"]["gpu"] == "Fake GPU" and manifest["provenance"]["driver"] == "999.99"
     assert manifest["provenance"]["compute_sanitizer"] == "2025.3.1.0" and manifest["provenance"]["nvcc"] == "13.0.88"
+    assert manifest["format"] == 3
+    assert all(e["digest"] == entry_digest(n, e) for n, e in manifest["transcripts"].items())
     race = manifest["transcripts"]["race"]
     assert race["command"] == "compute-sanitizer --tool racecheck ./demo buggy" and race["exit_code"] == 0
     text = (repo / "evidence/demo/race.txt").read_text()
@@ -65,7 +69,7 @@ def test_second_refresh_changes_only_dates_and_durations(lab):
     def strip(m: bytes) -> dict:
         data = json.loads(m)
         for entry in data["transcripts"].values():
-            for key in ("date", "wall_s", "started", "ended", "refresh_id"):
+            for key in ("date", "wall_s", "started", "ended", "refresh_id", "digest"):
                 entry.pop(key)
         return data
     assert strip(before["manifest.json"]) == strip(after["manifest.json"])

@@ -25,6 +25,7 @@ from conftest import (
     SOURCE,
     mkdocs_yml,
     record_set,
+    rehashed,
     write_tree,
 )
 from hypothesis import given, settings
@@ -82,7 +83,7 @@ def retext_and_rehash(repo: Path, name: str, a: str, b: str) -> None:
     before = hashlib.sha256(path.read_bytes()).hexdigest()
     toggle(path, a, b)
     after = hashlib.sha256(path.read_bytes()).hexdigest()
-    manifest.write_text(manifest.read_text().replace(before, after))
+    manifest.write_text(rehashed(manifest, before, after))
 
 
 def move(a: Path, b: Path) -> None:

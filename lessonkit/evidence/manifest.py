@@ -1,9 +1,24 @@
 """The evidence manifest, evidence/<set>/manifest.json: its schema, read and written here only.
 
-Format 2: one entry per recording. A run with `repeat = N` (N > 1) is recorded as the
+Format 3: one entry per recording. A run with `repeat = N` (N > 1) is recorded as the
 entries NAME.r1 .. NAME.rN, each with its own file, exit code, wall time, start and end
-time and hashes; the group NAME is what pages cite. Format 1 (one entry per run, no group
-fields) is still read, so a set recorded before repeats existed stays checkable.
+time and hashes; the group NAME is what pages cite.
+
+Each entry carries a `digest`, written by the refresh: the sha256 of the UTF-8 bytes of the
+canonical JSON of `[NAME, FIELDS]`, where FIELDS is the entry's object without `digest`,
+written with sorted keys, `","` and `":"` as separators (no whitespace), ASCII only (other
+characters as \\u escapes) and no NaN or Infinity; a number keeps the text JSON gives its
+value (`1.5`, `1.0`, `1`). The reader computes the same from what it parsed, so a hand edit
+of any field (or moving an entry to another name) is refused, as an edited transcript is
+refused by its sha256. Formats 1 and 2 were written before entries carried a digest; they
+are refused with the command that re-records the set, so that an edit cannot drop the
+digests by lowering the format.
+
+An entry whose digest holds is then checked for sense (each rule its own error), since the
+refresh wrote it: wall_s agrees with ended - started, a timed-out run has no exit code and a
+finished one has an integer one, date is started's UTC second. JSON's NaN and Infinity (and
+numbers too large for a float) are refused anywhere in the file. That a gated run exited 0
+is checked where runs.toml is known (lessonkit.evidence.sets.check_gates).
 
 Input hashing lives here too, cached by file stat (in memory, and across processes in the
 hash store of lessonkit.cache when a check or a build opened one), so the refresh, the check
@@ -14,10 +29,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 import stat
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,23 +45,43 @@ from lessonkit.evidence.spec import LessonSpec, RunSpec
 from lessonkit.textio import WRITTEN_BY_REFRESH, read_text
 
 MANIFEST = "manifest.json"
-FORMAT = 2
-READABLE_FORMATS = (1, 2)
+FORMAT = 3
+OLD_FORMATS = (1, 2)  # written before entries carried a digest: refused, naming the set's refresh command
 BUILD_INPUT = "build line"
 MISSING = "missing"
 
-_ENTRY_FIELDS: dict[str, Any] = {
+_FIELDS: dict[str, Any] = {
     "file": str, "command": str, "exit_code": (int, type(None)), "timed_out": bool,
-    "wall_s": (int, float), "date": str, "inputs": dict, "sha256": str}
-_GROUP_FIELDS: dict[str, Any] = {
+    "wall_s": (int, float), "date": str, "inputs": dict, "sha256": str, "format": str,
     "group": str, "repeat": int, "repeats": int, "exclusive": bool,
-    "started": (int, float, type(None)), "ended": (int, float, type(None))}
-_FIELDS_2 = {**_ENTRY_FIELDS, **_GROUP_FIELDS}
+    "started": (int, float), "ended": (int, float), "digest": str}
 # The same, as the exact types JSON gives (the common case, checked first; _is decides the rest).
-_EXACT_FIELDS_1 = tuple((k, frozenset(v if isinstance(v, tuple) else (v,))) for k, v in _ENTRY_FIELDS.items())
-_EXACT_FIELDS_2 = tuple((k, frozenset(v if isinstance(v, tuple) else (v,))) for k, v in _FIELDS_2.items())
+_EXACT_FIELDS = tuple((k, frozenset(v if isinstance(v, tuple) else (v,))) for k, v in _FIELDS.items())
+_GROUP_FIELDS = ("group", "repeat", "repeats", "exclusive", "started", "ended")
 _ABSENT = object()
 _REPEAT_SUFFIX_RE = re.compile(r"""^(?P<group>[a-z0-9][a-z0-9-]*)\.r(?P<k>[1-9]\d*)$""", re.VERBOSE)
+# In the text of a manifest JSON refused for a non-finite number: each string (skipped, so a
+# "NaN" inside one is no number) and each bare number or constant, to find the first one's line.
+_NUMBER_RE = re.compile(r"""
+    "(?:[^"\\]|\\.)*"
+  | (?P<number>-?(?:Infinity|NaN|\d[\d.eE+-]*))""", re.VERBOSE | re.DOTALL)
+_DATE_RE = re.compile(r"""\A\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z\Z""", re.VERBOSE)
+_DATE_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+# wall_s is time.monotonic() rounded to 0.01 s, started and ended are time.time() rounded to
+# 0.001 s: they differ by the roundings (at most 0.006 s), by the moments between the readings
+# and by the wall clock's slew. Measured on the four sets of format 2 (174 recordings, up to
+# 150 s long): at most 0.005 s apart. Allowed: 0.05 s, plus the roundings, plus 0.1 % of the
+# run (twice the 500 ppm that NTP may slew the clock by).
+WALL_MARGIN_S = 0.05 + 0.006
+WALL_SLEW = 0.001
+# date is read just after started, truncated to the second, so started lies in date's second
+# (or a moment before it, when the second ticked between the two readings; started is rounded
+# to 0.001 s). Measured on the same sets: started - date from 0.008 to 0.996 s.
+DATE_MARGIN_S = 0.05
+
+
+class _NotFinite(ValueError):
+    """A NaN, an Infinity or a number too large for a float, in a manifest's JSON."""
 
 
 @dataclass(frozen=True)
@@ -120,29 +157,68 @@ def _error(shown: str, message: str, line: int | None = None) -> LessonError:
     return LessonError(f"{shown}/{MANIFEST}", line, message, rank=0)
 
 
-def parse_manifest(text: str, shown: str) -> Manifest:
-    """Parse a manifest's text; `shown` names the set's folder in messages. Raises LessonError."""
+def _refuse_constant(name: str) -> float:
+    raise _NotFinite(name)
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NotFinite(text)
+    return value
+
+
+def _not_finite_line(text: str) -> int | None:
+    """The line of the first number of `text` that is not a finite float (None when none is)."""
+    for m in _NUMBER_RE.finditer(text):
+        number = m.group("number")
+        if number is not None and not math.isfinite(float(number)):
+            return text.count("\n", 0, m.start()) + 1
+    return None
+
+
+def _load_json(text: str, shown: str) -> Any:
+    """The manifest's JSON; NaN, Infinity and numbers beyond a float are refused (json.loads takes them)."""
     try:
-        data = json.loads(text)
+        return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
     except json.JSONDecodeError as exc:
         raise _error(shown, f"not valid JSON: {exc.msg} (column {exc.colno})", exc.lineno) from exc
+    except _NotFinite as exc:
+        raise _error(shown, f"not valid JSON: {str(exc)!r} is not a finite number; the refresh writes only "
+                     "finite numbers", _not_finite_line(text)) from None
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+
+
+def entry_digest(name: str, fields: dict[str, Any]) -> str:
+    """The digest of entry `name` with these fields (any 'digest' among them left out): see the module's docstring."""
+    return sha256_text(_canonical([name, {k: v for k, v in fields.items() if k != "digest"}]))
+
+
+def parse_manifest(text: str, shown: str) -> Manifest:
+    """Parse a manifest's text; `shown` names the set's folder in messages. Raises LessonError."""
+    data = _load_json(text, shown)
     if not isinstance(data, dict):
         raise _error(shown, "expected a JSON object at the top level")
     fmt = data.get("format")
-    if fmt not in READABLE_FORMATS or isinstance(fmt, bool):
-        raise _error(shown, f"format {fmt!r} is not one of {', '.join(map(str, READABLE_FORMATS))}; "
-                     "re-record the set")
+    if (fmt != FORMAT and fmt not in OLD_FORMATS) or isinstance(fmt, bool):
+        raise _error(shown, f"format {fmt!r} is not {FORMAT}; re-record the set")
     for key in ("lesson", "arch", "build", "refresh"):
         if not isinstance(data.get(key), str):
             raise _error(shown, f"'{key}' is missing or not a string")
+    refresh = data["refresh"]
+    if fmt in OLD_FORMATS:
+        raise _error(shown, f"format {fmt}: recorded before entries carried a digest; re-record the set: {refresh}")
     if not isinstance(data.get("provenance"), dict) or not isinstance(data.get("transcripts"), dict):
         raise _error(shown, "'provenance' and 'transcripts' must be JSON objects")
     entries: dict[str, TranscriptEntry] = {}
     for name, raw in data["transcripts"].items():
-        entries[name] = _parse_entry(shown, name, raw, fmt)
+        entries[name] = _parse_entry(shown, name, raw, refresh)
+        _check_sense(shown, entries[name], refresh)
     _check_groups(shown, entries)
-    return Manifest(data["lesson"], data["arch"], data["build"], data["refresh"],
-                    dict(data["provenance"]), entries)
+    return Manifest(data["lesson"], data["arch"], data["build"], refresh, dict(data["provenance"]), entries)
 
 
 def _is(value: Any, kind: Any) -> bool:
@@ -152,25 +228,64 @@ def _is(value: Any, kind: Any) -> bool:
     return isinstance(value, kinds)
 
 
-def _parse_entry(shown: str, name: str, raw: Any, fmt: int) -> TranscriptEntry:
+def _parse_entry(shown: str, name: str, raw: Any, refresh: str) -> TranscriptEntry:
     if not isinstance(raw, dict):
         raise _error(shown, f"transcript {name!r}: expected an object")
-    for key, kinds in (_EXACT_FIELDS_2 if fmt >= 2 else _EXACT_FIELDS_1):
-        if type(raw.get(key, _ABSENT)) not in kinds and (key not in raw or not _is(raw[key], _FIELDS_2[key])):
+    for key, kinds in _EXACT_FIELDS:
+        if type(raw.get(key, _ABSENT)) not in kinds and (key not in raw or not _is(raw[key], _FIELDS[key])):
             raise _error(shown, f"transcript {name!r}: field '{key}' is missing or of the wrong type")
+    if "refresh_id" in raw and not isinstance(raw["refresh_id"], str):
+        raise _error(shown, f"transcript {name!r}: field 'refresh_id' is not a string")
+    if raw["digest"] != entry_digest(name, raw):
+        raise _error(shown, f"transcript {name!r} does not match its digest: the entry was edited after it was "
+                     f"recorded; evidence is written only by the refresh: {refresh}")
     if "/" in raw["file"] or raw["file"].startswith(".") or raw["file"] == MANIFEST:
         raise _error(shown, f"transcript {name!r}: file {raw['file']!r} must be a plain name in the set's folder")
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in raw["inputs"].items()):
         raise _error(shown, f"transcript {name!r}: 'inputs' must map names to sha256 strings")
-    extra = {k: raw[k] for k in _GROUP_FIELDS if k in raw} if fmt >= 2 else {"group": name}
+    extra = {k: raw[k] for k in _GROUP_FIELDS}
     if "refresh_id" in raw:
-        if not isinstance(raw["refresh_id"], str):
-            raise _error(shown, f"transcript {name!r}: field 'refresh_id' is not a string")
         extra["refresh_id"] = raw["refresh_id"]
     return TranscriptEntry(
         name=name, file=raw["file"], command=raw["command"], exit_code=raw["exit_code"],
         timed_out=raw["timed_out"], wall_s=float(raw["wall_s"]), date=raw["date"],
-        inputs=dict(raw["inputs"]), sha256=raw["sha256"], format=str(raw.get("format", "text")), **extra)
+        inputs=dict(raw["inputs"]), sha256=raw["sha256"], format=raw["format"], **extra)
+
+
+def _check_sense(shown: str, entry: TranscriptEntry, refresh: str) -> None:
+    """What the refresh writes agrees with itself: times, exit and date (a refresh's bug, or a clock's step)."""
+    fix = f"re-record the set: {refresh}"
+    name = entry.name
+    assert entry.started is not None and entry.ended is not None  # required by _FIELDS
+    if entry.wall_s < 0:
+        raise _error(shown, f"transcript {name!r}: wall_s {entry.wall_s} is negative; {fix}")
+    took = entry.ended - entry.started
+    allowed = WALL_MARGIN_S + WALL_SLEW * entry.wall_s
+    if abs(entry.wall_s - took) > allowed:
+        raise _error(shown, f"transcript {name!r}: wall_s {entry.wall_s} disagrees with ended - started "
+                     f"= {took:.3f} s (allowed: {allowed:.3f} s apart); {fix}")
+    if entry.timed_out and entry.exit_code is not None:
+        raise _error(shown, f"transcript {name!r}: timed_out is true but exit_code is {entry.exit_code}; "
+                     f"a run that timed out has no exit code (null); {fix}")
+    if not entry.timed_out and entry.exit_code is None:
+        raise _error(shown, f"transcript {name!r}: timed_out is false but exit_code is null; "
+                     f"a run that finished has an integer exit code; {fix}")
+    try:
+        date = datetime.strptime(entry.date, _DATE_FORMAT).replace(tzinfo=UTC) if _DATE_RE.match(entry.date) else None
+    except ValueError:
+        date = None
+    if date is None:
+        raise _error(shown, f"transcript {name!r}: date {entry.date!r} is not a UTC time YYYY-MM-DDTHH:MM:SSZ; {fix}")
+    if not -DATE_MARGIN_S <= entry.started - date.timestamp() <= 1 + DATE_MARGIN_S:
+        raise _error(shown, f"transcript {name!r}: date {entry.date!r} is not the second of started "
+                     f"{entry.started:.3f} ({_utc_second(entry.started)}); {fix}")
+
+
+def _utc_second(timestamp: float) -> str:
+    try:
+        return datetime.fromtimestamp(timestamp, UTC).strftime(_DATE_FORMAT)
+    except (OverflowError, OSError, ValueError):
+        return "not a time"
 
 
 def _check_groups(shown: str, entries: dict[str, TranscriptEntry]) -> None:
@@ -197,11 +312,14 @@ def _check_groups(shown: str, entries: dict[str, TranscriptEntry]) -> None:
 
 
 def manifest_to_text(manifest: Manifest) -> str:
-    """The manifest as the refresh writes it (sorted keys, one trailing newline)."""
+    """The manifest as the refresh writes it (sorted keys, one trailing newline), each entry with its digest."""
+    transcripts = {}
+    for name, entry in sorted(manifest.entries.items()):
+        fields = entry.to_json()
+        transcripts[name] = {**fields, "digest": entry_digest(name, fields)}
     data = {"format": FORMAT, "lesson": manifest.lesson, "arch": manifest.arch, "build": manifest.build,
-            "refresh": manifest.refresh, "provenance": manifest.provenance,
-            "transcripts": {name: e.to_json() for name, e in sorted(manifest.entries.items())}}
-    return json.dumps(data, indent=2, sort_keys=True) + "\n"
+            "refresh": manifest.refresh, "provenance": manifest.provenance, "transcripts": transcripts}
+    return json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n"
 
 
 def read_manifest(folder: Path, shown: str) -> Manifest:

@@ -290,7 +290,7 @@ def refresh(repo: Path, lesson: str, set_name: str | None = None, only: list[str
             raise RefreshError(f"the build failed (exit {done.returncode}); nothing was recorded:\n"
                                f"{done.stdout}{done.stderr}")
         results = _run_all(runs, build_dir, work / "runs", out, env)
-        failed_gates = [r for r in results if r.run.gate and (r.timed_out or r.exit_code != 0)]
+        failed_gates = [r for r in results if not r.run.passes_gate(r.exit_code)]
         if failed_gates:
             text = "\n".join(f"--- {r.job.name} ({'timed out' if r.timed_out else f'exit {r.exit_code}'}):\n"
                              f"{r.output}" for r in failed_gates)

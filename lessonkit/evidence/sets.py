@@ -19,7 +19,6 @@ from lessonkit.evidence.harness import HarnessFormat
 from lessonkit.evidence.jsontranscript import parse_json_transcript
 from lessonkit.evidence.manifest import (  # noqa: F401
     BUILD_INPUT,
-    FORMAT,
     MANIFEST,
     MISSING,
     Manifest,
@@ -297,6 +296,22 @@ def check_freshness(ev: EvidenceSet, repo: Path, spec: LessonSpec) -> list[Lesso
     return errors
 
 
+def check_gates(ev: EvidenceSet, spec: LessonSpec) -> list[LessonError]:
+    """One error per recording of a gated run that did not exit 0 (the refresh records none; a
+    gate set in runs.toml after the recording, or a refresh before gates, may leave one)."""
+    errors = []
+    for entry in ev.entries.values():
+        run = spec.run(entry.group)
+        if run is None or run.name != entry.group or run.passes_gate(entry.exit_code):
+            continue  # an artifact shares its run's exit code: its run's transcript is the one reported
+        ended = "timed out" if entry.exit_code is None else f"exited {entry.exit_code}"
+        errors.append(LessonError(f"{ev.shown}/{MANIFEST}", None,
+                                  f"transcript {entry.name!r} {ended}, but its run is gated (gate = true in "
+                                  f"{spec.path}) and a gated run must exit 0; fix the program, then re-record "
+                                  f"it: {ev.refresh_command(entry.name)}"))
+    return errors
+
+
 def _runs_of(spec: LessonSpec, groups: list[str]) -> list[str]:
     """The run names that re-record `groups` (an artifact is re-recorded by its run)."""
     names = []
@@ -394,6 +409,7 @@ def load_all_evidence(repo: Path, read: ReadSets | None = None) -> Evidence:
             unreadable.add(name)
             continue
         errors.extend(check_freshness(ev, repo, spec))
+        errors.extend(check_gates(ev, spec))
     unrecorded, unread = find_unrecorded(repo, recorded)
     # A lesson whose runs.toml cannot be read has one error, at runs.toml (the lesson READMEs'
     # check reports it); what its page cites of it follows from that error, so it is not checked.

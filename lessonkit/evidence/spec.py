@@ -45,6 +45,10 @@ class RunSpec:
     exclusive: bool = False  # the GPU to itself: no other run of the refresh overlaps it
     max_output: int = 16 * 1024 * 1024  # bytes of output (its transcript's size) past which nothing is recorded
 
+    def passes_gate(self, exit_code: int | None) -> bool:
+        """Whether a recording that ended with `exit_code` (None: timed out) may stand: a gated run must exit 0."""
+        return not self.gate or exit_code == 0
+
 
 @dataclass(frozen=True)
 class CompareSpec:
