@@ -2,13 +2,15 @@
 
 The refresh (lessonkit.evidence.runner) starts `python3 supervise.py --parent PID --status FD --
 COMMAND...` in a session of its own for each run. The supervisor asks Linux to send it SIGTERM
-when the refresh dies, even by SIGKILL (PR_SET_PDEATHSIG; asked for by the supervisor itself,
-since the refresh forks from pool threads and the signal follows the forking thread), starts the
-command in a new process group, and kills that whole group with SIGKILL (so a grandchild that
-ignores SIGTERM, such as the program under compute-sanitizer, goes too) on SIGTERM, SIGHUP,
-SIGINT, the refresh's death, and when the command exits. The command inherits the supervisor's
-standard streams, so its transcript is exactly what it wrote; the supervisor writes nothing to
-them and exits as the command did (the same code, or killed by the same signal).
+when the refresh dies, even by SIGKILL (PR_SET_PDEATHSIG, which reaches only the direct child, so
+a supervisor is needed for the command's own children; it fires when the forking thread ends, and
+the refresh's pool threads outlive their runs). It starts the command in a new process group and
+kills that whole group with SIGKILL (so a grandchild that ignores SIGTERM, such as the program
+under compute-sanitizer, goes too) on SIGTERM, SIGHUP or SIGINT, at the refresh's death, and when
+the command exits; then it waits until they are gone (it is their subreaper, so it can). The
+command inherits the supervisor's standard streams, so its transcript is exactly what it wrote:
+the supervisor writes nothing to them, and exits as the command did (the same code, or killed by
+the same signal).
 
 On FD it writes one line: `started PID START` (START: the command's start time in clock ticks
 after boot, /proc/PID/stat field 22, or `-` where there is no /proc) or `failed ERRNO FILENAME`
@@ -27,6 +29,7 @@ import sys
 from typing import NamedTuple
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
+PR_SET_CHILD_SUBREAPER = 36
 ENDING = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 
 _program: subprocess.Popen | None = None
@@ -81,11 +84,26 @@ def _end(signum: int, frame: object) -> None:
 
 
 def _die_when_parent_dies(parent: int) -> bool:
-    """Ask for SIGTERM at the refresh's death; False when it has died already."""
+    """Ask for SIGTERM at the refresh's death, and for the command's orphans as children (so they
+    can be waited for); False when the refresh has died already."""
     if sys.platform.startswith("linux"):
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     return os.getppid() == parent  # a death before prctl left us to init (or a subreaper)
+
+
+def _end_group(pgid: int) -> int:
+    """Kill what is left of the command's group, wait until each of it is gone; the command's exit code."""
+    _kill_group(pgid)
+    returncode = 0
+    while True:  # the group's orphans are our children (subreaper), so this waits for all of them
+        try:
+            pid, status = os.waitpid(-pgid, 0)
+        except ChildProcessError:
+            return returncode
+        if pid == pgid:
+            returncode = os.waitstatus_to_exitcode(status)
 
 
 def _exit_as(returncode: int) -> None:
@@ -94,8 +112,8 @@ def _exit_as(returncode: int) -> None:
         os._exit(returncode)
     sig = -returncode
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # the command's crash, not ours, may dump core
-    signal.signal(sig, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, [sig])
+    if sig in ENDING:  # our handler would catch it; SIGKILL and the rest have none
+        signal.signal(sig, signal.SIG_DFL)
     os.kill(os.getpid(), sig)
     os._exit(128 + sig)  # a signal that does not kill (the command was killed by one that does)
 
@@ -124,8 +142,7 @@ def main(argv: list[str]) -> None:
     # Wait without reaping: while the command is a zombie its group's ID cannot be taken by another
     # process group, so what it left in the group is killed, and nothing else.
     os.waitid(os.P_PID, program.pid, os.WEXITED | os.WNOWAIT)
-    _kill_group(program.pid)
-    _exit_as(program.wait())
+    _exit_as(_end_group(program.pid))
 
 
 if __name__ == "__main__":
