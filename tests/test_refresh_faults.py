@@ -96,6 +96,7 @@ def snapshot(folder: Path) -> dict[str, bytes]:
 def test_a_refresh_killed_by_sigkill_takes_its_runs_with_it(lab, tmp_path, strays):
     repo, env = lab
     proc = start(repo, env, FAKE_SLEEP="300", FAKE_PIDS=str(tmp_path / "pids"))
+    strays(proc.pid)
     supervisor, program, grandchild = run_pids(tmp_path / "pids", proc)
     strays(supervisor, program, grandchild)
     proc.kill()
@@ -109,6 +110,7 @@ def test_a_timeout_kills_a_grandchild_that_ignores_sigterm(lab, tmp_path, strays
     runs = repo / "code/demo/runs.toml"
     runs.write_text(runs.read_text().replace('command = "./demo slow"\ntimeout = 30', 'command = "./demo slow"\ntimeout = 1'))
     proc = start(repo, env, FAKE_SLEEP="300", FAKE_PIDS=str(tmp_path / "pids"))
+    strays(proc.pid)
     supervisor, program, grandchild = run_pids(tmp_path / "pids", proc)
     strays(supervisor, program, grandchild)
     out, err = proc.communicate(timeout=CEILING_S)
@@ -145,12 +147,15 @@ def test_the_supervisor_changes_no_transcript_exit_code_or_environment(lab):
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
 def test_sigterm_or_sighup_during_a_run_ends_it_and_keeps_the_old_evidence(lab, tmp_path, strays, sig, exclusive):
     repo, env = lab
+    runs = repo / "code/demo/runs.toml"  # a timeout far past the ceiling: only the signal ends the run
+    slow = 'name = "slow"\ncommand = "./demo slow"\ntimeout = 600'
     if exclusive:  # run by the refresh's main thread, after the pool
-        runs = repo / "code/demo/runs.toml"
-        runs.write_text(runs.read_text().replace('name = "slow"', 'name = "slow"\nexclusive = true'))
+        slow = slow.replace('name = "slow"', 'name = "slow"\nexclusive = true')
+    runs.write_text(runs.read_text().replace('name = "slow"\ncommand = "./demo slow"\ntimeout = 30', slow))
     assert refresh(repo, env).returncode == 0
     before = snapshot(repo / "evidence/demo")
     proc = start(repo, env, FAKE_SLEEP="300", FAKE_PIDS=str(tmp_path / "pids"))
+    strays(proc.pid)
     supervisor, program, grandchild = run_pids(tmp_path / "pids", proc)
     strays(supervisor, program, grandchild)
     proc.send_signal(sig)
@@ -170,6 +175,7 @@ def test_the_next_refresh_ends_what_a_killed_refresh_and_supervisor_left(lab, tm
     by the next refresh of the lesson before it runs anything."""
     repo, env = lab
     proc = start(repo, env, FAKE_SLEEP="300", FAKE_PIDS=str(tmp_path / "pids"))
+    strays(proc.pid)
     supervisor, program, grandchild = run_pids(tmp_path / "pids", proc)
     strays(supervisor, program, grandchild)
     wait_until(lambda: f'"pgid": {program},' in ledger(env).read_text(), "the ledger to name the slow run")
@@ -217,10 +223,11 @@ def one_complete_set(repo: Path) -> None:
         "bare", "race", "slow"]
 
 
-def test_a_refresh_started_while_another_runs_is_refused_at_once(lab, tmp_path):
+def test_a_refresh_started_while_another_runs_is_refused_at_once(lab, tmp_path, strays):
     repo, env = lab
     gate = tmp_path / "gate"
     first = start(repo, env, FAKE_WAIT_FOR=str(gate))
+    strays(first.pid)
     wait_until(lambda: ledger(env).exists() or first.poll() is not None, "the first refresh to run")
     second = refresh(repo, env)
     assert first.poll() is None  # the second did not wait for the first
@@ -231,10 +238,11 @@ def test_a_refresh_started_while_another_runs_is_refused_at_once(lab, tmp_path):
     one_complete_set(repo)
 
 
-def test_of_two_refreshes_started_together_one_records(lab, tmp_path):
+def test_of_two_refreshes_started_together_one_records(lab, tmp_path, strays):
     repo, env = lab
     gate = tmp_path / "gate"
     both = [start(repo, env, FAKE_WAIT_FOR=str(gate)), start(repo, env, FAKE_WAIT_FOR=str(gate))]
+    strays(*(p.pid for p in both))
     wait_until(lambda: any(p.poll() is not None for p in both), "one refresh to refuse")
     refused = next(p for p in both if p.poll() is not None)
     holder = next(p for p in both if p is not refused)
