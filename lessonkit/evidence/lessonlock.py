@@ -79,11 +79,18 @@ class RunLedger:
         if self.records.pop(pgid, None) is not None:
             self._write()
 
+    def delete(self) -> None:
+        """Remove the ledger's file (and a half-written one a killed refresh left)."""
+        self.path.unlink(missing_ok=True)
+        self._part().unlink(missing_ok=True)
+
+    def _part(self) -> Path:
+        return self.path.with_name(self.path.name + ".part")
+
     def _write(self) -> None:
         text = "".join(json.dumps(asdict(r)) + "\n" for r in self.records.values())
-        part = self.path.with_name(self.path.name + ".part")
-        part.write_text(text, encoding="utf-8")
-        os.replace(part, self.path)  # a refresh killed while writing leaves the whole previous ledger
+        self._part().write_text(text, encoding="utf-8")
+        os.replace(self._part(), self.path)  # a refresh killed while writing leaves the whole previous ledger
 
 
 def read_ledger(path: Path) -> list[RunRecord]:
@@ -206,7 +213,7 @@ class LessonLock:
         if self._fd is None:
             return
         if not self.ledger.records:
-            self.ledger.path.unlink(missing_ok=True)
+            self.ledger.delete()
         self.path.unlink(missing_ok=True)  # before unlocking: a waiter that opened it locks anew
         os.close(self._fd)
         self._fd = None

@@ -16,7 +16,6 @@ import importlib.metadata
 import os
 import platform
 import re
-import shlex
 import shutil
 import signal
 import subprocess
@@ -38,7 +37,7 @@ from lessonkit.evidence.manifest import (
     write_manifest,
 )
 from lessonkit.evidence.plan import RefreshError, check_inputs, choose_runs, dry_run
-from lessonkit.evidence.runner import RunResult, Runs, run_all, utc_now
+from lessonkit.evidence.runner import RunResult, Runs, run_all, run_to_end, utc_now
 from lessonkit.evidence.sets import load_evidence_set
 from lessonkit.evidence.spec import LessonSpec, RunSpec, load_spec
 from lessonkit.evidence.swap import crash_point, recover, scratch_folder, swap_in
@@ -210,10 +209,9 @@ def _refresh_locked(repo: Path, spec: LessonSpec, set_name: str | None, only: li
             if path.is_file():
                 shutil.copy2(path, build_dir / path.name)
         out(f"build   {build_line}")
-        done = subprocess.run(shlex.split(build_line), cwd=build_dir, env=env, capture_output=True, text=True)
-        if done.returncode != 0:
-            raise RefreshError(f"the build failed (exit {done.returncode}); nothing was recorded:\n"
-                               f"{done.stdout}{done.stderr}")
+        output, code = run_to_end(build_line, build_dir, live, env)  # supervised too: it ends with us
+        if code != 0:
+            raise RefreshError(f"the build failed (exit {code}); nothing was recorded:\n{output}")
         results = run_all(runs, build_dir, work / "runs", out, live, env)
         failed_gates = [r for r in results if r.run.gate and (r.timed_out or r.exit_code != 0)]
         if failed_gates:

@@ -76,7 +76,7 @@ class Runs:
         self._live: dict[subprocess.Popen, int | None] = {}  # supervisor -> its command's group
         self._lock = threading.Lock()
         self._ending = False
-        self._me = os.getpid(), start_ticks(os.getpid())
+        self._pid, self._start = os.getpid(), start_ticks(os.getpid())  # this refresh, for the ledger
 
     def start(self, command: str, cwd: Path, env: dict[str, str] | None) -> subprocess.Popen:
         """Start `command` under a supervisor in a session of its own, stdout and stderr together,
@@ -90,6 +90,9 @@ class Runs:
                                         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                         start_new_session=True, pass_fds=(status_w,))
                 self._live[proc] = None
+        except BaseException:
+            os.close(status_r)
+            raise
         finally:
             os.close(status_w)
         try:
@@ -105,7 +108,8 @@ class Runs:
             pgid, start = int(word[1]), word[2]
             with self._lock:
                 self._live[proc] = pgid
-                self.ledger.add(RunRecord(pgid, None if start == "-" else int(start), *self._me, command))
+                self.ledger.add(RunRecord(pgid=pgid, start=None if start == "-" else int(start),
+                                          refresh=self._pid, refresh_start=self._start, command=command))
         return proc
 
     def finish(self, proc: subprocess.Popen, ended: bool) -> None:
@@ -140,6 +144,19 @@ class Runs:
             self._ending = True
             for proc in list(self._live):
                 self.end(proc)
+
+
+def run_to_end(command: str, cwd: Path, runs: Runs, env: dict[str, str] | None = None) -> tuple[str, int]:
+    """Run `command` (the build) under a supervisor until it exits: its output, stdout and stderr
+    together, and its exit code."""
+    proc = runs.start(command, cwd, env)
+    ended = False
+    try:
+        out, _ = proc.communicate()
+        ended = True
+    finally:
+        runs.finish(proc, ended)
+    return out.decode("utf-8", errors="replace"), proc.returncode
 
 
 def execute(job: Job, cwd: Path, runs: Runs, env: dict[str, str] | None = None) -> RunResult:

@@ -95,7 +95,9 @@ def _die_when_parent_dies(parent: int) -> bool:
 
 def _end_group(pgid: int) -> int:
     """Kill what is left of the command's group, wait until each of it is gone; the command's exit code."""
+    global _program
     _kill_group(pgid)
+    _program = None  # from here the group's ID may be freed: a late signal must not kill by it
     returncode = 0
     while True:  # the group's orphans are our children (subreaper), so this waits for all of them
         try:
