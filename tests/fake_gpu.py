@@ -2,7 +2,10 @@
 
 The fake nvcc writes a fake program that prints a harness table. Environment variables
 steer it: FAKE_GATE_FAIL=1 makes the fixed kernel mismatch, FAKE_SLEEP=N makes the
-`slow` mode sleep N seconds, FAKE_HAZARDS=N sets the Error report's hazard count.
+`slow` mode sleep N seconds, FAKE_HAZARDS=N sets the Error report's hazard count. In `slow` mode,
+FAKE_PIDS=FILE first starts a grandchild that ignores SIGTERM and writes "PARENT PID GRANDCHILD"
+(the program's parent, itself, the grandchild) into FILE; FAKE_WAIT_FOR=FILE waits (at most two
+minutes) until FILE exists.
 """
 
 from __future__ import annotations
@@ -16,7 +19,20 @@ mode = sys.argv[1] if len(sys.argv) > 1 else "all"
 print("device: Fake GPU | compute capability 9.0 | warp size 32", flush=True)
 print(f"mode: {mode}", flush=True)
 if mode == "slow":
+    if os.environ.get("FAKE_PIDS"):
+        import subprocess
+        ignores_term = ("import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+                        "print('ready', flush=True); time.sleep(300)")
+        child = subprocess.Popen([sys.executable, "-c", ignores_term], stdout=subprocess.PIPE,
+                                 stderr=subprocess.DEVNULL)
+        child.stdout.readline()  # it ignores SIGTERM from here on
+        with open(os.environ["FAKE_PIDS"] + ".part", "w") as f:
+            f.write(f"{os.getppid()} {os.getpid()} {child.pid}\n")
+        os.rename(os.environ["FAKE_PIDS"] + ".part", os.environ["FAKE_PIDS"])
     time.sleep(float(os.environ.get("FAKE_SLEEP", "0")))
+    gate, ceiling = os.environ.get("FAKE_WAIT_FOR"), time.monotonic() + 120
+    while gate and not os.path.exists(gate) and time.monotonic() < ceiling:
+        time.sleep(0.05)
 print("threads | kernel | mismatches | first bad | gated")
 print("     32 | k      |          0 |         - | no")
 if mode in ("all", "fixed"):

@@ -1,6 +1,11 @@
 """The author's refresh, run on a GPU machine: build, run every recorded command, swap the
 evidence in atomically, then report which page claims no longer agree.
 
+One refresh of a lesson at a time: a second one is refused at once (exit 2), naming the first's
+PID, start time and command line. Each run's processes end with the refresh, even a refresh
+killed by SIGKILL; and a refresh first ends, and names, any process group that a killed refresh
+of the lesson left running.
+
 Standard library only: the GPU machine has no MkDocs and no network.
 """
 
@@ -11,21 +16,16 @@ import importlib.metadata
 import os
 import platform
 import re
-import shlex
 import shutil
 import signal
 import subprocess
 import sys
-import tempfile
-import threading
-import time
-from concurrent import futures
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 from lessonkit.errors import LessonError
 from lessonkit.evidence.declared import refuse_recording
+from lessonkit.evidence.lessonlock import LessonLock, lessons_root, reap
 from lessonkit.evidence.manifest import (
     MISSING,
     Manifest,
@@ -37,6 +37,7 @@ from lessonkit.evidence.manifest import (
     write_manifest,
 )
 from lessonkit.evidence.plan import RefreshError, check_inputs, choose_runs, dry_run
+from lessonkit.evidence.runner import RunResult, Runs, run_all, run_to_end, utc_now
 from lessonkit.evidence.sets import load_evidence_set
 from lessonkit.evidence.spec import LessonSpec, RunSpec, load_spec
 from lessonkit.evidence.swap import crash_point, recover, scratch_folder, swap_in
@@ -52,39 +53,6 @@ from lessonkit.evidence.toolkit import (
 )
 
 
-@dataclass(frozen=True)
-class Job:
-    """One recording to make: repeat `repeat` of `run`."""
-
-    run: RunSpec
-    repeat: int
-
-    @property
-    def name(self) -> str:
-        """The recording's entry name (NAME, or NAME.rK when the run repeats)."""
-        return recording_name(self.run.name, self.repeat, self.run.repeat)
-
-
-@dataclass
-class RunResult:
-    """What one recording did."""
-
-    job: Job
-    output: str
-    exit_code: int | None
-    timed_out: bool
-    wall_s: float
-    date: str
-    started: float
-    ended: float
-    cwd: Path
-
-    @property
-    def run(self) -> RunSpec:
-        """The run this is a recording of."""
-        return self.job.run
-
-
 @dataclass
 class SwapState:
     """Where the swap stands, so an interruption can say which evidence is in place."""
@@ -93,13 +61,8 @@ class SwapState:
     target: str = ""          # evidence/<set>, once the set's name is known
 
 
-_live: set[subprocess.Popen] = set()
-_live_lock = threading.Lock()
 swap_state = SwapState()
-
-
-def _utc_now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+ENDING_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # each unwinds the refresh (see main)
 
 
 def _capture(argv: list[str], cwd: Path | None = None, env: dict[str, str] | None = None) -> str:
@@ -167,47 +130,6 @@ def preflight(runs: list[RunSpec], toolkit: Toolkit | None = None, lesson: str |
     return prov
 
 
-def _execute(job: Job, cwd: Path, env: dict[str, str] | None = None) -> RunResult:
-    """Run one recording with a timeout; stdout and stderr together, in order; a hang is killed and recorded."""
-    run = job.run
-    started = time.time()
-    start = time.monotonic()
-    date = _utc_now()
-    proc = subprocess.Popen(shlex.split(run.command), cwd=cwd, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, start_new_session=True)
-    with _live_lock:
-        _live.add(proc)
-    timed_out = False
-    try:
-        out, _ = proc.communicate(timeout=run.timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        _kill(proc)
-        out, _ = proc.communicate()
-    finally:
-        with _live_lock:
-            _live.discard(proc)
-    wall = time.monotonic() - start
-    text = out.decode("utf-8", errors="replace")
-    if timed_out:
-        text += f"\n[refresh: no exit after {run.timeout:g} s; the process group was killed]\n"
-    return RunResult(job, text, None if timed_out else proc.returncode, timed_out, wall, date,
-                     started, time.time(), cwd)
-
-
-def _kill(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _kill_all() -> None:
-    with _live_lock:
-        for proc in list(_live):
-            _kill(proc)
-
-
 def python_first(env: dict[str, str]) -> dict[str, str]:
     """`env` with the virtual environment of the Python running the refresh first on PATH, so a
     run's own `python3` (the sweep, the litmus campaign) is this Python, with the packages whose
@@ -229,6 +151,21 @@ def refresh(repo: Path, lesson: str, set_name: str | None = None, only: list[str
     named after both releases, recording only the runs its [[compare]] declaration lists).
     """
     spec = load_spec(repo / "code", lesson)
+    with LessonLock(lesson) as lock:
+        for line in reap(lock.ledger.path):  # before anything runs: a killed refresh's runs end here
+            out(f"reap    {line}")
+        runs = Runs(lock.ledger)
+        try:
+            return _refresh_locked(repo, spec, set_name, only, arch, out, toolkit_dir, sanitizer_from, runs)
+        finally:
+            runs.end_all()
+
+
+def _refresh_locked(repo: Path, spec: LessonSpec, set_name: str | None, only: list[str] | None,
+                    arch: str | None, out, toolkit_dir: str | None, sanitizer_from: str | None,
+                    live: Runs) -> int:
+    """The refresh, under the lesson's lock; `live` holds its runs."""
+    lesson = spec.lesson
     toolkit, env, cuda_release, sanitizer = None, dict(os.environ), None, None
     if sanitizer_from is not None and toolkit_dir is None:
         raise RefreshError("--sanitizer-from needs --toolkit: the toolkit whose nvcc builds the program")
@@ -275,8 +212,10 @@ def refresh(repo: Path, lesson: str, set_name: str | None = None, only: list[str
 
     target.parent.mkdir(parents=True, exist_ok=True)
     # A fixed build folder named like the repository's own, so paths that tools write into their
-    # records (XML) read code/<lesson>/FILE and a second refresh does not rewrite them.
-    work = Path(tempfile.gettempdir()) / "100-days-of-gpu" / lesson
+    # records (XML, compute-sanitizer's source paths) read code/<lesson>/FILE and a second refresh
+    # does not rewrite them. Only the lock's holder makes, uses and removes it: first, what a killed
+    # refresh left there goes.
+    work = lessons_root() / lesson
     build_dir = work / "code" / lesson
     shutil.rmtree(work, ignore_errors=True)
     build_dir.mkdir(parents=True)
@@ -285,11 +224,10 @@ def refresh(repo: Path, lesson: str, set_name: str | None = None, only: list[str
             if path.is_file():
                 shutil.copy2(path, build_dir / path.name)
         out(f"build   {build_line}")
-        done = subprocess.run(shlex.split(build_line), cwd=build_dir, env=env, capture_output=True, text=True)
-        if done.returncode != 0:
-            raise RefreshError(f"the build failed (exit {done.returncode}); nothing was recorded:\n"
-                               f"{done.stdout}{done.stderr}")
-        results = _run_all(runs, build_dir, work / "runs", out, env)
+        output, code = run_to_end(build_line, build_dir, live, env)  # supervised too: it ends with us
+        if code != 0:
+            raise RefreshError(f"the build failed (exit {code}); nothing was recorded:\n{output}")
+        results = run_all(runs, build_dir, work / "runs", out, live, env)
         failed_gates = [r for r in results if not r.run.passes_gate(r.exit_code)]
         if failed_gates:
             text = "\n".join(f"--- {r.job.name} ({'timed out' if r.timed_out else f'exit {r.exit_code}'}):\n"
@@ -310,54 +248,6 @@ def refresh(repo: Path, lesson: str, set_name: str | None = None, only: list[str
     return report_claims(repo, out)
 
 
-def _job_dir(build_dir: Path, runs_dir: Path, job: Job) -> Path:
-    """A working folder of its own for each recording (repeats write the same artifact names)."""
-    cwd = runs_dir / job.name
-    cwd.mkdir(parents=True)
-    for path in build_dir.iterdir():
-        (cwd / path.name).symlink_to(path)
-    return cwd
-
-
-def _run_all(runs: list[RunSpec], build_dir: Path, runs_dir: Path, out,
-             env: dict[str, str] | None = None) -> list[RunResult]:
-    """Every recording: the shared ones concurrently, then each exclusive one with the GPU to itself."""
-    jobs = [Job(r, k) for r in runs for k in range(1, r.repeat + 1)]
-    shared = [j for j in jobs if not j.run.exclusive]
-    exclusive = [j for j in jobs if j.run.exclusive]
-    results: list[RunResult] = []
-
-    def report(res: RunResult) -> None:
-        results.append(res)
-        status = "timed out" if res.timed_out else f"exit {res.exit_code}"
-        mode = " exclusive" if res.run.exclusive else ""
-        out(f"run     {res.job.name:<28} {status:<10} {res.wall_s:8.2f} s{mode}")
-
-    start = time.monotonic()
-    workers = max(1, min(len(shared), os.cpu_count() or 4))
-    with futures.ThreadPoolExecutor(max_workers=workers) as pool:
-        pending = [pool.submit(_execute, j, _job_dir(build_dir, runs_dir, j), env) for j in shared]
-        try:
-            for fut in futures.as_completed(pending):
-                report(fut.result())
-        except BaseException:
-            _kill_all()
-            raise
-    concurrent = time.monotonic() - start
-    for job in exclusive:  # after the pool has drained: nothing else of the refresh is running
-        try:
-            report(_execute(job, _job_dir(build_dir, runs_dir, job), env))
-        except BaseException:
-            _kill_all()
-            raise
-    total = time.monotonic() - start
-    longest = max((r.wall_s for r in results if not r.run.exclusive), default=0.0)
-    out(f"total   {len(results)} recordings in {total:.2f} s: {len(shared)} concurrent in {concurrent:.2f} s "
-        f"(longest {longest:.2f} s), {len(exclusive)} exclusive in {total - concurrent:.2f} s")
-    order = {j.name: i for i, j in enumerate(jobs)}
-    return sorted(results, key=lambda r: order[r.job.name])
-
-
 def _entry(res: RunResult, name: str, file: str, sha: str, inputs: dict[str, str], fmt: str,
            group: str, refresh_id: str) -> TranscriptEntry:
     return TranscriptEntry(
@@ -370,7 +260,7 @@ def _entry(res: RunResult, name: str, file: str, sha: str, inputs: dict[str, str
 def _record(repo: Path, spec: LessonSpec, set_name: str, build_line: str, arch: str,
             provenance: dict[str, str], results: list[RunResult], partial: bool, refresh_cmd: str) -> None:
     target = repo / "evidence" / set_name
-    refresh_id = f"{_utc_now()}/{os.getpid()}"  # this refresh: its recordings were made together
+    refresh_id = f"{utc_now()}/{os.getpid()}"  # this refresh: its recordings were made together
     scratch = scratch_folder(target)
     scratch.mkdir()
     try:
@@ -410,7 +300,7 @@ def _record(repo: Path, spec: LessonSpec, set_name: str, build_line: str, arch: 
         write_manifest(scratch, Manifest(spec.lesson, arch, build_line, refresh_cmd, provenance, entries))
         crash_point("scratch-written")
         # Signals wait until the swap is done, so an interruption never leaves it half made.
-        blocked = {signal.SIGINT, signal.SIGTERM}
+        blocked = set(ENDING_SIGNALS)
         old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
         try:
             swap_state.phase = "swapping"
@@ -468,7 +358,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repo", default=".", help="repository root (default: .)")
     args = parser.parse_args(argv)
     only = [n.strip() for item in args.only or [] for n in item.split(",") if n.strip()] or None
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind, so the scratch folder is removed
+    for sig in (signal.SIGTERM, signal.SIGHUP):  # unwind, so the runs end and the scratch folder goes
+        signal.signal(sig, lambda signum, _: sys.exit(128 + signum))
     try:
         if args.dry_run:
             return dry_run(Path(args.repo).resolve(), args.lesson, args.set_name, only, args.arch,
