@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Re-record a lesson's evidence on a GPU machine: python3 scripts/refresh.py day62-racecheck [--only NAME[,NAME...]]."""
+"""Re-record a lesson's evidence on a GPU machine: .venv/bin/python scripts/refresh.py day62-racecheck [--only NAME[,NAME...]]."""
 
 import sys
 from pathlib import Path

@@ -173,7 +173,7 @@ def record_set(repo: Path, lesson: str, transcripts: dict[str, str | list[str]],
                 group=group, repeat=k, repeats=len(texts), exclusive=run.exclusive,
                 started=STARTED, ended=STARTED + wall_s,
                 refresh_id=(refresh_ids or {}).get(group, [None] * len(texts))[k - 1])
-    write_manifest(folder, Manifest(lesson, arch, spec.build[arch], refresh or f"python3 scripts/refresh.py {lesson}",
+    write_manifest(folder, Manifest(lesson, arch, spec.build[arch], refresh or f".venv/bin/python scripts/refresh.py {lesson}",
                                     provenance or PROVENANCE, entries))
     return folder
 

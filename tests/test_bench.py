@@ -42,10 +42,10 @@ def test_a_renamed_manifest_is_read_back_renamed_with_its_digests_made_anew():
     entry = TranscriptEntry("race", "race.txt", "./racecheck", 0, False, 1.5, "2026-11-29T12:00:00Z",
                             {f"code/{lesson}/racecheck.cu": "a" * 64}, "b" * 64, group="race", started=started,
                             ended=started + 1.5)
-    text = manifest_to_text(Manifest(lesson, "sm_90", "nvcc", f"python3 scripts/refresh.py {lesson}", {},
+    text = manifest_to_text(Manifest(lesson, "sm_90", "nvcc", f".venv/bin/python scripts/refresh.py {lesson}", {},
                                      {"race": entry}))
     renamed = parse_manifest(bench.renamed_manifest(text, "l001-racecheck"), "evidence/l001-racecheck")
-    assert renamed.lesson == "l001-racecheck" and renamed.refresh == "python3 scripts/refresh.py l001-racecheck"
+    assert renamed.lesson == "l001-racecheck" and renamed.refresh == ".venv/bin/python scripts/refresh.py l001-racecheck"
     assert renamed.entries["race"].inputs == {"code/l001-racecheck/racecheck.cu": "a" * 64}
 
 

@@ -114,7 +114,7 @@ def test_unknown_evidence_name(demo_repo: Path):
 def test_stale_source(demo_repo: Path):
     edit(demo_repo / "code/demo/demo.cu", "// a tiny lesson", "// a tiny lesson, edited")
     fails_with(demo_repo, "evidence/demo/manifest.json: code/demo/demo.cu has sha256 ",
-               ": 2 transcripts stale (bare, race); refresh on a GPU machine: python3 scripts/refresh.py demo\n")
+               ": 2 transcripts stale (bare, race); refresh on a GPU machine: .venv/bin/python scripts/refresh.py demo\n")
 
 
 def test_hand_edited_transcript(demo_repo: Path):
@@ -151,7 +151,7 @@ def test_changed_build_line_makes_evidence_stale(demo_repo: Path):
     edit(demo_repo / "code/demo/runs.toml", "-arch=sm_90 -o demo", "-O3 -arch=sm_90 -o demo")
     edit(demo_repo / "code/demo/README.md", "-arch=sm_90 -o demo", "-O3 -arch=sm_90 -o demo")
     fails_with(demo_repo, "evidence/demo/manifest.json: build line has sha256 ",
-               ": 2 transcripts stale (bare, race); refresh on a GPU machine: python3 scripts/refresh.py demo\n")
+               ": 2 transcripts stale (bare, race); refresh on a GPU machine: .venv/bin/python scripts/refresh.py demo\n")
 
 
 def test_changed_command_makes_evidence_stale(demo_repo: Path):

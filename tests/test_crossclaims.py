@@ -194,7 +194,7 @@ def test_a_ratio_needs_runs_recorded_together(demo_repo):
     ratio_set(demo_repo, [30.0, 36.0], [5.0, 6.0], ids=["refresh-1", "refresh-2"], bare_ids=["refresh-1", "refresh-1"])
     (message,) = errs(demo_repo, "{{ ~6 @ demo/race:wall_s / demo/bare:wall_s }}\n")
     assert "race.r2 and bare.r2 come from different refreshes; a ratio compares runs recorded together" in message
-    assert message.endswith("re-record both: python3 scripts/refresh.py demo")
+    assert message.endswith("re-record both: .venv/bin/python scripts/refresh.py demo")
     ratio_set(demo_repo, [30.0, 36.0], [5.0, 6.0], ids=[None, None])
     (message,) = errs(demo_repo, "{{ ~6 @ demo/race:wall_s / demo/bare:wall_s }}\n")
     assert "race.r1 was recorded before the refresh noted which recordings it made together" in message
@@ -225,7 +225,7 @@ def test_a_comparison_on_a_missing_declared_set_is_not_checked(demo_repo):
     assert page.errors == [] and page.claims[0].skipped
     from lessonkit.site.check import Site
     (site_error,) = [str(e) for e in Site.load(demo_repo).site_errors()]
-    assert "python3 scripts/refresh.py demo --toolkit /opt/cuda-12.4 --set demo-b" in site_error
+    assert ".venv/bin/python scripts/refresh.py demo --toolkit /opt/cuda-12.4 --set demo-b" in site_error
 
 
 def test_table_rows_bind_their_labels_to_comparison_claims(demo_repo):

@@ -11,7 +11,7 @@ from conftest import rewrite_entry
 from lessonkit.errors import LessonError
 from lessonkit.evidence.sets import load_all_evidence, load_evidence_set
 
-FIX = "refresh on a GPU machine: python3 scripts/refresh.py demo --only"
+FIX = "refresh on a GPU machine: .venv/bin/python scripts/refresh.py demo --only"
 
 
 def errors(repo: Path) -> list[str]:
@@ -28,20 +28,20 @@ def test_hand_edited_transcript(demo_repo: Path):
     path.write_text(path.read_text().replace("[120 hazards]", "[121 hazards]"))
     assert errors(demo_repo) == [
         ("evidence/demo/race.txt: does not match the sha256 in the manifest: it was edited after it was "
-        "recorded; evidence is written only by the refresh: python3 scripts/refresh.py demo --only race")]
+        "recorded; evidence is written only by the refresh: .venv/bin/python scripts/refresh.py demo --only race")]
 
 
 def test_missing_transcript(demo_repo: Path):
     (demo_repo / "evidence/demo/bare.txt").unlink()
     assert errors(demo_repo) == [
-        "evidence/demo/bare.txt: transcript 'bare' is missing; re-record it: python3 scripts/refresh.py demo --only bare"]
+        "evidence/demo/bare.txt: transcript 'bare' is missing; re-record it: .venv/bin/python scripts/refresh.py demo --only bare"]
 
 
 def test_file_not_in_manifest(demo_repo: Path):
     (demo_repo / "evidence/demo/extra.txt").write_text("hand made")
     assert errors(demo_repo) == [
         ("evidence/demo/extra.txt: is not in the manifest: the refresh did not write it; remove it or "
-        "re-record the set: python3 scripts/refresh.py demo")]
+        "re-record the set: .venv/bin/python scripts/refresh.py demo")]
 
 
 def test_missing_manifest(demo_repo: Path):
@@ -72,7 +72,7 @@ def test_hand_edited_manifest_entry(demo_repo: Path):
     path.write_text(json.dumps(data))
     assert errors(demo_repo) == [
         ("evidence/demo/manifest.json: transcript 'race' does not match its digest: the entry was edited after it "
-         "was recorded; evidence is written only by the refresh: python3 scripts/refresh.py demo")]
+         "was recorded; evidence is written only by the refresh: .venv/bin/python scripts/refresh.py demo")]
 
 
 def test_manifest_of_format_two_is_refused(demo_repo: Path):
@@ -84,7 +84,7 @@ def test_manifest_of_format_two_is_refused(demo_repo: Path):
     path.write_text(json.dumps(data))
     assert errors(demo_repo) == [
         ("evidence/demo/manifest.json: format 2: recorded before entries carried a digest; re-record the set: "
-         "python3 scripts/refresh.py demo")]
+         ".venv/bin/python scripts/refresh.py demo")]
 
 
 @pytest.mark.parametrize("exit_code, ended", [(1, "exited 1"), (None, "timed out")])
@@ -94,7 +94,7 @@ def test_a_gated_run_must_have_exited_0(demo_repo: Path, exit_code: int | None, 
     assert errors(demo_repo) == [
         (f"evidence/demo/manifest.json: transcript 'bare' {ended}, but its run is gated (gate = true in "
          "code/demo/runs.toml) and a gated run must exit 0; fix the program, then re-record it: "
-         "python3 scripts/refresh.py demo --only bare")]
+         ".venv/bin/python scripts/refresh.py demo --only bare")]
 
 
 def test_repeats_need_every_recording(demo_repo: Path):
@@ -141,7 +141,7 @@ def test_source_change_makes_the_set_stale(demo_repo: Path):
     assert len(found) == 1
     assert found[0].startswith("evidence/demo/manifest.json: code/demo/demo.cu has sha256 ")
     assert found[0].endswith(": 2 transcripts stale (bare, race); refresh on a GPU machine: "
-                             "python3 scripts/refresh.py demo")
+                             ".venv/bin/python scripts/refresh.py demo")
 
 
 def test_one_stale_error_per_changed_input_with_repeats(demo_repo: Path):
@@ -195,7 +195,7 @@ def test_run_without_transcript(demo_repo: Path):
     runs = demo_repo / "code/demo/runs.toml"
     runs.write_text(runs.read_text() + '\n[[run]]\nname = "new"\ncommand = "./demo new"\n')
     assert "evidence/demo/manifest.json: run 'new' of code/demo/runs.toml has no transcript; record it: "\
-           "python3 scripts/refresh.py demo --only new" in errors(demo_repo)
+           ".venv/bin/python scripts/refresh.py demo --only new" in errors(demo_repo)
 
 
 def test_lesson_readme_must_show_every_command(demo_repo: Path):
@@ -217,7 +217,7 @@ def test_a_nul_byte_in_a_transcript_is_an_error_at_its_place(demo_repo: Path):
 
 
 SYMLINK = ("is a symbolic link; evidence is the files the refresh wrote, never a link to another file: remove it "
-           "and re-record: python3 scripts/refresh.py demo")
+           "and re-record: .venv/bin/python scripts/refresh.py demo")
 
 
 def test_a_transcript_that_is_a_symlink_is_refused(demo_repo: Path, tmp_path_factory):

@@ -116,7 +116,7 @@ def _fresh_evidence() -> None:
     for name in tomllib.loads((LESSON / "runs.toml").read_text())["inputs"]:
         if inputs.get(f"code/deeper-weak-memory/{name}") != hashlib.sha256((LESSON / name).read_bytes()).hexdigest():
             pytest.skip(f"evidence/deeper-weak-memory was recorded from another {name}; "
-                        "re-record with `python3 scripts/refresh.py deeper-weak-memory`")
+                        "re-record with `.venv/bin/python scripts/refresh.py deeper-weak-memory`")
 
 
 def _runs() -> dict[str, dict]:

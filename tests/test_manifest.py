@@ -103,7 +103,7 @@ def test_a_damaged_manifest_is_refused_with_its_field():
 
 # -- digests: the refresh writes one per entry; a hand edit of any field is refused ---------------
 
-REFRESH = "python3 scripts/refresh.py l"
+REFRESH = ".venv/bin/python scripts/refresh.py l"
 STARTED = 1_795_953_600.25  # a moment into 2026-11-29T12:00:00Z
 
 

@@ -29,7 +29,7 @@ nav:
 """
 WARNING = (f"code/{LESSON}/runs.toml: warning: lesson '{LESSON}' is not recorded yet: no evidence set holds "
            "its runs, so its page shows a 'Not yet recorded' notice and none of its claims can be checked; "
-           f"record it on a GPU machine: python3 scripts/refresh.py {LESSON}")
+           f"record it on a GPU machine: .venv/bin/python scripts/refresh.py {LESSON}")
 
 
 @pytest.fixture
@@ -90,7 +90,7 @@ def test_the_page_builds_with_a_notice_and_a_strict_build_refuses_it(course: Pat
                           env={**os.environ, "NO_MKDOCS_2_WARNING": "1", "PYTHONPATH": str(REPO)}, timeout=120)
     assert loud.returncode == 0 and f"WARNING -  {WARNING}" in loud.stderr  # not -q: warnings shown
     html = (course / "site" / LESSON / "index.html").read_text()
-    assert "Not yet recorded" in html and f"python3 scripts/refresh.py {LESSON}" in html
+    assert "Not yet recorded" in html and f".venv/bin/python scripts/refresh.py {LESSON}" in html
     assert "addOne" in html  # the region: code cut from the program
     strict = mkdocs_build(course, "--strict")
     assert strict.returncode == 1 and WARNING in strict.stderr
@@ -136,7 +136,7 @@ def test_a_claim_on_a_lesson_not_recorded_is_an_error(course: Path):
     errors = [str(e) for e in Site.load(course).page(page, f"docs/{LESSON}.md").errors]
     line = page.splitlines().index("It got {{ 0 @ bare:wrong }} wrong.") + 1
     assert errors == [(f"docs/{LESSON}.md:{line}: claim '0 @ bare:wrong' cannot be checked: lesson '{LESSON}' is "
-                      f"not recorded yet; record it on a GPU machine: python3 scripts/refresh.py {LESSON}")]
+                      f"not recorded yet; record it on a GPU machine: .venv/bin/python scripts/refresh.py {LESSON}")]
 
 
 def test_two_claims_on_one_line_each_name_their_claim(course: Path):

@@ -148,7 +148,7 @@ def test_missing_tools_are_named(lab):
     assert done.stderr.strip() == (
         "refresh: the refresh needs a GPU machine; not found on PATH: nvcc (the CUDA compiler), nvidia-smi (the "
         "NVIDIA driver's tool (no GPU driver?)), compute-sanitizer (the sanitizer); without a GPU, "
-        "`python3 scripts/refresh.py demo --dry-run` builds the program and lists what the refresh would run")
+        "`.venv/bin/python scripts/refresh.py demo --dry-run` builds the program and lists what the refresh would run")
     assert not (repo / "evidence/demo").exists()
 
 
@@ -164,7 +164,7 @@ def test_without_a_gpu_the_dry_run_builds_and_lists_every_command(lab):
     runs = repo / "code/demo/runs.toml"
     runs.write_text(runs.read_text().replace('name = "slow"\n', 'name = "slow"\nrepeat = 5\nexclusive = true\n'))
     plain = refresh(repo, env)
-    assert plain.returncode == 2 and plain.stderr.strip().endswith("`python3 scripts/refresh.py demo --dry-run` "
+    assert plain.returncode == 2 and plain.stderr.strip().endswith("`.venv/bin/python scripts/refresh.py demo --dry-run` "
                                                                    "builds the program and lists what the refresh "
                                                                    "would run")
     done = refresh(repo, env, "--dry-run")
@@ -313,7 +313,7 @@ def test_report_ends_with_the_accept_command(lab):
     assert refresh(repo, env).returncode == 0
     done = refresh(repo, env, FAKE_HAZARDS="130")
     assert done.returncode == 1
-    assert done.stdout.rstrip().endswith(f"python3 -m lessonkit accept --repo {repo}")
+    assert done.stdout.rstrip().endswith(f".venv/bin/python -m lessonkit accept --repo {repo}")
 
 
 # -- crashes at every point of the swap, on both paths ---------------------------------------

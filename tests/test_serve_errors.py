@@ -24,7 +24,7 @@ def test_the_error_page_lists_file_line_source_message_and_fix(tmp_path: Path):
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs/a.md").write_text("one\nthe <b>second</b> line\n")
     errors = [LessonError("docs/a.md", 2, "claim '3' disagrees; it says '4' (line 9)", rank=2),
-              LessonError("evidence/x/manifest.json", None, "stale; refresh: python3 scripts/refresh.py x")]
+              LessonError("evidence/x/manifest.json", None, "stale; refresh: .venv/bin/python scripts/refresh.py x")]
     page = error_page(errors, tmp_path)
     assert "lessonkit found problems: 2 errors" in page and page.rstrip().endswith("</html>")
     assert "</body>" in page  # where the server puts its reload script
@@ -32,7 +32,7 @@ def test_the_error_page_lists_file_line_source_message_and_fix(tmp_path: Path):
     assert page.index("evidence/x/manifest.json") < page.index("docs/a.md:2")
     assert "   2 | the &lt;b&gt;second&lt;/b&gt; line" in page
     assert "<div>claim &#x27;3&#x27; disagrees</div><div class=\"fix\">it says &#x27;4&#x27; (line 9)</div>" in page
-    assert '<div class="fix">refresh: python3 scripts/refresh.py x</div>' in page
+    assert '<div class="fix">refresh: .venv/bin/python scripts/refresh.py x</div>' in page
     assert split_fix("no fix here") == ("no fix here", "")
     # A warning (a lesson not recorded yet) reaches the page only under strict, which it names.
     warned = error_page([errors[0], LessonError("docs/b.md", None, "not recorded yet", warning=True)], tmp_path)

@@ -56,7 +56,7 @@ def test_toolkit_names_the_set_and_records_its_versions(lab, layout):
     prov = data["provenance"]
     assert prov["nvcc"] == "12.4.131" and prov["compute_sanitizer"] == "2024.1.1.0"
     assert prov["toolkit"] == str(toolkit)
-    assert data["refresh"] == f"python3 scripts/refresh.py demo --toolkit {toolkit}"
+    assert data["refresh"] == f".venv/bin/python scripts/refresh.py demo --toolkit {toolkit}"
     # The run used the toolkit's sanitizer (215 hazards), not the 13.0 one first on the caller's PATH (120).
     assert "[215 hazards]" in (repo / "evidence/demo-cuda12.4/race.txt").read_text()
     assert load_all_evidence(repo).errors == []
@@ -73,7 +73,7 @@ def test_without_toolkit_the_path_tools_are_recorded(lab):
 def test_set_option_overrides_the_toolkit_name(lab):
     repo, env, toolkit = lab
     assert refresh(repo, env, "--toolkit", str(toolkit), "--set", "demo-old").returncode == 0
-    assert manifest(repo, "demo-old")["refresh"] == f"python3 scripts/refresh.py demo --toolkit {toolkit} --set demo-old"
+    assert manifest(repo, "demo-old")["refresh"] == f".venv/bin/python scripts/refresh.py demo --toolkit {toolkit} --set demo-old"
 
 
 def test_a_tool_outside_the_toolkit_is_refused_naming_both_paths(lab, tmp_path):
@@ -138,7 +138,7 @@ def test_the_refresh_refuses_a_declared_set_with_the_wrong_toolkit(lab):
     assert done.returncode == 2
     assert "code/demo/runs.toml:18 declares set 'demo-cuda12.4' as recorded with CUDA 12.4" in done.stderr
     assert "is nvcc 13.0.88" in done.stderr
-    assert "python3 scripts/refresh.py demo --toolkit /opt/cuda-12.4" in done.stderr
+    assert ".venv/bin/python scripts/refresh.py demo --toolkit /opt/cuda-12.4" in done.stderr
     assert not (repo / "evidence").exists()
 
 
@@ -150,7 +150,7 @@ def test_a_set_recorded_with_the_wrong_toolkit_is_refused(lab):
     messages = [str(e) for e in evidence.errors]
     assert messages == [("evidence/demo-cuda12.4/manifest.json: was recorded with nvcc 13.0.88, but "
                         "code/demo/runs.toml:18 declares it as the CUDA 12.4 set; its claims are not checked; "
-                        "re-record it on a GPU machine: python3 scripts/refresh.py demo --toolkit /opt/cuda-12.4")]
+                        "re-record it on a GPU machine: .venv/bin/python scripts/refresh.py demo --toolkit /opt/cuda-12.4")]
     assert "demo-cuda12.4" in evidence.unreadable and "demo-cuda12.4" not in evidence.sets
     # Its claims are not reported one by one: the set's error is the cause.
     page = run_page(repo, "{{ 999 @ demo-cuda12.4/race:race_errors }}\n")
@@ -174,7 +174,7 @@ def test_a_missing_declared_set_names_its_refresh_command(lab):
     assert [str(e) for e in evidence.errors] == [
         ("code/demo/runs.toml:18: declares evidence set 'demo-cuda12.4', recorded with CUDA 12.4, for its page to "
         "compare, and evidence/demo-cuda12.4 does not exist; record it on a GPU machine: "
-        "python3 scripts/refresh.py demo --toolkit /opt/cuda-12.4")]
+        ".venv/bin/python scripts/refresh.py demo --toolkit /opt/cuda-12.4")]
     page = run_page(repo, "{{ 120 @ demo-cuda12.4/race:race_errors }} and {{ 1 @ demo/race:race_errors }}\n")
     assert page.errors == [] and page.claims[0].skipped
 
@@ -188,7 +188,7 @@ def test_a_stale_declared_set_names_the_declared_refresh_command(lab):
     messages = [str(e) for e in load_all_evidence(repo).errors]
     assert len(messages) == 1 and "2 transcripts stale (bare, race)" in messages[0]
     # The lesson's declaration, not the folder this set happened to be recorded from.
-    assert messages[0].endswith("refresh on a GPU machine: python3 scripts/refresh.py demo --toolkit /opt/cuda-12.4")
+    assert messages[0].endswith("refresh on a GPU machine: .venv/bin/python scripts/refresh.py demo --toolkit /opt/cuda-12.4")
 
 
 def test_the_default_toolkit_set_may_be_declared_too(lab):
@@ -201,7 +201,7 @@ def test_the_default_toolkit_set_may_be_declared_too(lab):
     messages = [str(e) for e in load_all_evidence(repo).errors]
     assert messages == [("evidence/demo/manifest.json: was recorded with nvcc 13.0.88, but code/demo/runs.toml:18 "
                         "declares it as the CUDA 12.9 set; its claims are not checked; re-record it on a GPU "
-                        "machine: python3 scripts/refresh.py demo")]
+                        "machine: .venv/bin/python scripts/refresh.py demo")]
 
 
 @pytest.mark.parametrize("table, line, message", [
@@ -267,7 +267,7 @@ def test_sanitizer_from_builds_with_one_toolkit_and_runs_the_others_sanitizer(la
     prov = data["provenance"]
     assert (prov["nvcc"], prov["compute_sanitizer"]) == ("12.4.131", "2025.3.1.0")
     assert (prov["toolkit"], prov["sanitizer_toolkit"]) == (str(old), str(new))
-    assert data["refresh"] == f"python3 scripts/refresh.py demo --toolkit {old} --sanitizer-from {new}"
+    assert data["refresh"] == f".venv/bin/python scripts/refresh.py demo --toolkit {old} --sanitizer-from {new}"
     # 13.0's sanitizer ran (333 hazards), not the 12.4 toolkit's own (215) nor the PATH's (120).
     assert "[333 hazards]" in (repo / "evidence/demo-cuda12.4-sanitizer2025.3/race.txt").read_text()
 

@@ -42,8 +42,8 @@ def run(line: str, repo: Path, env: dict[str, str], scratch: Path) -> subprocess
     """A command of the guide, run in `repo` as an author would: the project's Python for
     `.venv/bin/python`, the fake GPU for the refresh, the real nvcc for the build line."""
     line = line.replace("/tmp/add-one.txt", str(scratch / "add-one.txt"))
-    if line.startswith("python3 scripts/refresh.py"):
-        command = line.replace("python3 scripts/refresh.py", f"{sys.executable} {REPO}/scripts/refresh.py", 1)
+    if line.startswith(".venv/bin/python scripts/refresh.py"):
+        command = line.replace(".venv/bin/python scripts/refresh.py", f"{sys.executable} {REPO}/scripts/refresh.py", 1)
         return subprocess.run(command, shell=True, cwd=repo, env=env, capture_output=True, text=True, timeout=300)
     command = line.replace(".venv/bin/python", sys.executable)
     plain = dict(os.environ, PYTHONPATH=str(REPO), NO_MKDOCS_2_WARNING="1")
@@ -92,8 +92,8 @@ def test_every_command_of_the_guide_works_as_written(course, tmp_path: Path):
         f"(cd code/{LESSON} && nvcc -std=c++17 -O2 -lineinfo -arch=sm_90 -o add-one add-one.cu)",
         "printf 'device: NVIDIA H200 | compute capability 9.0\\nresult: 0 of 1000 elements wrong\\n' > /tmp/add-one.txt",
         f".venv/bin/python -m lessonkit transcript /tmp/add-one.txt --lesson {LESSON}",
-        f"python3 scripts/refresh.py {LESSON}",
-        f"python3 scripts/refresh.py {LESSON} --dry-run",
+        f".venv/bin/python scripts/refresh.py {LESSON}",
+        f".venv/bin/python scripts/refresh.py {LESSON} --dry-run",
         ".venv/bin/python -m lessonkit check",
         ".venv/bin/python -m lessonkit accept",
     ]
@@ -109,9 +109,9 @@ def test_without_a_gpu_the_guide_shows_what_the_refresh_says(course, tmp_path: P
                    env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True)
     (tmp_path / "bin" / "nvidia-smi").unlink()  # a laptop with the CUDA toolkit and no GPU
     said = [body for lang, body in blocks() if lang == "text" and "needs a GPU machine" in body]
-    plain = run(f"python3 scripts/refresh.py {LESSON}", repo, env, tmp_path)
+    plain = run(f".venv/bin/python scripts/refresh.py {LESSON}", repo, env, tmp_path)
     assert (plain.returncode, [plain.stderr]) == (2, said)
-    dry = run(f"python3 scripts/refresh.py {LESSON} --dry-run", repo, env, tmp_path)
+    dry = run(f".venv/bin/python scripts/refresh.py {LESSON} --dry-run", repo, env, tmp_path)
     assert dry.returncode == 0, dry.stderr
     assert "build   sm_90: nvcc -std=c++17 -O2 -lineinfo -arch=sm_90 -o add-one add-one.cu" in dry.stdout
     assert "would run bare: ./add-one" in dry.stdout and not (repo / "evidence" / LESSON).exists()

@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"mkdocs.yml's nav could not be edited line by line; add this entry to it yourself:\n  {entry}")
     print(f"next: write the program and the page; `python -m lessonkit check` warns until the refresh "
-          f"records the lesson on a GPU machine: python3 scripts/refresh.py {lesson}")
+          f"records the lesson on a GPU machine: .venv/bin/python scripts/refresh.py {lesson}")
     return EXIT_DONE
 
 

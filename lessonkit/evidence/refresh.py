@@ -102,7 +102,7 @@ def preflight(runs: list[RunSpec], toolkit: Toolkit | None = None, lesson: str |
     if missing:
         what = {"nvcc": "the CUDA compiler", "nvidia-smi": "the NVIDIA driver's tool (no GPU driver?)",
                 "compute-sanitizer": "the sanitizer"}
-        hint = (f"; without a GPU, `python3 scripts/refresh.py {lesson} --dry-run` builds the program and "
+        hint = (f"; without a GPU, `.venv/bin/python scripts/refresh.py {lesson} --dry-run` builds the program and "
                 "lists what the refresh would run" if lesson and "nvidia-smi" in missing else "")
         raise RefreshError("the refresh needs a GPU machine; not found on PATH: " +
                            ", ".join(f"{t} ({what[t]})" for t in missing) + hint)
@@ -317,7 +317,7 @@ def report_claims(repo: Path, out=print) -> int:
     """Run the site check in its own process and list what no longer agrees; 0 when everything agrees.
 
     A separate process keeps the refresh free of the page and site modules, and checks with
-    exactly what `python3 -m lessonkit check` would say; not strict, since a warning (another
+    exactly what `.venv/bin/python -m lessonkit check` would say; not strict, since a warning (another
     lesson not recorded yet) is no claim that disagrees.
     """
     done = subprocess.run([sys.executable, "-m", "lessonkit", "check", "--no-strict", "--repo", str(repo)],
@@ -330,7 +330,7 @@ def report_claims(repo: Path, out=print) -> int:
     for line in lines[:-1]:
         out(f"  {line}")
     out("review the new evidence (git diff evidence/), then let the pages follow it:")
-    out(f"  python3 -m lessonkit accept --repo {repo}")
+    out(f"  .venv/bin/python -m lessonkit accept --repo {repo}")
     return 1
 
 

@@ -194,7 +194,7 @@ def refresh_command(lesson: str, set_name: str, toolkit_dir: str | None = None,
                     sanitizer: str | None = None) -> str:
     """The command that records `set_name`: --toolkit when a toolkit folder is named, --sanitizer-from
     when the sanitizer comes from another, --set when the name is not the default for them."""
-    cmd = f"python3 scripts/refresh.py {lesson}"
+    cmd = f".venv/bin/python scripts/refresh.py {lesson}"
     if toolkit_dir is not None:
         cmd += f" --toolkit {shlex.quote(toolkit_dir)}"
     if sanitizer_dir is not None:

@@ -25,7 +25,7 @@ class Unrecorded:
     @property
     def refresh(self) -> str:
         """The command that records the lesson's evidence on a GPU machine."""
-        return f"python3 scripts/refresh.py {self.lesson}"
+        return f".venv/bin/python scripts/refresh.py {self.lesson}"
 
     def warning(self) -> LessonError:
         """What `check` and the build say about it."""
