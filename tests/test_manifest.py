@@ -150,6 +150,16 @@ def test_a_hand_edited_entry_is_refused(key, value):
     assert refused(json.dumps(raw)) == EDITED
 
 
+@pytest.mark.parametrize("key, value", [("lesson", "m"), ("arch", "sm_80"), ("build", "nvcc -O3"),
+                                        ("provenance", {"gpu": "NVIDIA B200"}), ("set_digest", "0" * 64)])
+def test_a_hand_edited_set_field_is_refused(key, value):
+    raw = json.loads(text_of(entry()))
+    raw[key] = value
+    assert refused(json.dumps(raw)) == (
+        "evidence/s/manifest.json: the set's fields (lesson, arch, build, refresh, provenance) do not match its "
+        f"set_digest: the manifest was edited after it was recorded; evidence is written only by the refresh: {REFRESH}")
+
+
 def test_an_entry_moved_to_another_name_is_refused():
     raw = json.loads(text_of(entry()))
     raw["transcripts"]["b"] = raw["transcripts"].pop("a")

@@ -10,7 +10,9 @@ written with sorted keys, `","` and `":"` as separators (no whitespace), ASCII o
 characters as \\u escapes) and no NaN or Infinity; a number keeps the text JSON gives its
 value (`1.5`, `1.0`, `1`). The reader computes the same from what it parsed, so a hand edit
 of any field (or moving an entry to another name) is refused, as an edited transcript is
-refused by its sha256. Formats 1 and 2 were written before entries carried a digest; they
+refused by its sha256. The set's own fields (lesson, arch, build, refresh, provenance) carry
+one more, `set_digest`: the same hash of `[FIELDS]`, FIELDS those five, so a hand edit of the
+GPU's name or a toolkit's version is refused too. Formats 1 and 2 were written before entries carried a digest; they
 are refused with the command that re-records the set, so that an edit cannot drop the
 digests by lowering the format.
 
@@ -197,6 +199,14 @@ def entry_digest(name: str, fields: dict[str, Any]) -> str:
     return sha256_text(_canonical([name, {k: v for k, v in fields.items() if k != "digest"}]))
 
 
+_SET_FIELDS = ("lesson", "arch", "build", "refresh", "provenance")
+
+
+def set_digest(fields: dict[str, Any]) -> str:
+    """The digest of a manifest's own fields (_SET_FIELDS, the rest left out): see the module's docstring."""
+    return sha256_text(_canonical([{k: fields[k] for k in _SET_FIELDS}]))
+
+
 def parse_manifest(text: str, shown: str) -> Manifest:
     """Parse a manifest's text; `shown` names the set's folder in messages. Raises LessonError."""
     data = _load_json(text, shown)
@@ -213,6 +223,10 @@ def parse_manifest(text: str, shown: str) -> Manifest:
         raise _error(shown, f"format {fmt}: recorded before entries carried a digest; re-record the set: {refresh}")
     if not isinstance(data.get("provenance"), dict) or not isinstance(data.get("transcripts"), dict):
         raise _error(shown, "'provenance' and 'transcripts' must be JSON objects")
+    if data.get("set_digest") != set_digest(data):
+        raise _error(shown, "the set's fields (lesson, arch, build, refresh, provenance) do not match its "
+                     "set_digest: the manifest was edited after it was recorded; evidence is written only by the "
+                     f"refresh: {refresh}")
     entries: dict[str, TranscriptEntry] = {}
     for name, raw in data["transcripts"].items():
         entries[name] = _parse_entry(shown, name, raw, refresh)
@@ -319,6 +333,7 @@ def manifest_to_text(manifest: Manifest) -> str:
         transcripts[name] = {**fields, "digest": entry_digest(name, fields)}
     data = {"format": FORMAT, "lesson": manifest.lesson, "arch": manifest.arch, "build": manifest.build,
             "refresh": manifest.refresh, "provenance": manifest.provenance, "transcripts": transcripts}
+    data["set_digest"] = set_digest(data)
     return json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n"
 
 
