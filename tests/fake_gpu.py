@@ -98,7 +98,7 @@ def install(bin_dir: Path, tools: tuple[str, ...] = ("nvcc", "compute-sanitizer"
 
 def install_toolkit(root: Path, release: str = "12.4", patch: str = "131", sanitizer: str = "2024.1.1.0",
                     hazards: str = "215", layout: str = "subfolder") -> Path:
-    """Write a fake CUDA toolkit folder at root, as /work/shared/tools/cuda-toolkit-12.4.sh lays one out:
+    """Write a fake CUDA toolkit folder at root, as scripts/cuda-toolkit.sh lays one out:
     root/bin/nvcc (release `release`) and compute-sanitizer (version `sanitizer`, whose racecheck
     reports `hazards` hazards unless FAKE_HAZARDS says otherwise) at
     root/compute-sanitizer/compute-sanitizer (layout "subfolder", with a link in bin/ as that

@@ -3,7 +3,7 @@
 Standard library only: the refresh imports this on the GPU machine.
 
 A toolkit folder is laid out as a stock CUDA install or as
-/work/shared/tools/cuda-toolkit-12.4.sh makes it: DIR/bin/nvcc, and compute-sanitizer at
+scripts/cuda-toolkit.sh makes it: DIR/bin/nvcc, and compute-sanitizer at
 DIR/compute-sanitizer/compute-sanitizer or DIR/bin/compute-sanitizer. A refresh with it
 puts DIR's tool folders first on the PATH of every command it runs, and refuses to start
 when a word of a command (the build line, a run's command) would still reach a CUDA tool
