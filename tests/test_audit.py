@@ -18,8 +18,8 @@ import markdown
 import pytest
 from conftest import REPO
 
-from lessonkit.errors import LessonErrors
 from lessonkit.cache import Store
+from lessonkit.errors import LessonErrors
 from lessonkit.pages.fold import shown, skeleton
 from lessonkit.pages.frontmatter import read_front_matter
 from lessonkit.site.check import check_site
@@ -217,10 +217,10 @@ def test_a_front_matter_key_that_is_not_text_is_refused_naming_its_line():
     source = '---\nnarrative:\n  day 62: the day\n  32: a block size\n  "64": another\n  0.50: a ratio\n---\n# P\n'
     front = read_front_matter(source, "docs/p.md")
     assert [str(e) for e in front.errors] == [
-        "docs/p.md:4: front-matter key '32' is read by YAML as a number, not as text (Zensical refuses the "
-        "page: 'metadata mapping keys must be strings'); quote it: \"32\": ...",
-        "docs/p.md:6: front-matter key '0.50' is read by YAML as a number, not as text (Zensical refuses the "
-        "page: 'metadata mapping keys must be strings'); quote it: \"0.50\": ..."]
+        ("docs/p.md:4: front-matter key '32' is read by YAML as a number, not as text (Zensical refuses the "
+        "page: 'metadata mapping keys must be strings'); quote it: \"32\": ..."),
+        ("docs/p.md:6: front-matter key '0.50' is read by YAML as a number, not as text (Zensical refuses the "
+        "page: 'metadata mapping keys must be strings'); quote it: \"0.50\": ...")]
     quoted = read_front_matter(source.replace("  32:", '  "32":').replace("  0.50:", '  "0.50":'), "docs/p.md")
     assert quoted.errors == () and quoted.lines == 7
     assert quoted.meta == {"narrative": {"day 62": "the day", "32": "a block size", "64": "another",
@@ -231,8 +231,8 @@ def test_a_quoted_number_key_exempts_what_the_bare_key_did(demo_repo: Path):
     page = HEAD + "Day 120 of the course: the error has 120 hazards.\n"
     assert audit(demo_repo, '---\nnarrative:\n  "120": the course day\n---\n' + page) == []
     assert audit(demo_repo, "---\nnarrative:\n  120: the course day\n---\n" + page) == [
-        "docs/p.md:3: front-matter key '120' is read by YAML as a number, not as text (Zensical refuses the "
-        "page: 'metadata mapping keys must be strings'); quote it: \"120\": ..."]
+        ("docs/p.md:3: front-matter key '120' is read by YAML as a number, not as text (Zensical refuses the "
+        "page: 'metadata mapping keys must be strings'); quote it: \"120\": ...")]
 
 
 def test_check_refuses_a_page_whose_front_matter_has_a_key_that_is_not_text(demo_repo: Path):
@@ -240,5 +240,5 @@ def test_check_refuses_a_page_whose_front_matter_has_a_key_that_is_not_text(demo
     page.write_text("---\nnarrative:\n  120: the course day\n---\n" + page.read_text(encoding="utf-8"),
                     encoding="utf-8")
     assert [str(e) for e in check_site(demo_repo, store=Store(None)) if not e.warning] == [
-        "docs/index.md:3: front-matter key '120' is read by YAML as a number, not as text (Zensical refuses "
-        "the page: 'metadata mapping keys must be strings'); quote it: \"120\": ..."]
+        ("docs/index.md:3: front-matter key '120' is read by YAML as a number, not as text (Zensical refuses "
+        "the page: 'metadata mapping keys must be strings'); quote it: \"120\": ...")]
