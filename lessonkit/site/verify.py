@@ -7,10 +7,10 @@ that never ran lessonkit: the hooks were ignored, or the extension was not confi
 with an unfilled transcript slot ran the expansion but not its second half.
 
 It also refuses what it cannot verify: a folder with no built page (an empty folder, `docs/`,
-`site/` after a failed build), a folder that is not a site MkDocs or ProperDocs built (no
-search index: the build's own list of its pages), a page that list names but the folder
-lacks or that lessonkit never checked, and a checked page the list does not name (a stale
-page of an earlier build).
+`site/` after a failed build), a page of the site the folder lacks (the pages of the
+repository's docs/ and nav; without the repository, those the build's search index lists) or
+that lessonkit never checked, and a checked page that is not one of them (a stale page of an
+earlier build).
 
 With the repository it was built from (`--repo`, default the folder above SITE_DIR when it
 holds mkdocs.yml and docs/, as for site/), every built page is also audited as a reader sees it (lessonkit.pages.audit), so an
@@ -224,13 +224,13 @@ def audit_site(site_dir: Path, repo: Path) -> list[LessonError]:
     return errors
 
 
-HELP = ("check a built site: every page its search index lists is there and was checked by "
+HELP = ("check a built site: every page of docs/ and the nav is there and was checked by "
         "lessonkit, no page shows a claim or directive unexpanded, and every page passes the audit of what a reader "
         "sees; exit 1 naming each page otherwise")
 
 
 DESCRIPTION = ("Check a folder a build wrote (mkdocs build, properdocs build, zensical build): every "
-               "page the build lists in its search index is there and was expanded and checked by "
+               "page of the site (docs/ and mkdocs.yml's nav; without the repository, the build's search index) is there and was expanded and checked by "
                "lessonkit, no page shows a claim {{ ... @ ... }} or a directive unexpanded, and no "
                "checked page is left from an earlier build; with --repo, every page passes the audit of what a reader sees (lessonkit.pages.audit). Refuses a folder that is not a built "
                "site (an empty folder, docs/). Exit 0 when all holds, 1 naming each page otherwise.")
