@@ -18,8 +18,11 @@ import markdown
 import pytest
 from conftest import REPO
 
+from lessonkit.cache import Store
 from lessonkit.errors import LessonErrors
 from lessonkit.pages.fold import shown, skeleton
+from lessonkit.pages.frontmatter import read_front_matter
+from lessonkit.site.check import check_site
 from lessonkit.site.mdext import LessonkitExtension
 from lessonkit.site.rendered import RenderedCheck
 from lessonkit.site.verify import CHECKED_MARK, START_MARK, verify_site
@@ -29,7 +32,7 @@ HEAD = "{{ evidence demo }}\n\n"
 CLAIM_120 = "{{ 120 @ race:reports[severity=Error].hazards }}"
 FIGURE_120 = ("docs/p.md:3: figure '120' is typed, not produced by a claim; the evidence says 120 (in demo/race: "
               "reports.hazards); write it as a claim, {{ 120 @ RUN:QUERY }}, or, if it counts something no "
-              'recording holds, list it in the front matter: narrative: {120: "why"}')
+              'recording holds, list it in the front matter: narrative: {"120": "why"}')
 
 
 def audit(repo: Path, text: str) -> list[str]:
@@ -56,7 +59,7 @@ def test_a_typed_figure_the_evidence_holds_is_refused(demo_repo: Path):
     '<svg viewBox="0 0 10 10"><text x="0" y="5">120 hazards</text></svg>',
 ])
 def test_a_figure_is_read_as_a_reader_sees_it(demo_repo: Path, typed: str):
-    assert any(e.endswith('narrative: {120: "why"}') and "figure '120'" in e
+    assert any(e.endswith('narrative: {"120": "why"}') and "figure '120'" in e
                for e in audit(demo_repo, HEAD + typed + "\n")), audit(demo_repo, HEAD + typed + "\n")
 
 
@@ -75,10 +78,10 @@ def test_narrative_figures_are_declared_with_a_reason(demo_repo: Path):
     page = HEAD + "Day 120 of the course: the error has 120 hazards.\n"
     front = "---\nnarrative:\n  {}\n---\n"
     assert audit(demo_repo, front.format('"day 120": the course day') + page) == [FIGURE_120.replace(":3:", ":7:")]
-    assert audit(demo_repo, front.format("120: the course day and an example") + page) == []
-    assert audit(demo_repo, front.format("120: ''") + page)[0] == (
+    assert audit(demo_repo, front.format('"120": the course day and an example') + page) == []
+    assert audit(demo_repo, front.format('"120": \'\'') + page)[0] == (
         "docs/p.md:3: narrative figure '120' needs a reason: 120: \"what it counts, and why no recording holds it\"")
-    assert audit(demo_repo, front.format("121: never shown") + page)[-1] == (
+    assert audit(demo_repo, front.format('"121": never shown') + page)[-1] == (
         "docs/p.md:3: narrative figure '121' is declared, but the page shows it nowhere outside a claim; "
         "remove the declaration")
 
@@ -206,3 +209,36 @@ def test_a_row_label_bound_to_its_claims_is_checked(demo_repo: Path):
     assert audit(demo_repo, HEAD + table) == []
     unbound = table.replace("{{ 7 @ race:rows[threads=256,kernel=k].mismatches }}", "some")
     assert [e.split(": ", 1)[1][:14] for e in audit(demo_repo, HEAD + unbound)] == ["figure '256' i"]
+
+
+# -- front matter ----------------------------------------------------------------------------------
+
+def test_a_front_matter_key_that_is_not_text_is_refused_naming_its_line():
+    source = '---\nnarrative:\n  day 62: the day\n  32: a block size\n  "64": another\n  0.50: a ratio\n---\n# P\n'
+    front = read_front_matter(source, "docs/p.md")
+    assert [str(e) for e in front.errors] == [
+        ("docs/p.md:4: front-matter key '32' is read by YAML as a number, not as text (Zensical refuses the "
+        "page: 'metadata mapping keys must be strings'); quote it: \"32\": ..."),
+        ("docs/p.md:6: front-matter key '0.50' is read by YAML as a number, not as text (Zensical refuses the "
+        "page: 'metadata mapping keys must be strings'); quote it: \"0.50\": ...")]
+    quoted = read_front_matter(source.replace("  32:", '  "32":').replace("  0.50:", '  "0.50":'), "docs/p.md")
+    assert quoted.errors == () and quoted.lines == 7
+    assert quoted.meta == {"narrative": {"day 62": "the day", "32": "a block size", "64": "another",
+                                         "0.50": "a ratio"}}
+
+
+def test_a_quoted_number_key_exempts_what_the_bare_key_did(demo_repo: Path):
+    page = HEAD + "Day 120 of the course: the error has 120 hazards.\n"
+    assert audit(demo_repo, '---\nnarrative:\n  "120": the course day\n---\n' + page) == []
+    assert audit(demo_repo, "---\nnarrative:\n  120: the course day\n---\n" + page) == [
+        ("docs/p.md:3: front-matter key '120' is read by YAML as a number, not as text (Zensical refuses the "
+        "page: 'metadata mapping keys must be strings'); quote it: \"120\": ...")]
+
+
+def test_check_refuses_a_page_whose_front_matter_has_a_key_that_is_not_text(demo_repo: Path):
+    page = demo_repo / "docs" / "index.md"
+    page.write_text("---\nnarrative:\n  120: the course day\n---\n" + page.read_text(encoding="utf-8"),
+                    encoding="utf-8")
+    assert [str(e) for e in check_site(demo_repo, store=Store(None)) if not e.warning] == [
+        ("docs/index.md:3: front-matter key '120' is read by YAML as a number, not as text (Zensical refuses "
+        "the page: 'metadata mapping keys must be strings'); quote it: \"120\": ...")]

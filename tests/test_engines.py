@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -15,7 +16,7 @@ import pytest
 from conftest import HOOKS, PAGE, REPO, mkdocs_yml
 
 from lessonkit.errors import LessonErrors
-from lessonkit.site.verify import CHECKED_MARK, unexpanded
+from lessonkit.site.verify import CHECKED_MARK, unexpanded, verify_site
 from lessonkit.site.verify import main as verify_main
 
 # PYTHONPATH: a site that lists lessonkit.site.mdext imports it while the engine reads mkdocs.yml.
@@ -112,15 +113,30 @@ def test_verify_site_refuses_a_folder_without_built_pages(demo_repo: Path, folde
     assert capsys.readouterr().err == f"{(demo_repo / folder).as_posix()}: {NO_PAGE}\n1 error found\n"
 
 
-def test_verify_site_refuses_what_no_build_wrote(demo_repo: Path, capsys):
-    """HTML pages without the build's list of its pages: not a site MkDocs or ProperDocs built."""
+def test_verify_site_refuses_what_no_build_wrote(demo_repo: Path, tmp_path_factory: pytest.TempPathFactory,
+                                                 capsys):
+    """HTML pages without the build's list of its pages, and no repository to say what they should be."""
     assert engine_build(demo_repo, "mkdocs").returncode == 0
     (demo_repo / "site/search/search_index.json").unlink()
-    assert verify_main([str(demo_repo / "site")]) == 1
+    site = (demo_repo / "site").rename(tmp_path_factory.mktemp("elsewhere") / "site")
+    assert verify_main([str(site)]) == 1
     assert capsys.readouterr().err == (
-        f"{(demo_repo / 'site').as_posix()}: is not a built site: no search/search_index.json (MkDocs, "
+        f"{site.as_posix()}: is not a built site: no search/search_index.json (MkDocs, "
         "ProperDocs) or search.json (Zensical), the list of its pages a build writes after the last one; "
         "build with 'search' in mkdocs.yml's plugins (its default)\n1 error found\n")
+
+
+def built_elsewhere(repo: Path, tmp_path: Path) -> Path:
+    """The site of `repo` built with MkDocs, in a folder of its own outside the repository."""
+    done = engine_build(repo, "mkdocs")
+    assert done.returncode == 0, done.stderr
+    return (repo / "site").rename(tmp_path / "built")
+
+
+def missing(site: Path, page: str, docs: str, nav: bool = False) -> str:
+    listed = "listed in mkdocs.yml's nav and " if nav else ""
+    return (f"{site.as_posix()}/{page}: is missing: docs/{docs} is a page of the site ({listed}under docs/), "
+            "so the build stopped before writing it or it was deleted since; build the site again")
 
 
 def test_verify_site_refuses_a_site_that_lacks_a_page_of_its_build(demo_repo: Path, capsys):
@@ -130,9 +146,42 @@ def test_verify_site_refuses_a_site_that_lacks_a_page_of_its_build(demo_repo: Pa
     capsys.readouterr()
     (demo_repo / "site/other/index.html").unlink()  # as a build stopped halfway leaves it
     assert verify_main([str(demo_repo / "site")]) == 1
-    assert capsys.readouterr().err == (
-        f"{(demo_repo / 'site').as_posix()}/other/index.html: is missing: the search index lists it, "
-        "so the build stopped before writing it or it was deleted since; build the site again\n1 error found\n")
+    assert capsys.readouterr().err == missing(demo_repo / "site", "other/index.html", "other.md") + "\n1 error found\n"
+
+
+def test_verify_site_takes_the_pages_from_the_repository_not_the_search_index(demo_repo: Path, tmp_path: Path):
+    """A page gone with its search-index entry is still missing: docs/ and the nav say what the site holds."""
+    (demo_repo / "docs/other.md").write_text("# Other\n\nNo claim here.\n")
+    site = built_elsewhere(demo_repo, tmp_path)
+    assert verify_site(site, demo_repo) == []
+    (site / "other/index.html").unlink()
+    index = site / "search/search_index.json"
+    data = json.loads(index.read_text())
+    data["docs"] = [d for d in data["docs"] if not d["location"].startswith("other/")]
+    index.write_text(json.dumps(data))
+    assert [str(e) for e in verify_site(site, demo_repo)] == [missing(site, "other/index.html", "other.md")]
+
+
+def test_verify_site_refuses_a_half_built_site(demo_repo: Path, tmp_path: Path):
+    """A build that failed half-way (Zensical stops at the first page lessonkit refuses): every page
+    it did not write is named, the nav's and the others."""
+    (demo_repo / "docs/a.md").write_text("# A\n\nNo claim here.\n")
+    (demo_repo / "docs/b.md").write_text("# B\n\nNo claim here.\n")
+    (demo_repo / "mkdocs.yml").write_text(mkdocs_yml() + "nav:\n  - index.md\n  - A: a.md\n  - b.md\n")
+    site = built_elsewhere(demo_repo, tmp_path)
+    assert verify_site(site, demo_repo) == []
+    for page in ("a/index.html", "b/index.html"):
+        (site / page).unlink()
+    assert [str(e) for e in verify_site(site, demo_repo)] == [
+        missing(site, "a/index.html", "a.md", nav=True), missing(site, "b/index.html", "b.md", nav=True)]
+
+
+def test_verify_site_refuses_a_nav_entry_docs_lacks(demo_repo: Path, tmp_path: Path):
+    site = built_elsewhere(demo_repo, tmp_path)
+    (demo_repo / "mkdocs.yml").write_text(mkdocs_yml() + "nav:\n  - index.md\n  - gone.md\n")
+    line = len(mkdocs_yml().splitlines()) + 3
+    assert [str(e) for e in verify_site(site, demo_repo)] == [
+        f"mkdocs.yml:{line}: nav names 'gone.md', which docs/ lacks; add the page or remove the entry"]
 
 
 def test_verify_site_refuses_a_page_lessonkit_never_checked(demo_repo: Path, capsys):
@@ -153,7 +202,7 @@ def test_verify_site_refuses_a_checked_page_of_an_earlier_build(demo_repo: Path,
     assert verify_main([str(demo_repo / "site")]) == 1
     assert capsys.readouterr().err == (
         f"{(demo_repo / 'site').as_posix()}/old/index.html: was checked by lessonkit but is not a page of this "
-        "build (its search index does not list it): left by an earlier build; build into an empty "
+        "build (no page under docs/ is built there): left by an earlier build; build into an empty "
         "folder (mkdocs build --clean)\n1 error found\n")
 
 

@@ -8,8 +8,8 @@ cites evidence:
 - a figure a reader sees that equals a value of the evidence the page cites (any number of any
   recording of any run of a set it cites or names) and that no claim or directive produced,
   unless the page's front matter lists it as narrative, with a reason:
-  `narrative: {27: "the day number", "day 61": "yesterday's lesson"}` (a key that is a number
-  covers every place it stands alone; a phrase covers the numbers inside that phrase only);
+  `narrative: {"27": "the day number", "day 61": "yesterday's lesson"}` (a key that is a number,
+  quoted as every key must be, covers every place it stands alone; a phrase covers the numbers inside that phrase only);
 - a compute-sanitizer report or summary line (the `=========` prefix with text after it,
   "RACECHECK SUMMARY" or "ERROR SUMMARY" with a figure, "Race reported between", "hazard
   detected at", "Barrier error detected") that no transcript or claim produced, whatever markup
@@ -30,17 +30,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
 from lessonkit.errors import LessonError
 from lessonkit.evidence.sets import EvidenceSet
 from lessonkit.pages.figures import FIGURE_RE, canonical, evidence_figures
 from lessonkit.pages.fold import shown, skeleton
+from lessonkit.pages.frontmatter import read_front_matter
 from lessonkit.pages.readertext import Line, ReaderText, read_html
 from lessonkit.pages.render import language_of
 from lessonkit.pages.sourcemap import SourceFinder
 from lessonkit.pages.state import PAGE_RANK, PageResult
-from lessonkit.textio import FRONT_MATTER_RE
 
 NARRATIVE = "narrative"
 SKETCH_MARK = "not the lesson's program"  # a code block titled so is not shown as the program
@@ -95,16 +93,10 @@ class _Narrative:
 
 def _front_matter(source: str, path: str, errors: list[LessonError]) -> tuple[list[_Narrative], int]:
     """The page's narrative declarations and the number of lines its front matter takes."""
-    m = FRONT_MATTER_RE.match(source)
-    if not m:
-        return [], 0
-    lines = m.group().count("\n")
-    try:
-        meta = yaml.safe_load(m.group("yaml") or "") or {}
-    except yaml.YAMLError as exc:
-        errors.append(LessonError(path, 1, f"cannot read the front matter: {exc}", rank=PAGE_RANK))
-        return [], lines
-    declared = meta.get(NARRATIVE) if isinstance(meta, dict) else None
+    front = read_front_matter(source, path)
+    errors.extend(front.errors)
+    lines, meta = front.lines, front.meta
+    declared = meta.get(NARRATIVE)
     if declared is None:
         return [], lines
     at = next((k + 1 for k, text in enumerate(source.split("\n")[:lines]) if text.startswith(NARRATIVE)), 1)
@@ -240,7 +232,7 @@ def _figures(text: ReaderText, cited: _Cited, narrative: list[_Narrative], finde
                    f"figure {m.group()!r} is typed, not produced by a claim; the evidence says {figure} "
                    f"(in {where}); write it as a claim, {{{{ {m.group()} @ RUN:QUERY }}}}, or, if it counts "
                    f"something no recording holds, list it in the front matter: {NARRATIVE}: "
-                   f'{{{m.group()}: "why"}}')
+                   f'{{"{m.group()}": "why"}}')
         if not line.text.isascii():
             odd = next((c for c in line.text if unicodedata.category(c) == "Nd" and not c.isascii()), None)
             if odd is not None:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from lessonkit import cache
 from lessonkit.cache import HashStore, Store
-from lessonkit.errors import LessonError
+from lessonkit.errors import LessonError, LessonErrors
 from lessonkit.evidence.manifest import use_hash_store
 from lessonkit.evidence.sets import (
     Evidence,
@@ -30,6 +30,7 @@ from lessonkit.evidence.sets import (
     set_folders,
 )
 from lessonkit.evidence.spec import load_spec
+from lessonkit.pages.frontmatter import read_front_matter
 from lessonkit.pages.page import process_page
 from lessonkit.pages.state import PageResult
 from lessonkit.site import sitecache
@@ -461,19 +462,25 @@ class CheckedSite:
 
     def _read(self, source: Path, path: str) -> tuple[str, int, str]:
         """A page file's text with its front matter stripped, the lines stripped, and the file's
-        identity taken before it was read; LessonError (at `path`) when it is not UTF-8."""
+        identity taken before it was read; LessonError (at `path`) when it is not UTF-8,
+        LessonErrors when its front matter cannot be read as every engine reads it."""
         digest = self.digests.digest(source)
-        body, offset = strip_front_matter(read_text(source, path))
+        text = read_text(source, path)
+        front = read_front_matter(text, path)
+        if front.errors:
+            raise LessonErrors(front.errors)
+        body, offset = strip_front_matter(text)
         return body, offset, digest
 
     def check_page_file(self, path: str, source: Path) -> PageResult:
         """Read page `path` from `source` (front matter stripped) and check it; a page that is not
-        UTF-8 has that one error, until its file changes."""
+        UTF-8, or whose front matter has a key that is not text, has those errors alone, until its
+        file changes."""
         try:
             body, offset, digest = self._read(source, path)
-        except LessonError as exc:
+        except (LessonError, LessonErrors) as exc:
             digest = self.digests.digest(source)
-            result = PageResult("", [exc])
+            result = PageResult("", exc.errors if isinstance(exc, LessonErrors) else [exc])
             self._pages[path] = (self._inputs("", 0, (os.fspath(source), digest)), result)
             return result
         return self.page(body, path, offset, source, digest)
@@ -483,7 +490,7 @@ class CheckedSite:
         memory or on disk; then kept, as `page` keeps it): no evidence is loaded to find out."""
         try:
             body, offset, digest = self._read(source, path)
-        except LessonError:
+        except (LessonError, LessonErrors):
             return False  # check_page_file reports it
         return isinstance(self._known(body, path, offset, source, digest), PageResult)
 

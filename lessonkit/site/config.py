@@ -409,6 +409,28 @@ def load_site_config_errors(folder: Path, config: Path | None = None) -> list[Le
     return errors + site_config_errors(read_site_config(text, shown, os.path.abspath(folder)))
 
 
+def nav_pages(text: str) -> list[tuple[str, int]]:
+    """The Markdown files mkdocs.yml's `nav` names in configuration text `text` (relative to
+    docs/), each with its line; [] when there is no nav or the text is not YAML."""
+    try:
+        root = _compose(text)
+    except yaml.YAMLError:
+        return []
+    if not isinstance(root, yaml.MappingNode):
+        return []
+    pending = [v for k, v in root.value if isinstance(k, yaml.ScalarNode) and k.value == "nav"]
+    found: list[tuple[str, int]] = []
+    while pending:
+        node = pending.pop(0)
+        if isinstance(node, yaml.ScalarNode) and node.value.endswith(".md") and "://" not in node.value:
+            found.append((node.value, node.start_mark.line + 1))
+        elif isinstance(node, yaml.SequenceNode):
+            pending[:0] = node.value
+        elif isinstance(node, yaml.MappingNode):
+            pending[:0] = [v for _, v in node.value]
+    return found
+
+
 def site_is_strict(folder: Path) -> bool:
     """Whether mkdocs.yml in `folder` sets `strict: true` (MkDocs then fails a build on a warning,
     and `lessonkit check` does the same); False when it does not or cannot be read."""

@@ -7,10 +7,10 @@ that never ran lessonkit: the hooks were ignored, or the extension was not confi
 with an unfilled transcript slot ran the expansion but not its second half.
 
 It also refuses what it cannot verify: a folder with no built page (an empty folder, `docs/`,
-`site/` after a failed build), a folder that is not a site MkDocs or ProperDocs built (no
-search index: the build's own list of its pages), a page that list names but the folder
-lacks or that lessonkit never checked, and a checked page the list does not name (a stale
-page of an earlier build).
+`site/` after a failed build), a page of the site the folder lacks (the pages of the
+repository's docs/ and nav; without the repository, those the build's search index lists) or
+that lessonkit never checked, and a checked page that is not one of them (a stale page of an
+earlier build).
 
 With the repository it was built from (`--repo`, default the folder above SITE_DIR when it
 holds mkdocs.yml and docs/, as for site/), every built page is also audited as a reader sees it (lessonkit.pages.audit), so an
@@ -27,6 +27,7 @@ import sys
 from pathlib import Path
 
 from lessonkit.errors import LessonError, LessonErrors
+from lessonkit.site.config import CONFIG, DOCS_DIR, nav_pages
 from lessonkit.textio import read_text
 
 CHECKED_MARK = "\n<!-- lessonkit: checked -->\n"
@@ -64,20 +65,26 @@ _INDEXES = {SEARCH_INDEX: "docs",  # MkDocs, ProperDocs, Material for MkDocs
             "search.json": "items"}  # Zensical
 
 
+def _no_page(site_dir: Path) -> list[LessonError]:
+    """The refusal of a folder that holds no built page, or nothing."""
+    if any(site_dir.rglob("*.html")):
+        return []
+    return [LessonError(site_dir.as_posix(), None, "holds no built page (no .html file): an empty folder, a "
+                        "source folder or a build that failed; build the site (mkdocs build) "
+                        "and name the folder it wrote", rank=0)]
+
+
 def indexed_pages(site_dir: Path) -> tuple[list[str], list[LessonError]]:
     """The pages of the build, as its search index lists them (relative to `site_dir`), or why
-    `site_dir` is not a site that can be verified.
+    `site_dir` is not a site that can be verified; used only when the repository the site was
+    built from is unknown (with it, `repo_pages` says what the build must hold).
 
-    The index is the build's own list of its pages: the search plugin of MkDocs and ProperDocs
-    (Material's too), and Zensical, write it after the last page, each page by its address
-    relative to the site, in the nav or not. sitemap.xml is empty without site_url, and
-    mkdocs.yml's nav neither lists the pages outside it nor says what this folder holds.
+    The search plugin of MkDocs and ProperDocs (Material's too), and Zensical, write it after
+    the last page, each page by its address relative to the site, in the nav or not.
     """
     shown = site_dir.as_posix()
-    if not any(site_dir.rglob("*.html")):
-        return [], [LessonError(shown, None, "holds no built page (no .html file): an empty folder, a "
-                                "source folder or a build that failed; build the site (mkdocs build) "
-                                "and name the folder it wrote", rank=0)]
+    if errors := _no_page(site_dir):
+        return [], errors
     found = [(name, key) for name, key in _INDEXES.items() if (site_dir / name).is_file()]
     if not found:
         return [], [LessonError(shown, None, f"is not a built site: no {SEARCH_INDEX} (MkDocs, ProperDocs) "
@@ -98,20 +105,60 @@ def indexed_pages(site_dir: Path) -> tuple[list[str], list[LessonError]]:
     return pages, []
 
 
+def repo_pages(site_dir: Path, repo: Path) -> tuple[list[str], list[LessonError]]:
+    """The pages a build of `repo` must hold (relative to `site_dir`): one for every Markdown file
+    under docs/ and every page mkdocs.yml's nav names, whatever the engine's own search index
+    says (a build that stopped half-way may write an index of the pages it reached); an error
+    for each that `site_dir` lacks and each nav entry docs/ lacks."""
+    from lessonkit.site.check import (
+        docs_pages,  # the whole core: verify-site with a repository loads it anyway
+    )
+
+    if errors := _no_page(site_dir):
+        return [], errors
+    docs = repo / "docs"
+    names = [path.relative_to(docs).as_posix() for _, path in docs_pages(repo, docs)]
+    try:
+        nav = nav_pages(read_text(repo / CONFIG, CONFIG))
+    except (OSError, LessonError):
+        nav = []  # lessonkit check reports a missing or unreadable mkdocs.yml
+    in_nav = {name for name, _ in nav}
+    for name, line in nav:
+        if not (docs / name).is_file():
+            errors.append(LessonError(CONFIG, line, f"nav names {name!r}, which {DOCS_DIR}/ lacks; add the "
+                                      "page or remove the entry", rank=0))
+    pages = []
+    for name in names:
+        built = built_page(site_dir, name)
+        if built is not None:
+            pages.append(built.relative_to(site_dir).as_posix())
+            continue
+        where = f"{site_dir.as_posix()}/{page_locations(name)[0]}"
+        listed = "listed in mkdocs.yml's nav and " if name in in_nav else ""
+        errors.append(LessonError(where, None, f"is missing: {DOCS_DIR}/{name} is a page of the site "
+                                  f"({listed}under {DOCS_DIR}/), so the build stopped before writing it or "
+                                  "it was deleted since; build the site again"))
+    return pages, errors
+
+
 def verify_site(site_dir: Path, repo: Path | None = None) -> list[LessonError]:
-    """Every page of the build missing or not checked by lessonkit, every checked page the build
-    does not list, and every unexpanded claim, directive or slot in the HTML pages under `site_dir`;
-    with `repo`, the repository the site was built from, also the audit of every built page."""
+    """Every page of the site missing or not checked by lessonkit, every checked page the site
+    does not have, and every unexpanded claim, directive or slot in the HTML pages under
+    `site_dir`; with `repo`, the repository the site was built from, the pages are those of its
+    docs/ and nav (else those the build's search index lists), and every built page is audited."""
     if not site_dir.is_dir():
         return [LessonError(str(site_dir), None, "is not a folder; expected a built site (mkdocs build)")]
-    pages, errors = indexed_pages(site_dir)
-    if errors:
+    pages, errors = repo_pages(site_dir, repo) if repo is not None else indexed_pages(site_dir)
+    if errors and not pages:
         return errors
-    for page in pages:
-        if not (site_dir / page).is_file():
-            errors.append(LessonError(f"{site_dir.as_posix()}/{page}", None, "is missing: the search "
-                                      "index lists it, so the build stopped before writing it or it was deleted "
-                                      "since; build the site again"))
+    if repo is None:
+        for page in pages:
+            if not (site_dir / page).is_file():
+                errors.append(LessonError(f"{site_dir.as_posix()}/{page}", None, "is missing: the search "
+                                          "index lists it, so the build stopped before writing it or it was "
+                                          "deleted since; build the site again"))
+    not_listed = ("no page under docs/ is built there" if repo is not None
+                  else "its search index does not list it")
     listed = set(pages)
     for page in sorted(site_dir.rglob("*.html")):
         rel = page.relative_to(site_dir).as_posix()
@@ -123,7 +170,7 @@ def verify_site(site_dir: Path, repo: Path | None = None) -> list[LessonError]:
             errors.append(LessonError(shown, None, f"is a page of the build that lessonkit never checked; {_FIX}"))
         elif rel not in listed and checked:
             errors.append(LessonError(shown, None, "was checked by lessonkit but is not a page of this build "
-                                      "(its search index does not list it): left by an earlier build; build "
+                                      f"({not_listed}): left by an earlier build; build "
                                       "into an empty folder (mkdocs build --clean)"))
     if repo is not None and not errors:
         errors.extend(audit_site(site_dir, repo))
@@ -137,13 +184,18 @@ def page_content(html: str) -> str:
     return html[start:end] if 0 <= start < end else html
 
 
-def built_page(site_dir: Path, docs_path: str) -> Path | None:
-    """Where a build put the page `docs_path` (relative to docs/): x/index.html or x.html."""
+def page_locations(docs_path: str) -> list[str]:
+    """Where a build puts the page `docs_path` (relative to docs/), relative to the site: x/index.html
+    (directory URLs, the default) or x.html."""
     stem = docs_path.removesuffix(".md")
     name = stem.rsplit("/", 1)[-1]
-    candidates = ([f"{stem[:-len(name)]}index.html"] if name in ("index", "README")
-                  else [f"{stem}/index.html", f"{stem}.html"])
-    return next((site_dir / c for c in candidates if (site_dir / c).is_file()), None)
+    return ([f"{stem[:-len(name)]}index.html"] if name in ("index", "README")
+            else [f"{stem}/index.html", f"{stem}.html"])
+
+
+def built_page(site_dir: Path, docs_path: str) -> Path | None:
+    """Where a build put the page `docs_path` (relative to docs/): x/index.html or x.html."""
+    return next((site_dir / c for c in page_locations(docs_path) if (site_dir / c).is_file()), None)
 
 
 def audit_site(site_dir: Path, repo: Path) -> list[LessonError]:
@@ -172,13 +224,13 @@ def audit_site(site_dir: Path, repo: Path) -> list[LessonError]:
     return errors
 
 
-HELP = ("check a built site: every page its search index lists is there and was checked by "
+HELP = ("check a built site: every page of docs/ and the nav is there and was checked by "
         "lessonkit, no page shows a claim or directive unexpanded, and every page passes the audit of what a reader "
         "sees; exit 1 naming each page otherwise")
 
 
 DESCRIPTION = ("Check a folder a build wrote (mkdocs build, properdocs build, zensical build): every "
-               "page the build lists in its search index is there and was expanded and checked by "
+               "page of the site (docs/ and mkdocs.yml's nav; without the repository, the build's search index) is there and was expanded and checked by "
                "lessonkit, no page shows a claim {{ ... @ ... }} or a directive unexpanded, and no "
                "checked page is left from an earlier build; with --repo, every page passes the audit of what a reader sees (lessonkit.pages.audit). Refuses a folder that is not a built "
                "site (an empty folder, docs/). Exit 0 when all holds, 1 naming each page otherwise.")
@@ -204,7 +256,7 @@ def run(args: argparse.Namespace) -> int:
     if errors:
         print(LessonErrors(errors).report(), file=sys.stderr)
         return 1
-    pages, _ = indexed_pages(args.site_dir)
+    pages, _ = repo_pages(args.site_dir, repo) if repo is not None else indexed_pages(args.site_dir)
     audited = f"; the pages of {repo / 'docs'} pass the audit as built" if repo is not None else ""
     n = len(pages)
     print(f"ok: {'the' if n == 1 else 'all'} {n} page{'' if n == 1 else 's'} of the build under {args.site_dir} "
