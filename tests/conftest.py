@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from lessonkit import cache
 from lessonkit.evidence.manifest import (
     Manifest,
     TranscriptEntry,
@@ -176,6 +180,49 @@ def record_set(repo: Path, lesson: str, transcripts: dict[str, str | list[str]],
     write_manifest(folder, Manifest(lesson, arch, spec.build[arch], refresh or f".venv/bin/python scripts/refresh.py {lesson}",
                                     provenance or PROVENANCE, entries))
     return folder
+
+
+@contextmanager
+def sigint_as_at_a_terminal() -> Iterator[None]:
+    """Start children inside this to give them SIGINT at its default, so Python turns it into
+    KeyboardInterrupt as at a terminal (Ctrl-C), even where the test runner ignores SIGINT (nohup, a
+    background job of a script): an ignored signal is inherited through exec and Python then installs
+    no handler, while a caught one is reset to the default. So SIGINT is caught here meanwhile (no
+    preexec_fn, which is unsafe beside threads such as Playwright's)."""
+    saved = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, saved)
+
+
+def newest_change_ns(root: Path) -> int:
+    """The latest mtime or ctime of `root` and everything under it, the cache's own folder left out."""
+    newest = 0
+    for folder, dirs, files in os.walk(root):
+        if folder == str(root):
+            dirs[:] = [d for d in dirs if d != Path(cache.FOLDER).parts[0]]
+        for name in (".", *files):
+            try:
+                st = os.lstat(os.path.join(folder, name))
+            except FileNotFoundError:
+                continue
+            newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
+    return newest
+
+
+def wait_settled(root: Path, window_ns: int = cache.RACY_NS, ceiling_s: float = 30.0) -> None:
+    """Wait until every file and folder under `root` counts as settled for the cache (last changed
+    more than `window_ns` ago: lessonkit.cache.settled), and no longer. A file's ctime cannot be set
+    into the past (os.utime moves it to now), so this waits; it polls, since the files may have been
+    written well before the call."""
+    deadline = time.monotonic() + ceiling_s
+    while True:
+        left_ns = newest_change_ns(root) + window_ns - time.time_ns()
+        if left_ns < 0:
+            return
+        assert time.monotonic() < deadline, f"{root} kept changing for {ceiling_s:g} s"
+        time.sleep(left_ns / 1e9 + 0.005)
 
 
 def rewrite_entry(repo: Path, name: str, set_name: str = "demo", **changes) -> None:

@@ -8,18 +8,15 @@ import shutil
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
-from conftest import PAGE, REPO, rehashed, write_tree
+from conftest import PAGE, REPO, rehashed, wait_settled, write_tree
 
 from lessonkit import cache
 from lessonkit.cache import FOLDER, HashStore, Store
 from lessonkit.site import sitecache
 from lessonkit.site.check import CheckedSite, check_site
-
-SETTLE_S = cache.RACY_NS / 1e9 + 0.2  # until every file written so far counts as settled
 
 
 def check(repo: Path, *args: str, **env: str) -> list[str]:
@@ -55,7 +52,7 @@ def settled(demo_repo: Path) -> Path:
     """The demo repository with a wrong claim, every file settled, its cache filled by a check."""
     page = demo_repo / "docs/index.md"
     page.write_text(page.read_text() + "\nIt has {{ 3 @ race:#reports }} reports.\n")
-    time.sleep(SETTLE_S)
+    wait_settled(demo_repo)
     first = check(demo_repo)
     assert first == uncached(demo_repo) and len(first) == 2 and "claim '3'" in first[0]
     assert {p.parent.name for p in entries(demo_repo)} == {"errors", "site", "hashes"}
@@ -80,7 +77,7 @@ def test_a_warm_check_reads_every_files_hash_back_as_one_entry(settled: Path, mo
     transcript = settled / "evidence/demo/race.txt"
     st = os.stat(transcript)
     os.utime(transcript, ns=(st.st_atime_ns, st.st_mtime_ns))  # the same bytes and mtime, a new ctime
-    time.sleep(SETTLE_S)
+    wait_settled(settled)
     with pytest.raises(AssertionError, match="one by one"):
         CheckedSite(settled, keep="errors").check()
 
@@ -95,7 +92,7 @@ def test_a_same_size_transcript_edit_with_its_mtime_restored_is_not_served(settl
     want = uncached(settled)
     assert any("claim '120'" in line and "'121'" in line for line in want)
     assert check(settled) == want  # within the racy window: hashed from the bytes
-    time.sleep(SETTLE_S)
+    wait_settled(settled)
     assert check(settled) == want  # settled again: its stat is not the one the hash was stored with
 
 
@@ -104,7 +101,7 @@ def test_a_same_size_region_edit_is_not_served(settled: Path):
     want = uncached(settled)
     assert any("no region 'body'" in line for line in want)
     assert check(settled) == want
-    time.sleep(SETTLE_S)
+    wait_settled(settled)
     assert check(settled) == want
 
 
@@ -113,7 +110,7 @@ def test_an_edited_page_gets_a_new_result(settled: Path):
     page.write_text(page.read_text().replace("{{ 3 @ race:#reports }}", "{{ 2 @ race:#reports }}"))
     assert check(settled) == uncached(settled) == []
     page.write_text(page.read_text().replace("{{ 2 @ race:#reports }}", "{{ 4 @ race:#reports }}"))
-    time.sleep(SETTLE_S)
+    wait_settled(settled)
     assert check(settled) == uncached(settled) != []
 
 
@@ -157,7 +154,7 @@ def test_a_damaged_cache_file_is_ignored_and_rewritten(settled: Path, damage: st
 
 
 def test_the_cache_can_be_turned_off(demo_repo: Path):
-    time.sleep(SETTLE_S)
+    wait_settled(demo_repo)
     assert check(demo_repo, LESSONKIT_CACHE="off") == check(demo_repo, "--no-cache") == []
     assert not (demo_repo / FOLDER).exists()
     assert check_site(demo_repo, store=Store(None)) == []
@@ -170,7 +167,7 @@ def test_nothing_is_stored_for_files_changed_in_the_racy_window(demo_repo: Path)
 
 
 def test_a_page_whose_inputs_change_while_it_is_checked_is_not_stored(demo_repo: Path):
-    time.sleep(SETTLE_S)
+    wait_settled(demo_repo)
     site = CheckedSite(demo_repo)
     site.refresh()
     source = demo_repo / "code/demo/demo.cu"
@@ -192,14 +189,14 @@ def test_a_page_whose_runs_toml_or_set_changes_while_it_is_checked_is_not_stored
     assert site.checks == 1
     assert not (demo_repo / FOLDER / "pages").exists()
     untouched = CheckedSite(demo_repo)  # the same page over settled files is stored: the test can fail
-    time.sleep(SETTLE_S)
+    wait_settled(demo_repo)
     untouched.refresh()
     untouched.page(PAGE, "docs/index.md")
     assert (demo_repo / FOLDER / "pages").exists()
 
 
 def test_a_stored_build_result_is_the_page_result(demo_repo: Path):
-    time.sleep(SETTLE_S)
+    wait_settled(demo_repo)
     once = CheckedSite(demo_repo)
     once.refresh()
     first = once.page(PAGE, "docs/index.md")
@@ -217,7 +214,7 @@ def test_hashes_are_served_only_for_the_stat_they_were_stored_with(tmp_path: Pat
     st = os.stat(path)
     store.remember(str(path), st, "fresh")
     assert store.lookup(str(path), st) is None  # changed just now: neither stored nor served
-    time.sleep(SETTLE_S)
+    wait_settled(tmp_path)
     st = os.stat(path)
     store.remember(str(path), st, "settled")
     store.save()
@@ -276,14 +273,14 @@ def test_a_set_behind_a_symlinked_folder_is_read_through(settled: Path, tmp_path
     elsewhere = tmp_path_factory.mktemp("elsewhere") / "demo"
     shutil.move(settled / "evidence/demo", elsewhere)
     (settled / "evidence/demo").symlink_to(elsewhere, target_is_directory=True)
-    time.sleep(SETTLE_S)
+    wait_settled(settled)
     assert check(settled) == uncached(settled)
     transcript, manifest = elsewhere / "race.txt", elsewhere / "manifest.json"
     old_hash = cache.hashlib.sha256(transcript.read_bytes()).hexdigest()
     transcript.write_text(transcript.read_text().replace("[120 hazards]", "[121 hazards]"))
     new_hash = cache.hashlib.sha256(transcript.read_bytes()).hexdigest()
     manifest.write_text(rehashed(manifest, old_hash, new_hash))
-    time.sleep(SETTLE_S)
+    wait_settled(settled), wait_settled(elsewhere)
     want = uncached(settled)
     assert any("claim '120'" in line for line in want)
     assert check(settled) == want
@@ -308,7 +305,7 @@ def _twin_lesson(repo: Path, harness_edit: tuple[str, str] = ("", "")) -> None:
     runs = repo / "code/twin/runs.toml"
     runs.write_text(runs.read_text().replace('lesson = "demo"', 'lesson = "twin"').replace(*harness_edit))
     record_set(repo, "twin", {"race": RACE, "bare": BARE})
-    time.sleep(SETTLE_S)
+    wait_settled(repo)
 
 
 def _parses(monkeypatch) -> list[str]:
@@ -360,7 +357,7 @@ def test_the_same_bytes_read_by_another_harness_are_parsed_again(demo_repo: Path
 
 def test_a_stray_compiled_file_in_a_set_is_seen(settled: Path):
     (settled / "evidence/demo/stray.pyc").write_bytes(b"\0")
-    time.sleep(SETTLE_S)
+    wait_settled(settled)
     want = uncached(settled)
     assert any("stray.pyc: is not in the manifest" in line for line in want)
     assert check(settled) == want
@@ -370,10 +367,10 @@ def test_a_region_directive_over_two_lines_depends_on_its_file(settled: Path):
     page = settled / "docs/index.md"
     text = page.read_text().replace("{{ region demo/demo.cu body ", "{{ region demo/demo.cu\nbody ")
     page.write_text(text)
-    time.sleep(SETTLE_S)
+    wait_settled(settled)
     assert check(settled) == uncached(settled)
     same_stat_rewrite(settled / "code/demo/demo.cu", "snippet: body\n", "snippet: bodx\n")
-    time.sleep(SETTLE_S)
+    wait_settled(settled)
     want = uncached(settled)
     assert any("no region 'body'" in line for line in want)
     assert check(settled) == want
@@ -385,11 +382,11 @@ def test_a_set_whose_name_is_not_one_word_is_an_input_all_the_same(settled: Path
     record_set(settled, "demo", {"race": RACE, "bare": BARE}, set_name="demo.v2")
     page = settled / "docs/index.md"
     page.write_text(page.read_text() + "\nRecorded on an {{ NVIDIA H200 @ demo.v2:gpu }}.\n")
-    time.sleep(SETTLE_S)
+    wait_settled(settled)
     assert check(settled) == uncached(settled)
     manifest = settled / "evidence/demo.v2/manifest.json"
     manifest.write_text(manifest.read_text().replace('"NVIDIA H200"', '"NVIDIA H100"'))
-    time.sleep(SETTLE_S)
+    wait_settled(settled)
     want = uncached(settled)
     assert any("'NVIDIA H100'" in line for line in want)
     assert check(settled) == want
@@ -403,7 +400,7 @@ def test_a_page_citing_a_set_whose_name_holds_a_dot_is_served_warm(settled: Path
     record_set(settled, "demo", {"race": RACE, "bare": BARE}, set_name="demo-cuda12.4")
     page = settled / "docs/index.md"
     page.write_text(page.read_text() + "\nRecorded on an {{ NVIDIA H200 @ demo-cuda12.4:gpu }}.\n")
-    time.sleep(SETTLE_S)
+    wait_settled(settled)
     assert check(settled) == uncached(settled)
     warm = CheckedSite(settled, keep="errors")
     warm.check()

@@ -6,12 +6,11 @@ heard of it): declaring it in runs.toml is all it takes for transcripts and page
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
-from conftest import BUILD, README, SOURCE, mkdocs_yml, record_set, write_tree
-from test_cache import SETTLE_S, check
+from conftest import BUILD, README, SOURCE, mkdocs_yml, record_set, wait_settled, write_tree
+from test_cache import check
 
 from lessonkit.errors import LessonError
 from lessonkit.evidence.sets import load_all_evidence
@@ -274,11 +273,11 @@ def test_changing_the_declaration_does_not_make_evidence_stale(trials_repo: Path
 
 
 def test_a_cached_check_sees_a_changed_declaration(trials_repo: Path):
-    time.sleep(SETTLE_S)
+    wait_settled(trials_repo)
     assert check(trials_repo) == []
     spec = trials_repo / "code/trials/runs.toml"
     spec.write_text(spec.read_text().replace('"sizes"', '"timings"'))
-    time.sleep(SETTLE_S)
+    wait_settled(trials_repo)
     fresh = check(trials_repo, "--no-cache")
     assert fresh and any("sizes" in line for line in fresh)
     assert check(trials_repo) == fresh

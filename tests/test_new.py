@@ -6,12 +6,10 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, mkdocs_build, mkdocs_yml, record_set
-from test_cache import SETTLE_S
+from conftest import REPO, mkdocs_build, mkdocs_yml, record_set, wait_settled
 from test_cli import cli_run
 
 from lessonkit.cli.new import add_to_nav
@@ -179,12 +177,12 @@ def test_a_region_of_a_file_no_run_reads_is_an_error_even_before_recording(cours
 
 def test_a_warm_cache_says_the_same_and_sees_the_recording(course: Path):
     new(course, LESSON)
-    time.sleep(SETTLE_S)
+    wait_settled(course)
     first = cli_run("check", "--repo", str(course))
     again = cli_run("check", "--repo", str(course))
     assert (again.returncode, again.stderr) == (first.returncode, first.stderr) and WARNING in first.stderr
     record_set(course, LESSON, {"bare": "result: 0 of 1000 elements wrong\n"})
-    time.sleep(SETTLE_S)
+    wait_settled(course)
     recorded = cli_run("check", "--repo", str(course))
     assert (recorded.returncode, recorded.stderr) == (0, "")
 

@@ -9,7 +9,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import PAGE, REPO, write_tree
+from conftest import PAGE, REPO, wait_settled, write_tree
 
 from lessonkit.cache import Store
 from lessonkit.errors import LessonError, LessonErrors
@@ -130,10 +130,7 @@ def test_errors_cross_a_process_boundary_whole():
 
 
 def test_a_warm_check_answers_from_the_disk_without_evidence_or_workers(many_pages: Path):
-    import time
-
-    from lessonkit import cache
-    time.sleep(cache.RACY_NS / 1e9 + 0.2)  # every file settled: results may be stored for them
+    wait_settled(many_pages)  # every file settled: results may be stored for them
     first = CheckedSite(many_pages, keep="errors", jobs=3)
     want = [str(e) for e in first.check()]
     assert first.forked == 3 and first.checks == PAGES + 1
@@ -144,10 +141,7 @@ def test_a_warm_check_answers_from_the_disk_without_evidence_or_workers(many_pag
 
 
 def test_a_check_with_some_pages_stored_checks_only_the_others_in_its_workers(many_pages: Path):
-    import time
-
-    from lessonkit import cache
-    time.sleep(cache.RACY_NS / 1e9 + 0.2)
+    wait_settled(many_pages)
     want = [str(e) for e in CheckedSite(many_pages, keep="errors", jobs=1).check()]
     edited = [f"docs/p{k:02d}.md" for k in range(2 * PAGES_PER_JOB + 1)]  # more than the pre-pass looks for
     for page in edited:
@@ -165,7 +159,6 @@ def test_a_check_with_some_pages_stored_checks_only_the_others_in_its_workers(ma
 def test_files_hashed_beside_count_as_hashed_here(tmp_path: Path):
     import hashlib
     import os
-    import time
 
     from lessonkit import cache
     from lessonkit.evidence import manifest
@@ -174,7 +167,7 @@ def test_files_hashed_beside_count_as_hashed_here(tmp_path: Path):
     for k in range(3):
         files.append(tmp_path / f"f{k}.txt")
         files[-1].write_bytes(os.urandom(5000 + k))
-    time.sleep(cache.RACY_NS / 1e9 + 0.2)  # settled: a hash may be kept for its stat
+    wait_settled(tmp_path)  # settled: a hash may be kept for its stat
     ran: list[int] = []
     digests, where = sitecache.beside(lambda: ([manifest.sha256_file(f) for f in files], os.getpid()), (),
                                       lambda: ran.append(os.getpid()))

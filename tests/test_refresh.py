@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, sigint_as_at_a_terminal
 from fake_gpu import make_lab, readme, runs_toml
 
 from lessonkit.evidence.manifest import entry_digest
@@ -106,9 +106,10 @@ def test_killed_refresh_keeps_the_old_evidence(lab, sig):
     repo, env = lab
     assert refresh(repo, env).returncode == 0
     before = snapshot(repo / "evidence/demo")
-    proc = subprocess.Popen([sys.executable, str(REPO / "scripts/refresh.py"), "demo", "--repo", str(repo)],
-                            env={**env, "FAKE_SLEEP": "20", "FAKE_HAZARDS": "777"},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    with sigint_as_at_a_terminal():  # SIGINT as Ctrl-C, whatever the runner ignores
+        proc = subprocess.Popen([sys.executable, str(REPO / "scripts/refresh.py"), "demo", "--repo", str(repo)],
+                                env={**env, "FAKE_SLEEP": "20", "FAKE_HAZARDS": "777"},
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     # Wait until the fast runs are done and only the slow one is left.
     seen = ""
     while "run     race" not in seen or "run     bare" not in seen:
@@ -420,22 +421,24 @@ def test_interrupt_after_the_swap_says_the_new_evidence_is_in_place(lab):
     (repo / "code/demo/runs.toml").write_text(RUNS.replace('command = "./demo slow"\ntimeout = 30',
                                                            'command = "./demo slow"\ntimeout = 30\nexclusive = true'))
     # The check after the swap is slowed down so the signal lands after the swap, during the report.
+    # The check runs in its own process after the swap: it says it has started, then sleeps.
     slow_check = tmp = repo.parent / "slowcheck"
     tmp.mkdir()
+    started = tmp / "check-started"
     (tmp / "sitecustomize.py").write_text(
         "import os, sys, time\n"
-        "if sys.argv[:1] == ['-m'] or 'lessonkit' in ' '.join(sys.argv):\n"
-        "    print('SLOW CHECK', flush=True) if 'check' in sys.argv else None\n"
-        "    time.sleep(20) if 'check' in sys.argv else None\n")
-    proc = subprocess.Popen([sys.executable, str(REPO / "scripts/refresh.py"), "demo", "--repo", str(repo)],
-                            env={**env, "PYTHONPATH": str(slow_check)}, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    seen = ""
-    while "total   " not in seen:
-        line = proc.stdout.readline()
-        assert line, "the refresh ended early"
-        seen += line
-    time.sleep(1.0)  # the swap takes milliseconds; the check sleeps 20 s
+        "if (sys.argv[:1] == ['-m'] or 'lessonkit' in ' '.join(sys.argv)) and 'check' in sys.argv:\n"
+        "    open(os.environ['CHECK_STARTED'], 'w').close()\n"
+        "    time.sleep(60)\n")
+    with sigint_as_at_a_terminal():
+        proc = subprocess.Popen([sys.executable, str(REPO / "scripts/refresh.py"), "demo", "--repo", str(repo)],
+                                env={**env, "PYTHONPATH": str(slow_check), "CHECK_STARTED": str(started)},
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not started.exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "waited 60 s for the check after the swap to start"
+        time.sleep(0.02)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert err.strip().endswith("refresh: interrupted after the swap; evidence/demo holds the NEW evidence")
@@ -444,9 +447,10 @@ def test_interrupt_after_the_swap_says_the_new_evidence_is_in_place(lab):
 def test_interrupt_before_the_swap_says_the_old_evidence_is_in_place(lab):
     repo, env = lab
     assert refresh(repo, env).returncode == 0
-    proc = subprocess.Popen([sys.executable, str(REPO / "scripts/refresh.py"), "demo", "--repo", str(repo)],
-                            env={**env, "FAKE_SLEEP": "20"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    with sigint_as_at_a_terminal():
+        proc = subprocess.Popen([sys.executable, str(REPO / "scripts/refresh.py"), "demo", "--repo", str(repo)],
+                                env={**env, "FAKE_SLEEP": "20"}, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
     seen = ""
     while "run     race" not in seen:
         line = proc.stdout.readline()
@@ -456,6 +460,21 @@ def test_interrupt_before_the_swap_says_the_old_evidence_is_in_place(lab):
     _, err = proc.communicate(timeout=60)
     assert err.strip().endswith("refresh: interrupted before the swap; evidence/demo holds the old evidence, "
                                 "untouched")
+
+
+def test_a_child_started_as_at_a_terminal_takes_sigint_where_the_runner_ignores_it():
+    """The tests that send SIGINT (Ctrl-C) start their child with sigint_as_at_a_terminal: under a
+    runner that ignores SIGINT (nohup), the child would inherit the ignoring and never stop."""
+    probe = [sys.executable, "-c", "import signal; print(signal.getsignal(signal.SIGINT) is signal.SIG_IGN)"]
+    saved = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        inherited = subprocess.run(probe, capture_output=True, text=True, timeout=30)
+        with sigint_as_at_a_terminal():
+            restored = subprocess.Popen(probe, stdout=subprocess.PIPE, text=True)
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN  # put back as it was
+    finally:
+        signal.signal(signal.SIGINT, saved)
+    assert (inherited.stdout, restored.communicate(timeout=30)[0]) == ("True\n", "False\n")
 
 
 def test_a_runs_python3_is_the_python_of_the_refresh(lab):

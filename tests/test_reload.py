@@ -26,6 +26,7 @@ from conftest import (
     mkdocs_yml,
     record_set,
     rehashed,
+    sigint_as_at_a_terminal,
     write_tree,
 )
 from hypothesis import given, settings
@@ -182,9 +183,10 @@ class Serve:
         self.log = open(self.log_path, "w")  # noqa: SIM115 (open while the server runs)
         env = dict(os.environ, NO_MKDOCS_2_WARNING="1", PYTHONPATH=str(REPO))  # lessonkit.site.mdext
         self.port = free_port()
-        self.proc = subprocess.Popen([sys.executable, "-m", engine, "serve", *args, "-a",
-                                      f"127.0.0.1:{self.port}"], cwd=repo, env=env,
-                                     stdout=self.log, stderr=subprocess.STDOUT)
+        with sigint_as_at_a_terminal():  # close() sends Ctrl-C
+            self.proc = subprocess.Popen([sys.executable, "-m", engine, "serve", *args, "-a",
+                                          f"127.0.0.1:{self.port}"], cwd=repo, env=env,
+                                         stdout=self.log, stderr=subprocess.STDOUT)
         self.seen = 0
         self.first = self.expect("Serving on")  # the first build's log comes before it
 
@@ -207,7 +209,8 @@ class Serve:
 
     def close(self) -> None:
         """Stop the server as Ctrl-C does: it removes its build folder (mkdocs_*) on the way out;
-        terminated, it would leave it in the temporary folder."""
+        terminated, it would leave it in the temporary folder. It was started with SIGINT at its
+        default, so this holds where the test runner ignores SIGINT."""
         self.proc.send_signal(signal.SIGINT)
         try:
             self.proc.wait(timeout=20)

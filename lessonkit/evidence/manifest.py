@@ -188,6 +188,8 @@ def _load_json(text: str, shown: str) -> Any:
     except _NotFinite as exc:
         raise _error(shown, f"not valid JSON: {str(exc)!r} is not a finite number; the refresh writes only "
                      "finite numbers", _not_finite_line(text)) from None
+    except RecursionError:  # json.loads recurses once per level of nesting
+        raise _error(shown, "nested too deeply to read; the refresh writes a JSON object two levels deep") from None
 
 
 def _canonical(value: Any) -> str:

@@ -29,6 +29,15 @@ class RefreshError(Exception):
     """The refresh cannot go on; the old evidence is untouched. The message says why."""
 
 
+def write_failed(path: Path, exc: OSError, repo: Path) -> RefreshError:
+    """A failed write of `path` (a full disk, a read-only folder) as the refresh's one message: the
+    path (relative to `repo` where it is inside), the system's reason, and that the old evidence is kept."""
+    where = Path(exc.filename) if isinstance(exc.filename, str) else path
+    shown = where.relative_to(repo) if where.is_relative_to(repo) else where
+    return RefreshError(f"cannot write {shown}: {exc.strerror or exc}; the old evidence is kept and "
+                        "nothing was recorded")
+
+
 def choose_runs(spec: LessonSpec, only: list[str] | None) -> list[RunSpec]:
     """The runs to record: all of them, or those `only` names (in its order, once each)."""
     if not only:

@@ -20,6 +20,8 @@ import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,7 +38,7 @@ from lessonkit.evidence.manifest import (
     sha256_file,
     write_manifest,
 )
-from lessonkit.evidence.plan import RefreshError, check_inputs, choose_runs, dry_run
+from lessonkit.evidence.plan import RefreshError, check_inputs, choose_runs, dry_run, write_failed
 from lessonkit.evidence.runner import RunResult, Runs, run_all, run_to_end, utc_now
 from lessonkit.evidence.sets import load_evidence_set
 from lessonkit.evidence.spec import LessonSpec, RunSpec, load_spec
@@ -63,6 +65,15 @@ class SwapState:
 
 swap_state = SwapState()
 ENDING_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # each unwinds the refresh (see main)
+
+
+@contextmanager
+def _writing(path: Path, repo: Path) -> Iterator[None]:
+    """Turn a failed write of `path` (ENOSPC, EROFS, EACCES...) into the refresh's one message."""
+    try:
+        yield
+    except OSError as exc:
+        raise write_failed(path, exc, repo) from None
 
 
 def _capture(argv: list[str], cwd: Path | None = None, env: dict[str, str] | None = None) -> str:
@@ -218,11 +229,12 @@ def _refresh_locked(repo: Path, spec: LessonSpec, set_name: str | None, only: li
     work = lessons_root() / lesson
     build_dir = work / "code" / lesson
     shutil.rmtree(work, ignore_errors=True)
-    build_dir.mkdir(parents=True)
     try:
-        for path in (repo / "code" / lesson).iterdir():
-            if path.is_file():
-                shutil.copy2(path, build_dir / path.name)
+        with _writing(build_dir, repo):
+            build_dir.mkdir(parents=True)
+            for path in (repo / "code" / lesson).iterdir():
+                if path.is_file():
+                    shutil.copy2(path, build_dir / path.name)
         out(f"build   {build_line}")
         output, code = run_to_end(build_line, build_dir, live, env)  # supervised too: it ends with us
         if code != 0:
@@ -262,7 +274,8 @@ def _record(repo: Path, spec: LessonSpec, set_name: str, build_line: str, arch: 
     target = repo / "evidence" / set_name
     refresh_id = f"{utc_now()}/{os.getpid()}"  # this refresh: its recordings were made together
     scratch = scratch_folder(target)
-    scratch.mkdir()
+    with _writing(scratch, repo):
+        scratch.mkdir()
     try:
         entries: dict[str, TranscriptEntry] = {}
         if partial:  # keep every other recording exactly as it was recorded
@@ -270,7 +283,8 @@ def _record(repo: Path, spec: LessonSpec, set_name: str, build_line: str, arch: 
             redone = {r.run.name for r in results} | {a.name for r in results for a in r.run.artifacts}
             for name, entry in old.entries.items():
                 if entry.group not in redone:
-                    shutil.copy2(target / entry.file, scratch / entry.file)
+                    with _writing(scratch / entry.file, repo):
+                        shutil.copy2(target / entry.file, scratch / entry.file)
                     entries[name] = entry
             for key in ("nvcc", "toolkit", "compute_sanitizer"):
                 if (key in provenance or key != "compute_sanitizer") and old.provenance.get(key) != provenance.get(key):
@@ -285,7 +299,8 @@ def _record(repo: Path, spec: LessonSpec, set_name: str, build_line: str, arch: 
                                    f"{', '.join(k for k, v in inputs.items() if v == MISSING)}")
             k, n = res.job.repeat, res.run.repeat
             file = recording_file(f"{res.run.name}.txt", k, n)
-            (scratch / file).write_text(res.output, encoding="utf-8")
+            with _writing(scratch / file, repo):
+                (scratch / file).write_text(res.output, encoding="utf-8")
             entries[res.job.name] = _entry(res, res.job.name, file, sha256_file(scratch / file), inputs,
                                            "text", res.run.name, refresh_id)
             for art in res.run.artifacts:
@@ -293,18 +308,21 @@ def _record(repo: Path, spec: LessonSpec, set_name: str, build_line: str, arch: 
                 if not src.is_file() or src.is_symlink():
                     raise RefreshError(f"run {res.job.name!r} did not write its artifact {art.file!r}")
                 file = recording_file(art.file, k, n)
-                shutil.copy2(src, scratch / file)
+                with _writing(scratch / file, repo):
+                    shutil.copy2(src, scratch / file)
                 name = recording_name(art.name, k, n)
                 entries[name] = _entry(res, name, file, sha256_file(scratch / file), inputs, art.format, art.name,
                                        refresh_id)
-        write_manifest(scratch, Manifest(spec.lesson, arch, build_line, refresh_cmd, provenance, entries))
+        with _writing(scratch / "manifest.json", repo):
+            write_manifest(scratch, Manifest(spec.lesson, arch, build_line, refresh_cmd, provenance, entries))
         crash_point("scratch-written")
         # Signals wait until the swap is done, so an interruption never leaves it half made.
         blocked = set(ENDING_SIGNALS)
         old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
         try:
             swap_state.phase = "swapping"
-            swap_in(scratch, target)
+            with _writing(target, repo):  # renameat2 fails whole; without it, recover() mends the next time
+                swap_in(scratch, target)
             swap_state.phase = "swapped"
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)

@@ -125,6 +125,9 @@ def parse_spec(text: str, source: str) -> LessonSpec:
     except tomllib.TOMLDecodeError as exc:
         m = re.search(r"line (\d+)", str(exc))
         raise LessonError(source, int(m.group(1)) if m else None, f"not valid TOML: {exc}") from exc
+    except RecursionError:  # tomllib recurses once per level of nested arrays and inline tables
+        raise LessonError(source, None, "not valid TOML for runs.toml: nested too deeply to read; "
+                          "expected tables of settings") from None
 
     def need(table: object, key: str, kind: type | tuple, where: str, default: object = None):
         if not isinstance(table, dict):

@@ -222,11 +222,27 @@ def _short(tag: str) -> str:
     return "!!" + tag.removeprefix(_YAML) if tag.startswith(_YAML) else tag
 
 
+# A site configuration is a few kilobytes; PyYAML reads some 400 KB a second, so a longer text is
+# refused before it is read (a check must not stall on a megabyte of YAML).
+MAX_CONFIG_CHARS = 100_000
+
+
+class _Unreadable(yaml.YAMLError):
+    """A configuration refused before or while it is read: too long, or nested too deeply."""
+
+
 @functools.lru_cache(maxsize=8)
 def _compose(text: str) -> yaml.Node | None:
     """The YAML tree of a configuration's text, composed once per text (a check reads mkdocs.yml
     twice: its settings, and whether it is strict). The tree is only read, never changed."""
-    return yaml.compose(text, Loader=yaml.SafeLoader)
+    if len(text) > MAX_CONFIG_CHARS:
+        raise _Unreadable(f"it is {len(text)} characters long, more than the {MAX_CONFIG_CHARS} a site "
+                          "configuration may be; shorten it")
+    try:
+        return yaml.compose(text, Loader=yaml.SafeLoader)
+    except RecursionError:  # PyYAML composes one level of nesting per call
+        raise _Unreadable("it is nested too deeply to read as YAML; fix it (MkDocs cannot read it "
+                          "either)") from None
 
 
 def read_site_config(text: str, shown: str, folder: str) -> SiteConfig:
@@ -234,6 +250,9 @@ def read_site_config(text: str, shown: str, folder: str) -> SiteConfig:
     reader = _Reader(shown)
     try:
         root = _compose(text)
+    except _Unreadable as exc:
+        return SiteConfig(shown, folder, {}, problems=(LessonError(shown, None, str(exc), rank=0),),
+                          readable=False)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)
