@@ -232,6 +232,13 @@ def rewrite_entry(repo: Path, name: str, set_name: str = "demo", **changes) -> N
     write_manifest(folder, replace(m, entries={**m.entries, name: replace(m.entries[name], **changes)}))
 
 
+def rewrite_provenance(repo: Path, set_name: str = "demo", **changes) -> None:
+    """Change evidence/<set_name>/manifest.json's provenance through the refresh's writer (its set_digest made anew)."""
+    folder = repo / "evidence" / set_name
+    m = read_manifest(folder, f"evidence/{set_name}")
+    write_manifest(folder, replace(m, provenance={**m.provenance, **changes}))
+
+
 def rehashed(manifest: Path, old: str, new: str) -> str:
     """The manifest's text with the recording of sha256 `old` given sha256 `new`, its digest made anew: what a
     forger who edits a transcript writes with the manifest module (or a refresh that recorded new bytes)."""

@@ -377,15 +377,14 @@ def test_a_region_directive_over_two_lines_depends_on_its_file(settled: Path):
 
 
 def test_a_set_whose_name_is_not_one_word_is_an_input_all_the_same(settled: Path):
-    from conftest import BARE, RACE, record_set
+    from conftest import BARE, RACE, record_set, rewrite_provenance
 
     record_set(settled, "demo", {"race": RACE, "bare": BARE}, set_name="demo.v2")
     page = settled / "docs/index.md"
     page.write_text(page.read_text() + "\nRecorded on an {{ NVIDIA H200 @ demo.v2:gpu }}.\n")
     wait_settled(settled)
     assert check(settled) == uncached(settled)
-    manifest = settled / "evidence/demo.v2/manifest.json"
-    manifest.write_text(manifest.read_text().replace('"NVIDIA H200"', '"NVIDIA H100"'))
+    rewrite_provenance(settled, "demo.v2", gpu="NVIDIA H100")
     wait_settled(settled)
     want = uncached(settled)
     assert any("'NVIDIA H100'" in line for line in want)

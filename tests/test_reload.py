@@ -32,6 +32,7 @@ from conftest import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lessonkit.errors import LessonError
 from lessonkit.site.check import CheckedSite, check_site
 from lessonkit.site.inputs import FileDigests
 
@@ -84,7 +85,11 @@ def retext_and_rehash(repo: Path, name: str, a: str, b: str) -> None:
     before = hashlib.sha256(path.read_bytes()).hexdigest()
     toggle(path, a, b)
     after = hashlib.sha256(path.read_bytes()).hexdigest()
-    manifest.write_text(rehashed(manifest, before, after))
+    try:
+        text = rehashed(manifest, before, after)
+    except (LessonError, AssertionError):
+        return  # a manifest broken by another edit, or no entry of those bytes: the forger's tool cannot rewrite it
+    manifest.write_text(text)
 
 
 def move(a: Path, b: Path) -> None:
