@@ -491,3 +491,30 @@ def test_a_runs_python3_is_the_python_of_the_refresh(lab):
     done = refresh(repo, env, PATH=env["PATH"].replace(venv_bin, ""))  # python3: the system's
     assert done.returncode == 0, done.stdout + done.stderr
     assert sys.prefix + "\n" in (repo / "evidence/demo/py.txt").read_text()
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM", "SIGHUP"])
+@pytest.mark.parametrize("point, new", [("scratch-written", False), ("exchanged", True)])
+def test_a_signal_at_the_swap_leaves_one_complete_set_and_says_which(lab, sig, point, new):
+    """A signal that arrives just before the swap unwinds with the old set in place; one that arrives
+    inside it (between the exchange and the tidying) waits until the swap is done: the new set is in
+    place, complete, and the message says so. Sent by the process itself at that point (the hook)."""
+    from lessonkit.evidence.sets import load_all_evidence
+    from lessonkit.evidence.swap import SIGNAL_AT_ENV
+    repo, env = lab
+    assert refresh(repo, env, FAKE_HAZARDS="111").returncode == 0
+    old = snapshot(repo / "evidence/demo")
+    with sigint_as_at_a_terminal():
+        done = refresh(repo, env, FAKE_HAZARDS="222", **{SIGNAL_AT_ENV: f"{point}:{sig}"})
+    code = 128 + getattr(signal, sig)
+    assert done.returncode == code, done.stdout + done.stderr
+    which = ("interrupted after the swap; evidence/demo holds the NEW evidence" if new else
+             "interrupted before the swap; evidence/demo holds the old evidence, untouched")
+    assert done.stderr.strip().splitlines()[-1] == f"refresh: {which}"
+    assert sorted(p.name for p in (repo / "evidence").iterdir()) == ["demo"]
+    ev = load_all_evidence(repo)
+    assert ev.errors == [] and list(ev.sets) == ["demo"]
+    race = (repo / "evidence/demo/race.txt").read_bytes()
+    assert (b"[222 hazards]" in race) == new
+    if not new:
+        assert snapshot(repo / "evidence/demo") == old

@@ -10,21 +10,27 @@ import ctypes
 import ctypes.util
 import os
 import shutil
+import signal
 import sys
 from pathlib import Path
 
 from lessonkit.evidence.sets import OLD_PREFIX, SCRATCH_PREFIX
 
-# Test hooks: stop the process dead at a named point of the swap, or pretend renameat2 is missing.
+# Test hooks: stop the process dead at a named point of the swap, send it a signal there
+# (POINT:SIGNAL, as a person's Ctrl-C or a `kill` might arrive), or pretend renameat2 is missing.
 CRASH_AT_ENV = "LESSONKIT_REFRESH_CRASH_AT"
+SIGNAL_AT_ENV = "LESSONKIT_REFRESH_SIGNAL_AT"
 NO_EXCHANGE_ENV = "LESSONKIT_REFRESH_NO_EXCHANGE"
 CRASH_POINTS = ("scratch-written", "exchanged", "old-moved", "new-moved")
 
 
 def crash_point(name: str) -> None:
-    """Die here, as a SIGKILL would, when the test hook names this point."""
+    """Die here, as a SIGKILL would, when the test hook names this point; or signal this process."""
     if os.environ.get(CRASH_AT_ENV) == name:
         os._exit(137)
+    point, _, sig = os.environ.get(SIGNAL_AT_ENV, "").partition(":")
+    if point == name:
+        os.kill(os.getpid(), getattr(signal, sig))
 
 
 def _exchange(a: Path, b: Path) -> bool:
