@@ -117,14 +117,18 @@ def test_recording_names_follow_their_repeat(demo_repo: Path):
         "of 'race'")]
 
 
-def test_non_utf8_transcript_is_an_error_with_its_line(demo_repo: Path):
-    from lessonkit.evidence.sets import load_evidence_set
+@pytest.mark.parametrize("data, message", [
+    (b"ok\nbad \xff here\n", ("evidence/demo/race.txt:2:5: not valid UTF-8 (byte 0xff); expected UTF-8 text (the "
+                              "refresh writes only UTF-8, so it did not write this file)")),
+    (b"ok\nmode: \x00all\n", ("evidence/demo/race.txt:2:7: holds a NUL byte (0x00); expected the text a run "
+                             "printed, which has none")),
+], ids=["invalid UTF-8", "NUL byte"])
+def test_a_bad_byte_in_a_transcript_is_an_error_at_its_place(demo_repo: Path, data: bytes, message: str):
     ev = load_evidence_set(demo_repo, "demo")
-    (demo_repo / "evidence/demo/race.txt").write_bytes(b"ok\nbad \xff here\n")
+    (demo_repo / "evidence/demo/race.txt").write_bytes(data)
     with pytest.raises(LessonError) as info:
         ev.transcript_text("race")
-    assert str(info.value) == ("evidence/demo/race.txt:2:5: not valid UTF-8 (byte 0xff); "
-                               "expected UTF-8 text (the refresh writes only UTF-8, so it did not write this file)")
+    assert str(info.value) == message
 
 
 def test_no_such_set(demo_repo: Path):
@@ -207,13 +211,6 @@ def test_lesson_readme_must_show_every_command(demo_repo: Path):
         "verbatim so readers run what the evidence ran")]
 
 
-def test_a_nul_byte_in_a_transcript_is_an_error_at_its_place(demo_repo: Path):
-    ev = load_evidence_set(demo_repo, "demo")
-    (demo_repo / "evidence/demo/race.txt").write_bytes(b"ok\nmode: \x00all\n")
-    with pytest.raises(LessonError) as info:
-        ev.transcript_text("race")
-    assert str(info.value) == ("evidence/demo/race.txt:2:7: holds a NUL byte (0x00); expected the text a run "
-                               "printed, which has none")
 
 
 SYMLINK = ("is a symbolic link; evidence is the files the refresh wrote, never a link to another file: remove it "

@@ -23,7 +23,7 @@ from typing import Any
 
 from lessonkit.errors import LessonError
 from lessonkit.evidence.spec import CompareSpec, LessonSpec, load_spec
-from lessonkit.evidence.toolkit import matches_release, matches_sanitizer, refresh_command
+from lessonkit.evidence.toolkit import matches_release, refresh_command
 
 
 def declared_command(lesson: str, decl: CompareSpec) -> str:
@@ -48,7 +48,7 @@ def refuse_recording(spec: LessonSpec, set_name: str, with_toolkit: bool, nvcc_p
     if declared.toolkit_dir is not None and not with_toolkit:
         return (f"{where} declares set {set_name!r} as recorded with the toolkit in {declared.toolkit_dir}; "
                 f"record it with --toolkit, so that every command is held to that toolkit's tools: {command}")
-    if declared.sanitizer is not None and not (crossed and sanitizer and matches_sanitizer(sanitizer, declared.sanitizer)):
+    if declared.sanitizer is not None and not (crossed and sanitizer and matches_release(sanitizer, declared.sanitizer)):
         return (f"{where} declares set {set_name!r} as recorded with compute-sanitizer {declared.sanitizer} from "
                 f"{declared.sanitizer_dir}, but this refresh has {sanitizer or 'none'}"
                 f"{'' if crossed else ' without --sanitizer-from'}; record it with: {command}")
@@ -97,7 +97,7 @@ def check_declared(repo: Path, sets: dict[str, Any], unreadable: set[str]) -> tu
                            "and compute-sanitizer")
             elif decl.sanitizer is not None and not (
                     "sanitizer_toolkit" in ev.provenance
-                    and matches_sanitizer(str(ev.provenance.get("compute_sanitizer", "")), decl.sanitizer)):
+                    and matches_release(str(ev.provenance.get("compute_sanitizer", "")), decl.sanitizer)):
                 problem = (f"was recorded with compute-sanitizer {ev.provenance.get('compute_sanitizer', 'unknown')}"
                            f"{'' if 'sanitizer_toolkit' in ev.provenance else ' without --sanitizer-from'}, but "
                            f"{where} declares it as recorded with compute-sanitizer {decl.sanitizer} from "

@@ -166,20 +166,16 @@ def release(nvcc_version: str) -> str | None:
     return m.group(1) if m else None
 
 
-def matches_release(nvcc: str, declared: str) -> bool:
-    """Whether the nvcc version a set recorded ('12.4.131') is of release `declared` ('12.4')."""
-    return nvcc == declared or nvcc.startswith(declared + ".")
+def matches_release(version: str, declared: str) -> bool:
+    """Whether a recorded version is of release `declared`: nvcc '12.4.131' of '12.4', compute-sanitizer
+    '2025.3.1.0' of '2025.3'."""
+    return version == declared or version.startswith(declared + ".")
 
 
 def sanitizer_release(version: str) -> str | None:
     """'2025.3' from compute-sanitizer's '2025.3.1.0' (or its `--version` text), or None."""
     m = _SANITIZER_RE.search(version)
     return m.group(1) if m else None
-
-
-def matches_sanitizer(version: str, declared: str) -> bool:
-    """Whether a recorded compute-sanitizer version ('2025.3.1.0') is of release `declared` ('2025.3')."""
-    return version == declared or version.startswith(declared + ".")
 
 
 def default_set_name(lesson: str, cuda_release: str | None, sanitizer: str | None = None) -> str:
