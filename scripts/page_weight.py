@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+"""What each page of a built site weighs, and how long a slow phone takes to show it.
+
+Usage: .venv/bin/python scripts/page_weight.py [--site SITE_DIR] [--rounds 3] [--json]
+
+Without --site it builds the repository's site first (`mkdocs build` into a temporary folder).
+For every page the navigation lists it prints the HTML bytes and their gzip size, and for the
+site the bytes of Material's search index (`search/search_index.json`) and that per lesson.
+Then, in Debian's Chromium (headless, driven by Playwright), each page is loaded at 390 px wide
+with the CPU slowed 4x (the DevTools protocol's Emulation.setCPUThrottlingRate), from a local
+HTTP server, with a fresh browser context each time (no cache): DOMContentLoaded (the navigation
+timing's domContentLoadedEventEnd) and the largest contentful paint, both in ms from the start
+of the navigation. The pages are loaded in turn, round after round (`--rounds`), so a slow
+moment of a shared machine falls on every page alike; each figure is the median of its rounds,
+and `dcl_ratio` divides a lesson's median by the lightest lesson's median in the same run.
+
+A lesson is a page other than the home page and the reference pages (`reference/...`): the
+reference pages quote evidence too, but they are not what a learner opens day by day. The budgets of issue 29
+(at most 400 KB of HTML a lesson, at most 60 KB of search index a lesson, DOMContentLoaded within
+1.5x of the lightest lesson) are printed as held or not; the exit status is 1 when one fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import gzip
+import http.server
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+WIDTH, HEIGHT, SLOWDOWN = 390, 844, 4
+HTML_BUDGET = 400 * 1000          # bytes of HTML a lesson page
+SEARCH_BUDGET = 60 * 1000         # bytes of search index a lesson
+DCL_BUDGET = 1.5                  # a lesson's DOMContentLoaded over the lightest lesson's
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def build(dest: Path) -> None:
+    env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "-q", "-d", str(dest)], cwd=REPO,
+                          env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"page_weight: the site did not build:\n{done.stderr}")
+
+
+def pages(site: Path) -> list[str]:
+    """The URL path of each page of the built site ('' for the home page), 404 page left out."""
+    found = [p.parent.relative_to(site).as_posix() for p in site.rglob("index.html")]
+    return sorted("" if p == "." else p + "/" for p in found)
+
+
+def is_lesson(path: str) -> bool:
+    """A URL path of a lesson: not the home page, not a reference page."""
+    return path != "" and not path.startswith("reference/")
+
+
+def weights(site: Path) -> dict:
+    """Bytes per page and of the search index."""
+    per_page = {}
+    for path in pages(site):
+        data = (site / path / "index.html").read_bytes()
+        per_page[path] = {"html_bytes": len(data), "gzip_bytes": len(gzip.compress(data, 6)),
+                          "lesson": is_lesson(path)}
+    index = site / "search" / "search_index.json"
+    lessons = sum(p["lesson"] for p in per_page.values())
+    search = index.stat().st_size if index.exists() else 0
+    return {"pages": per_page, "search_bytes": search, "lessons": lessons,
+            "search_bytes_per_lesson": round(search / lessons) if lessons else None}
+
+
+_TIMING_JS = """() => new Promise(resolve => {
+  let lcp = null;
+  new PerformanceObserver(list => { for (const e of list.getEntries()) lcp = e.startTime; })
+    .observe({type: 'largest-contentful-paint', buffered: true});
+  const nav = performance.getEntriesByType('navigation')[0];
+  requestAnimationFrame(() => setTimeout(() => resolve({dcl: nav.domContentLoadedEventEnd, lcp: lcp}), 50));
+})"""
+
+
+def browser_timings(site: Path, paths: list[str], rounds: int) -> dict[str, dict[str, float | None]]:
+    """Median DOMContentLoaded and largest paint (ms) of each page, pages alternating round by round."""
+    from playwright.sync_api import sync_playwright
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(site)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}/"
+    samples: dict[str, dict[str, list[float]]] = {p: {"dcl": [], "lcp": []} for p in paths}
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            for _ in range(rounds):
+                for path in paths:
+                    context = browser.new_context(viewport={"width": WIDTH, "height": HEIGHT})
+                    page = context.new_page()
+                    cdp = context.new_cdp_session(page)
+                    cdp.send("Emulation.setCPUThrottlingRate", {"rate": SLOWDOWN})
+                    page.goto(base + path, wait_until="load")
+                    got = page.evaluate(_TIMING_JS)
+                    samples[path]["dcl"].append(got["dcl"])
+                    if got["lcp"] is not None:
+                        samples[path]["lcp"].append(got["lcp"])
+                    context.close()
+            browser.close()
+    finally:
+        server.shutdown()
+    return {p: {k: (round(statistics.median(v), 1) if v else None) for k, v in s.items()} for p, s in samples.items()}
+
+
+def measure(site: Path, rounds: int, browser: bool = True) -> dict:
+    result = weights(site)
+    if browser:
+        timed = browser_timings(site, list(result["pages"]), rounds)
+        for path, figures in timed.items():
+            result["pages"][path].update(dcl_ms=figures["dcl"], lcp_ms=figures["lcp"])
+        lessons = [p for p, f in result["pages"].items() if f["lesson"]]
+        lightest = min((result["pages"][p]["dcl_ms"] for p in lessons), default=None)
+        for p in lessons:
+            result["pages"][p]["dcl_ratio"] = round(result["pages"][p]["dcl_ms"] / lightest, 2) if lightest else None
+    result["rounds"] = rounds
+    return result
+
+
+def budgets(result: dict) -> dict[str, bool]:
+    lessons = {p: f for p, f in result["pages"].items() if f["lesson"]}
+    held = {
+        "every lesson at most 400 KB of HTML": all(f["html_bytes"] <= HTML_BUDGET for f in lessons.values()),
+        "search index at most 60 KB a lesson": (result["search_bytes_per_lesson"] or 0) <= SEARCH_BUDGET,
+    }
+    if all("dcl_ratio" in f for f in lessons.values()):
+        held["DOMContentLoaded within 1.5x of the lightest lesson"] = all(
+            f["dcl_ratio"] is not None and f["dcl_ratio"] <= DCL_BUDGET for f in lessons.values())
+    return held
+
+
+def table(result: dict) -> str:
+    rows = ["| page | lesson | HTML KB | gzip KB | DCL ms | LCP ms | DCL / lightest |",
+            "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    def cell(f: dict, key: str) -> str:
+        return "" if f.get(key) is None else f"{f[key]:,}"
+
+    for path, f in result["pages"].items():
+        rows.append(f"| /{path} | {'yes' if f['lesson'] else 'no'} | {f['html_bytes'] / 1000:,.0f} | "
+                    f"{f['gzip_bytes'] / 1000:,.0f} | {cell(f, 'dcl_ms')} | {cell(f, 'lcp_ms')} | {cell(f, 'dcl_ratio')} |")
+    rows.append(f"\nsearch/search_index.json: {result['search_bytes'] / 1000:,.0f} KB, "
+                f"{result['lessons']} lessons, {(result['search_bytes_per_lesson'] or 0) / 1000:,.1f} KB a lesson")
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--site", type=Path, help="a built site (default: build the repository's)")
+    parser.add_argument("--rounds", type=int, default=3, help="loads of each page, pages alternating")
+    parser.add_argument("--no-browser", action="store_true", help="bytes only")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="page-weight-") as tmp:
+        site = args.site
+        if site is None:
+            site = Path(tmp) / "site"
+            build(site)
+        result = measure(site, args.rounds, browser=not args.no_browser)
+    held = budgets(result)
+    result["budgets"] = held
+    print(json.dumps(result) if args.json else table(result))
+    for name, ok in held.items():
+        print(f"{'holds' if ok else 'FAILS'}: {name}", file=sys.stderr)
+    return 0 if all(held.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
