@@ -135,6 +135,16 @@ and it ends with RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning).
 """
 
 
+def commit(repo: Path) -> None:
+    """Commit everything, as an author has before a refresh."""
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
+    if not (repo / ".git").exists():
+        git("init", "-q")
+    git("add", "-A")
+    git("-c", "user.name=author", "-c", "user.email=author@example.org", "commit", "-q", "-m", "pages")
+
+
 def write_tree(root: Path, files: dict[str, str]) -> None:
     """Write {relative path: text} under root."""
     for rel, text in files.items():

@@ -1,18 +1,32 @@
 """`python -m lessonkit accept`: rewrite the value of every claim that the evidence no longer supports.
 
 An author's loop is refresh, review, accept, commit. Accept lists every claim that no
-longer holds as `page:line: old -> new` and, once confirmed, replaces only the value
-before the claim's `@`; every other byte of the page stays as it was. The new value is
-exact when every recording agrees, a rounded `~V` when a rounded claim's values all round
-to one V, and otherwise a range around every value (lessonkit.pages.claims.accepted_value).
-A claim whose reference or query is broken, or whose evidence set has errors, is refused:
-its error is printed and nothing is changed for it. Running it twice changes nothing.
+longer holds as `page:line: old -> new`, with its sentence before and after, and, once
+confirmed, replaces only the value before the claim's `@`; every other byte of the page stays
+as it was. The new value is exact when every recording agrees, a rounded `~V` when a rounded
+claim's values all round to one V, and otherwise a range around every value
+(lessonkit.pages.claims.accepted_value). A claim whose reference or query is broken, or whose
+evidence set has errors, is refused: its error is printed and nothing is changed for it.
+Running it twice changes nothing.
+
+Each change is classified (`classify`). Drift is a new value of the same kind that says the
+same thing: a count still nonzero, a range still a range of about its width. A change of
+meaning is anything a reader would read differently: a word (a verdict, a severity), a zero
+becoming nonzero or back, one value becoming a spread or a spread collapsing to one value, a
+range widening past what the looseness rule would let it be, a difference changing direction,
+and a claim whose reference or query is not where it was in the last commit (a claim moved to
+another field or run, or written since: its value is the author's to state). Confirming
+(`--yes`, or "y" at a terminal) writes drift only; a change of meaning is written only when the
+author names it, `--confirm PAGE:LINE`.
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
+import re
+import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -20,6 +34,7 @@ from pathlib import Path
 from typing import TextIO
 
 from lessonkit.errors import LessonError
+from lessonkit.pages.claims import ClaimValue, ClaimValueError, allowed_width, parse_claim_value
 from lessonkit.repo import repo_root
 from lessonkit.site.check import Site, strip_front_matter
 from lessonkit.textio import decode_utf8
@@ -39,6 +54,137 @@ class Edit:
     end: int
     old: str
     new: str
+    meaning: str = ""   # why this is a change of meaning; "" for drift
+    before: str = ""    # the claim's sentence as a reader sees it, with the old value
+    after: str = ""     # the same sentence with the new value
+
+    @property
+    def where(self) -> str:
+        return f"{self.page}:{self.line}"
+
+
+# -- what a change means ---------------------------------------------------------------------
+
+_VS_RE = re.compile(r"""\s+vs\s+""")
+
+
+def _admits_zero(value: ClaimValue) -> bool:
+    if value.kind == "exact":
+        return _is_zero(value.text)
+    return value.low <= 0 <= value.high
+
+
+def _is_zero(text: str) -> bool:
+    try:
+        return float(text.replace(",", "")) == 0.0
+    except ValueError:
+        return False
+
+
+def _middle(value: ClaimValue) -> float | None:
+    if value.kind == "exact":
+        try:
+            return float(value.text.replace(",", ""))
+        except ValueError:
+            return None
+    return float((value.low + value.high) / 2)
+
+
+def _numeric(value: ClaimValue) -> bool:
+    return value.kind != "exact" or _middle(value) is not None
+
+
+def classify(old: str, new: str) -> str:
+    """Why changing a claim's value from `old` to `new` changes what the sentence says; "" for drift."""
+    old_sides, new_sides = _VS_RE.split(old.strip()), _VS_RE.split(new.strip())
+    if len(old_sides) != len(new_sides):
+        return "a difference became a sameness, or the reverse"
+    if len(old_sides) == 2:
+        for a, b in zip(old_sides, new_sides):
+            why = classify(a, b)
+            if why:
+                return why
+        try:
+            olds = [_middle(parse_claim_value(t)) for t in old_sides]
+            news = [_middle(parse_claim_value(t)) for t in new_sides]
+        except ClaimValueError:
+            return "the value cannot be read as before"
+        if None not in olds and None not in news and (olds[0] < olds[1]) != (news[0] < news[1]):
+            return "the difference changed direction: the side that was smaller is now the larger"
+        return ""
+    try:
+        was, now = parse_claim_value(old), parse_claim_value(new)
+    except ClaimValueError:
+        return "the value cannot be read as before"
+    if not _numeric(was) or not _numeric(now):
+        return "a word changed (a verdict, a name, a severity)"
+    if was.kind != now.kind:
+        if was.kind == "range" and now.kind == "exact":
+            return "a range collapsed to one value: every recording now agrees"
+        if was.kind == "exact" and now.kind == "range":
+            return "one value became a range: the recordings no longer agree"
+        return f"a {was.kind} value became a {now.kind} one"
+    if _admits_zero(was) != _admits_zero(now):
+        return ("a count went from nonzero to zero" if _admits_zero(now) else
+                "a zero became nonzero") if was.kind == "exact" else \
+            ("a range now reaches zero" if _admits_zero(now) else "a range no longer reaches zero")
+    if was.kind == "range":
+        widest, _ = allowed_width(was, [was.low, was.high])
+        if now.high - now.low > widest:
+            return (f"the range widened past what its old width allows ({now.high - now.low} wide, "
+                    f"against at most {widest})")
+    return ""
+
+
+# -- the sentence a claim stands in ----------------------------------------------------------
+
+_SHOWN_CLAIM_RE = re.compile(r"""\{\{\s*(?P<value>[^{}]*?)\s@\s[^{}]*?\}\}""", re.DOTALL)
+_SENTENCE_END_RE = re.compile(r"""(?<=[.!?:;])\s+(?=[A-Z(`*_\[])|\n\s*\n|\n(?=\s*(?:[-*+]|\d+\.)\s)|\n(?=\s*\{\{)""")
+
+
+def _sentence(text: str, start: int, end: int, value: str) -> str:
+    """The sentence around text[start:end] with `value` in its place, claims shown as their values,
+    on one line."""
+    left = [m.end() for m in _SENTENCE_END_RE.finditer(text, max(0, start - 600), start)]
+    lo = left[-1] if left else max(0, text.rfind("\n\n", 0, start) + 2)
+    right = _SENTENCE_END_RE.search(text, end, end + 600)
+    hi = right.start() if right else min(len(text), end + 300)
+    marked = text[lo:start] + "\x00" + value + "\x01" + text[end:hi]
+    shown = _SHOWN_CLAIM_RE.sub(lambda m: m.group("value"), marked)
+    shown = " ".join(shown.split())
+    return shown.replace("\x00", "[").replace("\x01", "]")
+
+
+# -- which claims the author wrote or moved since the last commit ------------------------------
+
+def _committed(repo: Path, page: str) -> str | None:
+    """`page` as the last commit has it, or None (no git, not committed)."""
+    try:
+        done = subprocess.run(["git", "-C", str(repo), "show", f"HEAD:{page}"], capture_output=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if done.returncode != 0:
+        return None
+    try:
+        return done.stdout.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _refs(claims) -> list[str]:
+    return [" ".join(c.ref_query.split()) for c in claims]
+
+
+def _unmoved(now: list, then: list | None) -> set[int]:
+    """Indexes into `now` (claims of one file, in order) whose reference and query stand where they
+    stood in `then` (the committed file's claims): difflib's longest matching blocks."""
+    if then is None:
+        return set()
+    kept: set[int] = set()
+    matcher = difflib.SequenceMatcher(a=_refs(then), b=_refs(now), autojunk=False)
+    for block in matcher.get_matching_blocks():
+        kept.update(range(block.b, block.b + block.size))
+    return kept
 
 
 @dataclass
@@ -71,7 +217,9 @@ def plan_accept(repo: Path, docs: Path | None = None) -> Plan:
         text = _read_page(page_path, shown)
         body, line_offset = strip_front_matter(text)
         base = len(text) - len(body)  # the body is the end of the file's text
-        for claim in site.page(body, shown, line_offset).claims:
+        claims = site.page(body, shown, line_offset).claims
+        unmoved = _unmoved_claims(repo, site, shown, claims)
+        for k, claim in enumerate(claims):
             if claim.error is None or claim.skipped or (claim.file or shown, claim.start) in seen:
                 continue
             seen.add((claim.file or shown, claim.start))
@@ -87,9 +235,37 @@ def plan_accept(repo: Path, docs: Path | None = None) -> Plan:
                                                 "is not accepted: its value is not written on one line as shown; "
                                                 f"write {claim.fix!r} by hand"))
             else:
-                plan.edits.append(Edit(where, claim.line, at + claim.start, at + claim.end,
-                                       claim.value, claim.fix))
+                meaning = classify(claim.value, claim.fix)
+                if not meaning and k not in unmoved:
+                    meaning = ("the claim's reference or query is not where it was in the last commit "
+                               "(a claim written, or moved to another field or run, since): its value is "
+                               "yours to state")
+                start, end = at + claim.start, at + claim.end
+                plan.edits.append(Edit(where, claim.line, start, end, claim.value, claim.fix, meaning,
+                                       _sentence(written, start, end, claim.value),
+                                       _sentence(written, start, end, claim.fix)))
     return plan
+
+
+def _unmoved_claims(repo: Path, site: Site, shown: str, claims: list) -> set[int]:
+    """Indexes of the page's claims (a page's own, and a diagram's, each against its own file's last
+    commit) whose reference and query stand where they stood."""
+    committed = _committed(repo, shown)
+    then = None
+    if committed is not None:
+        body, line_offset = strip_front_matter(committed)
+        then = site.page(body, shown, line_offset).claims
+    kept: set[int] = set()
+    by_file: dict[str | None, list[int]] = {}
+    for k, claim in enumerate(claims):
+        by_file.setdefault(claim.file, []).append(k)
+    for file, indexes in by_file.items():
+        earlier = None if then is None else [c for c in then if c.file == file]
+        if file is not None and _committed(repo, file) is None:
+            earlier = None  # a diagram not committed: nothing to compare with
+        for j in _unmoved([claims[k] for k in indexes], earlier):
+            kept.add(indexes[j])
+    return kept
 
 
 def apply_edits(repo: Path, edits: list[Edit]) -> list[str]:
@@ -135,14 +311,18 @@ HELP = ("list the claims the evidence no longer supports as page:line: old -> ne
         "values once confirmed (--yes: without asking)")
 DESCRIPTION = """\
 After a refresh, list every claim whose value the new evidence no longer supports, as
-PAGE:LINE: OLD -> NEW, and once you confirm, rewrite those values and nothing else on the
-pages. The new value is exact when every recording agrees, rounded (~V) for a rounded claim,
+PAGE:LINE: OLD -> NEW with its sentence before and after, and once you confirm, rewrite those
+values and nothing else on the pages. Each change is drift (a new value that says the same
+thing) or a change of meaning (a word, zero to nonzero or back, one value to a range or back,
+a range widening past its allowance, a difference changing direction, a claim moved or written
+since the last commit); confirming writes drift, and a change of meaning only when named with
+--confirm PAGE:LINE. The new value is exact when every recording agrees, rounded (~V) for a rounded claim,
 and otherwise a range around every recorded value. A claim whose reference is broken, or
 whose evidence set has errors, is listed and left alone.
 
 exit status: 0 every claim holds or was rewritten; 1 nothing written (not confirmed, or no
-terminal to ask and no --yes); 2 some claims could not be accepted (listed), the others
-were rewritten."""
+terminal to ask and no --yes); 2 some claims could not be accepted, or are changes of meaning
+not confirmed by name (listed), the others were rewritten."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -151,7 +331,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the repository's root folder (default: the nearest folder from here up "
                              "that holds mkdocs.yml beside code/ or evidence/)")
     parser.add_argument("--yes", action="store_true",
-                        help="rewrite without asking (needed where there is no terminal to ask)")
+                        help="rewrite the drifted values without asking (needed where there is no terminal "
+                             "to ask); changes of meaning still need --confirm")
+    parser.add_argument("--confirm", action="append", metavar="PAGE:LINE",
+                        help="also rewrite the change of meaning listed at PAGE:LINE (repeat for each), "
+                             "once you have read its sentence before and after")
 
 
 def run(args: argparse.Namespace, stdin: TextIO | None = None, out: TextIO | None = None) -> int:
@@ -160,8 +344,20 @@ def run(args: argparse.Namespace, stdin: TextIO | None = None, out: TextIO | Non
     out = out or sys.stdout
     repo = repo_root(args.repo, Path.cwd())
     plan = plan_accept(repo)
+    confirmed = set(args.confirm or ())
+    unknown = sorted(confirmed - {e.where for e in plan.edits if e.meaning})
     for edit in plan.edits:
-        print(f"{edit.page}:{edit.line}: {edit.old} -> {edit.new}", file=out)
+        kind = f"change of meaning: {edit.meaning}" if edit.meaning else "drift"
+        print(f"{edit.where}: {edit.old} -> {edit.new} ({kind})", file=out)
+        print(f"  before: {edit.before}", file=out)
+        print(f"  after:  {edit.after}", file=out)
+    held = [e for e in plan.edits if e.meaning and e.where not in confirmed]
+    if held:
+        print(f"not written without your confirmation by name ({len(held)}): read each sentence, then "
+              "run accept again with " + " ".join(f"--confirm {e.where}" for e in held), file=out)
+    for where in unknown:
+        print(f"--confirm {where}: no change of meaning is listed at {where}", file=out)
+    plan.edits = [e for e in plan.edits if not e.meaning or e.where in confirmed]
     for set_name, count in sorted(plan.held_back.items()):
         print(f"evidence/{set_name}: {count} claim{'s' if count != 1 else ''} on it not accepted while the set "
               "has errors (python -m lessonkit check lists them); fix or refresh it, then accept", file=out)
@@ -169,7 +365,7 @@ def run(args: argparse.Namespace, stdin: TextIO | None = None, out: TextIO | Non
         print(f"not accepted ({len(plan.refused)}; fix by hand):", file=out)
         for error in plan.refused:
             print(f"  {error}", file=out)
-    refused = bool(plan.refused or plan.held_back)
+    refused = bool(plan.refused or plan.held_back or held or unknown)
     if not plan.edits:
         if not refused:
             print("every claim holds; nothing to accept", file=out)
