@@ -107,9 +107,10 @@ def _table(page: PageState, index: int, parts: list[str]) -> str:
     sig = options.get("sig")
     if sig is not None and not (sig.isdigit() and 1 <= int(sig) <= 6):
         raise Refused(f"sig={sig!r}: give the significant digits a fraction is shown with, 1 to 6")
-    head = [display.name(row_key)]
+    head = [html.escape(display.name(row_key), quote=False)]
     if col_key is None:
-        head += [display.name(_FIELD_RE.search(c).group("field") if "{" in c else c) for c in cells]
+        head += [html.escape(display.name(_FIELD_RE.search(c).group("field") if "{" in c else c), quote=False)
+                 for c in cells]
         columns = [(None, c) for c in cells]
     else:
         head += [_shown(display.label(col_key, v)) for v in col_values]

@@ -10,6 +10,7 @@ refresh moves the figure and accept has nothing to rewrite; the figure is marked
 
 from __future__ import annotations
 
+import html
 import re
 
 from lessonkit.errors import LessonError
@@ -73,7 +74,7 @@ def _render(page: PageState, index: int, text: str) -> tuple[str, ShownClaim]:
         raise Refused(str(exc)) from None
     except LessonError as exc:
         raise Refused(f"cannot be read: {exc}") from None
-    shown = grouped(figure(sample, "the figure", sig))
+    shown = html.escape(grouped(figure(sample, "the figure", sig)), quote=False)  # a transcript's text is data
     return shown, ShownClaim(None, None, (resolved[0][0].name, resolved[0][1]))
 
 
