@@ -6,7 +6,17 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from conftest import BARE, PROVENANCE, RACE, README, RUNS, SOURCE, mkdocs_yml, record_set, write_tree
+from conftest import (
+    BARE,
+    PROVENANCE,
+    RACE,
+    README,
+    RUNS,
+    SOURCE,
+    mkdocs_yml,
+    record_set,
+    write_tree,
+)
 
 from lessonkit.site.rendered import RenderedCheck
 

@@ -6,7 +6,7 @@ import io
 from argparse import Namespace
 from pathlib import Path
 
-from conftest import BARE, RACE, errs, record_set, run_page
+from conftest import BARE, RACE, commit, errs, record_set, run_page
 
 from lessonkit.cli import accept
 
@@ -67,7 +67,8 @@ def test_accept_leaves_a_generated_value_alone(demo_repo: Path):
     page = "# x\n\n{{ evidence demo }}\n\nGenerated {{ value race:wall_s }} s, typed {{ 30 @ race:wall_s }} s.\n"
     (demo_repo / "docs/index.md").write_text(page)
     out = io.StringIO()
-    code = accept.run(Namespace(repo=demo_repo, yes=True), stdin=io.StringIO(), out=out)
+    commit(demo_repo)
+    code = accept.run(Namespace(repo=demo_repo, yes=True, confirm=["docs/index.md:5"]), stdin=io.StringIO(), out=out)
     assert code == 0, out.getvalue()
     written = (demo_repo / "docs/index.md").read_text()
     assert written.startswith("# x\n\n{{ evidence demo }}\n\nGenerated {{ value race:wall_s }} s, typed {{ ")

@@ -123,7 +123,7 @@ def classify(old: str, new: str) -> str:
             return "a range collapsed to one value: every recording now agrees"
         if was.kind == "exact" and now.kind == "range":
             return "one value became a range: the recordings no longer agree"
-        return f"a {was.kind} value became a {now.kind} one"
+        return f"{'an' if was.kind == 'exact' else 'a'} {was.kind} value became a {now.kind} one"
     if _admits_zero(was) != _admits_zero(now):
         return ("a count went from nonzero to zero" if _admits_zero(now) else
                 "a zero became nonzero") if was.kind == "exact" else \
@@ -344,7 +344,7 @@ def run(args: argparse.Namespace, stdin: TextIO | None = None, out: TextIO | Non
     out = out or sys.stdout
     repo = repo_root(args.repo, Path.cwd())
     plan = plan_accept(repo)
-    confirmed = set(args.confirm or ())
+    confirmed = set(getattr(args, "confirm", None) or ())
     unknown = sorted(confirmed - {e.where for e in plan.edits if e.meaning})
     for edit in plan.edits:
         kind = f"change of meaning: {edit.meaning}" if edit.meaning else "drift"
