@@ -131,6 +131,21 @@ def test_a_label_may_not_type_a_figure_of_its_own(table: str, message: str):
     assert parse_spec(RUNS + '\n[labels.run]\nrace = "racecheck"\n', "x").display.label("run", "race") == "racecheck"
 
 
+@pytest.mark.parametrize("table, message", [
+    # two runs' labels swapped: each names the other's tool
+    ('[labels.run]\nrace = "output check"\nbare = "racecheck"\n',
+     "bare = 'racecheck': 'racecheck' names 'race' .*, not 'bare'"),
+    # two kernels' labels swapped: each names the other kernel
+    ('[labels.kernel]\nscanTileRacy = "fixed scan"\nscanTileFixed = "racy scan"\n',
+     "scanTileRacy = 'fixed scan': 'fixed' names 'scanTileFixed', not 'scanTileRacy'"),
+])
+def test_a_label_names_what_it_labels_not_another(table: str, message: str):
+    with pytest.raises(LessonError, match=message):
+        parse_spec(RUNS + "\n" + table, "code/demo/runs.toml")
+    right = '[labels.kernel]\nscanTileRacy = "racy scan"\nscanTileFixed = "fixed scan"\n'
+    assert parse_spec(RUNS + "\n" + right, "x").display.label("kernel", "scanTileFixed") == "fixed scan"
+
+
 def test_a_declared_label_with_a_comma_binds_whole(demo_repo: Path):
     runs = demo_repo / "code/demo/runs.toml"
     runs.write_text(runs.read_text() + '\n[labels.kernel]\nk = "k, the demo"\n')

@@ -60,6 +60,23 @@ class Display:
 
 
 _NUMBER_RE = re.compile(r"""\d+(?:[.,]\d+)*""")
+_PART_RE = re.compile(r"""[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+""")  # scanTileRacy -> scan, Tile, Racy
+
+
+def _parts(text: str) -> set[str]:
+    """The words of a name or a command, lower case: camelCase, snake_case, kebab-case and paths split."""
+    return {p.lower() for p in _PART_RE.findall(text)}
+
+
+def _foreign_word(key: str, value: str, label: str, own: str, everyone: dict[str, str]) -> str | None:
+    """A word of `label` that names another value of `key` (or, for a run, another run's command) and
+    not this one's: a label swapped with another's, or naming the wrong kernel, tool or mode."""
+    mine = _parts(own)
+    for word in sorted(_parts(label) - mine):
+        others = [v for v, text in everyone.items() if v != value and word in _parts(text)]
+        if others:
+            return f"{word!r} names {others[0]!r}" + (f" ({everyone[others[0]]!r})" if key == "run" else "")
+    return None
 
 
 def parse_display(data: dict, source: str, commands: dict[str, str] | None = None) -> Display:
@@ -90,6 +107,12 @@ def parse_display(data: dict, source: str, commands: dict[str, str] | None = Non
                 whose = "the run's command" if key == "run" else f"the value {value!r}"
                 raise LessonError(source, None, f"[labels.{key}]: {value} = {label!r} types the figure {typed[0]!r}, "
                                   f"which is not in {whose}; a label's figures come from what it labels")
+            everyone = (commands or {}) if key == "run" else {v: v for v in values}
+            foreign = _foreign_word(key, value, label, source_text, everyone)
+            if foreign is not None:
+                whose = "its command" if key == "run" else "its value"
+                raise LessonError(source, None, f"[labels.{key}]: {value} = {label!r}: {foreign}, not {value!r}; "
+                                  f"a label's words name what it labels: write them from {whose}")
             if label in seen:
                 raise LessonError(source, None, f"[labels.{key}]: {seen[label]!r} and {value!r} are both "
                                   f"labelled {label!r}; a label must stand for one value")
