@@ -139,20 +139,38 @@ def classify(old: str, new: str) -> str:
 # -- the sentence a claim stands in ----------------------------------------------------------
 
 _SHOWN_CLAIM_RE = re.compile(r"""\{\{\s*(?P<value>[^{}]*?)\s@\s[^{}]*?\}\}""", re.DOTALL)
-_SENTENCE_END_RE = re.compile(r"""(?<=[.!?:;])\s+(?=[A-Z(`*_\[])|\n\s*\n|\n(?=\s*(?:[-*+]|\d+\.)\s)|\n(?=\s*\{\{)""")
+_SHOWN_VALUE_RE = re.compile(r"""\{\{\s*value\s+(?P<query>[^{}]*?)\s*\}\}""", re.DOTALL)
+_SENTENCE_END_RE = re.compile(r"""(?<=[.!?:;])\s+(?=[A-Z(`*_\[])|\n\s*\n|\n(?=\s*(?:[-*+]|\d+\.)\s)""")
+_TAG_RE = re.compile(r"""<[^<>{}]*>""")
 
 
-def _sentence(text: str, start: int, end: int, value: str) -> str:
-    """The sentence around text[start:end] with `value` in its place, claims shown as their values,
-    on one line."""
+def sentence_span(text: str, start: int, end: int) -> tuple[int, int]:
+    """Where the sentence around text[start:end] begins and ends (a paragraph or list item at most)."""
     left = [m.end() for m in _SENTENCE_END_RE.finditer(text, max(0, start - 600), start)]
     lo = left[-1] if left else max(0, text.rfind("\n\n", 0, start) + 2)
     right = _SENTENCE_END_RE.search(text, end, end + 600)
-    hi = right.start() if right else min(len(text), end + 300)
-    marked = text[lo:start] + "\x00" + value + "\x01" + text[end:hi]
-    shown = _SHOWN_CLAIM_RE.sub(lambda m: m.group("value"), marked)
-    shown = " ".join(shown.split())
-    return shown.replace("\x00", "[").replace("\x01", "]")
+    return lo, right.start() if right else min(len(text), end + 300)
+
+
+def shown_sentence(text: str, lo: int, hi: int, marks: list[tuple[int, int, str]]) -> str:
+    """text[lo:hi] as a reader reads it, on one line: each mark (start, end, value) shown as [value],
+    every other claim as its value, a generated figure as <its query>, tags left out."""
+    pieces, pos = [], lo
+    for start, end, value in sorted(marks):
+        pieces += [text[pos:start], "\x00" + value + "\x01"]
+        pos = end
+    pieces.append(text[pos:hi])
+    shown = _SHOWN_CLAIM_RE.sub(lambda m: m.group("value"), "".join(pieces))
+    shown = _TAG_RE.sub(" ", shown)
+    shown = _SHOWN_VALUE_RE.sub(lambda m: f"<{m.group('query')}>", shown)  # a generated figure
+    return " ".join(shown.split()).replace("\x00", "[").replace("\x01", "]")
+
+
+def sentence(text: str, start: int, end: int, value: str) -> str:
+    """The sentence around text[start:end] with `value` in its place, claims shown as their values,
+    on one line."""
+    lo, hi = sentence_span(text, start, end)
+    return shown_sentence(text, lo, hi, [(start, end, value)])
 
 
 # -- which claims the author wrote or moved since the last commit ------------------------------
@@ -242,8 +260,8 @@ def plan_accept(repo: Path, docs: Path | None = None) -> Plan:
                                "yours to state")
                 start, end = at + claim.start, at + claim.end
                 plan.edits.append(Edit(where, claim.line, start, end, claim.value, claim.fix, meaning,
-                                       _sentence(written, start, end, claim.value),
-                                       _sentence(written, start, end, claim.fix)))
+                                       sentence(written, start, end, claim.value),
+                                       sentence(written, start, end, claim.fix)))
     return plan
 
 

@@ -1,5 +1,5 @@
 """Command line: `python -m lessonkit check [--no-cache] [--[no-]strict] [--jobs N] | regions FILE |
-transcript FILE|SET/RUN [--lesson LESSON] | accept | verify-site | new LESSON`.
+transcript FILE|SET/RUN [--lesson LESSON] | accept | explain PAGE | verify-site | new LESSON`.
 
 A subcommand is one entry of COMMANDS: its help line, its description for `NAME --help`, a
 function that declares its arguments (each with its help), and a function that runs it and
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lessonkit.cache import FOLDER, Store
-from lessonkit.cli import accept, new
+from lessonkit.cli import accept, explain, new
 from lessonkit.errors import LessonError, LessonErrors, split_warnings
 from lessonkit.evidence.harness import HarnessFormat
 from lessonkit.evidence.jsontranscript import parse_json_transcript
@@ -244,6 +244,7 @@ COMMANDS: dict[str, Command] = {
         "reports, summaries). Given SET/RUN, print every recording of that run of the evidence "
         "set, each with how it was recorded (command, exit code, date, hashes) and what it says."),
     "accept": Command(accept.HELP, accept.add_arguments, accept.run, accept.DESCRIPTION),
+    "explain": Command(explain.HELP, explain.add_arguments, explain.run, explain.DESCRIPTION),
     "verify-site": Command(verify.HELP, verify.add_arguments, verify.run, verify.DESCRIPTION),
     "new": Command(new.HELP, new.add_arguments, new.run, NEW_DESCRIPTION),
 }

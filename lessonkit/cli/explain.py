@@ -1,0 +1,75 @@
+"""`python -m lessonkit explain PAGE`: every sentence of a page that states a figure from the evidence,
+with what backs each figure, in plain words (lessonkit.pages.meaning).
+
+For a reviewer: read what the sentence says against what its figures are (run, filter, set and
+toolkit, field and unit, recordings, one value or a range or a comparison). What no mechanism can
+see, the words around a correct claim, is put in front of the reader this way
+(docs/reference/checking.md, "What no check sees").
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from lessonkit.cli.accept import sentence_span, shown_sentence
+from lessonkit.errors import LessonError
+from lessonkit.pages.meaning import describe
+from lessonkit.repo import repo_root
+from lessonkit.site.check import Site, strip_front_matter
+from lessonkit.textio import read_text
+
+HELP = "print each sentence of a page that states a figure, with what backs each figure in plain words"
+DESCRIPTION = ("Print every sentence of PAGE (a file under docs/) that states a figure from the evidence, "
+               "then, for each figure, what backs it: the run and its filter, the evidence set and its "
+               "toolkit, the field and its unit, how many recordings, and whether the figure is one value, "
+               "a range, a ratio or a comparison of two sets. Exit 1 when the page has errors (listed), "
+               "0 otherwise.")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("page", type=Path, metavar="PAGE", help="a page under docs/, e.g. docs/day62-racecheck.md")
+    parser.add_argument("--repo", type=Path, default=None, metavar="PATH",
+                        help="the repository's root folder (default: found from the working folder)")
+
+
+def explain(repo: Path, page: Path) -> tuple[list[str], list[LessonError]]:
+    """The lines `explain` prints for `page`, and the page's errors."""
+    shown = page.resolve().relative_to(repo.resolve()).as_posix() if page.resolve().is_relative_to(
+        repo.resolve()) else str(page)
+    text = read_text(page, shown)
+    body, offset = strip_front_matter(text)
+    site = Site.load(repo)
+    site.transcripts = False
+    result = site.page(body, shown, offset)
+    base = len(text) - len(body)
+    groups: list[tuple[str, str, int, int, list]] = []  # (file, its text, lo, hi, [(start, end, claim)])
+    for claim in result.claims:
+        file = claim.file or shown
+        written, at = (read_text(repo / claim.file, claim.file), 0) if claim.file else (text, base)
+        start, end = at + claim.start, at + claim.end
+        lo, hi = sentence_span(written, start, end)
+        if groups and groups[-1][0] == file and groups[-1][2:4] == (lo, hi):
+            groups[-1][4].append((start, end, claim))
+        else:
+            groups.append((file, written, lo, hi, [(start, end, claim)]))
+    lines: list[str] = []
+    for file, written, lo, hi, claims in groups:
+        said = shown_sentence(written, lo, hi, [(s, e, c.value) for s, e, c in claims])
+        lines.append(f"{file}:{claims[0][2].line}: {said}")
+        for _, _, claim in claims:
+            mark = "" if claim.error is None else "  (does not hold: see check)"
+            lines.append(f"    {describe(claim, site.evidence.sets)}{mark}")
+    return lines, [e for e in result.errors if not e.warning]
+
+
+def run(args: argparse.Namespace) -> int:
+    repo = repo_root(args.repo, Path.cwd())
+    page = args.page if args.page.is_absolute() or args.page.exists() else repo / args.page
+    lines, errors = explain(repo, page)
+    for line in lines:
+        print(line)
+    for error in errors:
+        print(error, file=sys.stderr)
+    return 1 if errors else 0

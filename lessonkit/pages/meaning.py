@@ -1,0 +1,106 @@
+"""What backs a figure a page shows, in plain words: the run, the filter, the set and its toolkit,
+the field and its unit, how many recordings, and whether it is one value, a range or a comparison.
+
+`describe(claim, sets)` says it for one claim of a page (lessonkit.pages.state.ClaimOutcome);
+`lessonkit explain PAGE` prints it for every claim of a page, sentence by sentence, so a reviewer
+can read each figure's meaning against its data; the rendered page carries the same words on
+each produced figure, for a reader to open.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from lessonkit.evidence.sets import EvidenceSet
+from lessonkit.pages.claims import ClaimValueError, parse_claim_value
+from lessonkit.pages.crossclaims import compound
+from lessonkit.pages.query import QueryError, parse_query
+from lessonkit.pages.state import ClaimOutcome
+
+# A field's unit from its name's suffix (lessonkit.pages.units declares the same suffixes).
+_SUFFIX_UNITS = (("_per_100k", "per 100,000"), ("_fraction", "a fraction"), ("_ms", "milliseconds"),
+                 ("_us", "microseconds"), ("_ns", "nanoseconds"), ("_per_s", "per second"), ("_s", "seconds"))
+_FILTER_RE = re.compile(r"""\[(?P<filters>[^\]]*)\]""")
+
+
+def unit_of(field: str) -> str | None:
+    """The unit a field's name says (`wall_s`: seconds), or None."""
+    for suffix, unit in _SUFFIX_UNITS:
+        if field.endswith(suffix):
+            return unit
+    return None
+
+
+def _toolkit(ev: EvidenceSet) -> str:
+    p = ev.provenance
+    parts = [f"nvcc {p['nvcc']}"] if p.get("nvcc") else []
+    if p.get("compute_sanitizer"):
+        parts.append(f"compute-sanitizer {p['compute_sanitizer']}")
+    return ", ".join(parts) or "no toolkit recorded"
+
+
+def _operand(text: str, default: str | None, sets: Mapping[str, EvidenceSet]) -> tuple[str, str]:
+    """(what it reads, on which recordings) for one REF:QUERY, in words."""
+    ref, _, query = text.partition(":")
+    set_name, slash, run = ref.strip().partition("/")
+    if not slash:
+        set_name, run = default or "", ref.strip()
+        if run in sets:  # the set itself: its provenance
+            set_name, run = run, ""
+    ev = sets.get(set_name)
+    if ev is not None and not run:
+        return (f"what set {ev.name} records of its machine and tools, {query.strip()}",
+                f"set {ev.name} ({_toolkit(ev)})")
+    try:
+        q = parse_query(query.strip())
+    except QueryError:
+        return f"{query.strip()} (unreadable)", f"run {run}"
+    if q.count:
+        what = f"the number of {q.name} records"
+    else:
+        field = q.field or q.name
+        unit = unit_of(field)
+        what = f"the field {field}" + (f" of the {q.name} records" if q.field else "") + (f", in {unit}" if unit else "")
+    if q.filters:
+        what += " where " + " and ".join(f"{k} is {'any' if v == '*' else v}" for k, v in q.filters)
+    if ev is None:
+        return what, f"run {run} of set {set_name or '?'}"
+    recordings = len(ev.recordings(run)) if run in ev.groups else 0
+    where = (f"run {run} of set {ev.name} ({_toolkit(ev)}), "
+             f"{recordings} recording{'s' if recordings != 1 else ''}")
+    return what, where
+
+
+def _form(value: str) -> str:
+    """What kind of statement the value makes."""
+    try:
+        parsed = parse_claim_value(value)
+    except ClaimValueError:
+        return "a value"
+    if parsed.kind == "range":
+        return "a range every recording falls in"
+    if parsed.kind == "rounded":
+        return f"a rounded value every recording rounds to ({parsed.meaning()})"
+    return "one value every recording gives"
+
+
+def describe(claim: ClaimOutcome, sets: Mapping[str, EvidenceSet], default: str | None = None) -> str:
+    """One claim's backing in plain words."""
+    default = default or claim.set_name
+    form = compound(claim.ref_query)
+    if form is None:
+        what, where = _operand(claim.ref_query, default, sets)
+        kind = "the value the set records" if what.startswith("what set") else _form(claim.value)
+        return f"{claim.value}: {kind}; {what}; {where}"
+    parts = [_operand(o, default if form.sets is None else form.sets[0], sets) for o in form.operands]
+    what = parts[0][0] if len(parts) == 1 else f"{parts[0][0]} divided by {parts[1][0]}, recording by recording"
+    if form.sets is None:
+        return f"{claim.value}: a ratio; {what}; {parts[0][1]}"
+    a, b = form.sets
+    if form.op == "=":
+        return f"{claim.value}: the same in set {a} ({_toolkit(sets[a]) if a in sets else '?'}) and set {b} " \
+               f"({_toolkit(sets[b]) if b in sets else '?'}); {what}"
+    left, _, right = claim.value.partition(" vs ")
+    return (f"{claim.value}: a difference; {left.strip()} in set {a} ({_toolkit(sets[a]) if a in sets else '?'}), "
+            f"{right.strip()} in set {b} ({_toolkit(sets[b]) if b in sets else '?'}); {what}")

@@ -1,0 +1,44 @@
+"""`lessonkit explain PAGE`: each sentence that states a figure, and what backs each figure."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import BARE, RACE, record_set
+
+from lessonkit.cli.commands import main as cli
+from lessonkit.cli.explain import explain
+
+PAGE = ("{{ evidence demo }}\n\nracecheck found {{ 2 @ race:#reports }} reports; the error had\n"
+        "{{ 110\u2013130 @ race:reports[severity=Error].hazards }} hazards. It took {{ ~2 @ race:wall_s }} s.\n\n"
+        "The GPU was an {{ NVIDIA H200 @ demo:gpu }}.\n")
+
+
+def test_explain_prints_each_sentence_and_what_backs_each_figure(demo_repo: Path):
+    runs = demo_repo / "code/demo/runs.toml"
+    runs.write_text(runs.read_text().replace('racecheck ./demo"\n', 'racecheck ./demo"\nrepeat = 3\n'))
+    record_set(demo_repo, "demo", {"race": [RACE.replace("[120 hazards]", f"[{n} hazards]") for n in (118, 120, 125)],
+                                   "bare": BARE})
+    (demo_repo / "docs/p.md").write_text(PAGE)
+    lines, errors = explain(demo_repo, demo_repo / "docs/p.md")
+    toolkit = "set demo (nvcc 13.0.88, compute-sanitizer 2025.3.1.0)"
+    assert errors == []
+    assert lines == [
+        "docs/p.md:3: racecheck found [2] reports; the error had [110\u2013130] hazards.",
+        f"    2: one value every recording gives; the number of reports records; run race of {toolkit}, 3 recordings",
+        ("    110\u2013130: a range every recording falls in; the field hazards of the reports records where severity "
+        f"is Error; run race of {toolkit}, 3 recordings"),
+        "docs/p.md:4: It took [~2] s.",
+        ("    ~2: a rounded value every recording rounds to ([1.5, 2.5)); the field wall_s, in seconds; "
+        f"run race of {toolkit}, 3 recordings"),
+        "docs/p.md:6: The GPU was an [NVIDIA H200].",
+        f"    NVIDIA H200: the value the set records; what set demo records of its machine and tools, gpu; {toolkit}",
+    ]
+
+
+def test_explain_marks_a_claim_that_does_not_hold_and_exits_1(demo_repo: Path, capsys):
+    (demo_repo / "docs/p.md").write_text("{{ evidence demo }}\n\nIt found {{ 3 @ race:#reports }} reports.\n")
+    assert cli(["explain", "--repo", str(demo_repo), "docs/p.md"]) == 1
+    out = capsys.readouterr()
+    assert out.out.splitlines()[1].endswith("(does not hold: see check)")
+    assert "docs/p.md:3: claim '3' (race:#reports)" in out.err
