@@ -25,6 +25,7 @@ from pathlib import Path
 import jinja2
 import jinja2.bccache
 from mkdocs.exceptions import PluginError
+from mkdocs.structure.files import File
 
 # The core sits beside mkdocs.yml; make it importable without installing the project.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -33,6 +34,7 @@ import lessonkit.pages.render
 import lessonkit.site.check
 import lessonkit.site.config
 import lessonkit.site.errorpage
+import lessonkit.site.programs
 import lessonkit.site.verify
 
 log = logging.getLogger("mkdocs.plugins.lessonkit")
@@ -76,6 +78,7 @@ def reload_core_if_changed() -> bool:
     importlib.import_module("lessonkit.site.check")
     importlib.import_module("lessonkit.site.errorpage")
     importlib.import_module("lessonkit.site.config")
+    importlib.import_module("lessonkit.site.programs")
     importlib.import_module("lessonkit.site.verify")
     _state["core"] = digest
     _state["session"] = None  # results of the old core are not evidence of the new one
@@ -174,22 +177,49 @@ def on_files(files, *, config):
         if rewrite_all or (_state["dirty"] and session.needs_check(shown, path)):
             f.is_modified = lambda: True
         _state["sources"][shown] = session.digests.digest(path)
+    _add_program_pages(files, config, session.repo)
     return files
+
+
+def _add_program_pages(files, config, repo: Path) -> None:
+    """A page at code/LESSON/ for each lesson, listing its program's files (published by
+    on_post_build); they are lessonkit's own output, not pages of docs/ to check."""
+    programs = _state["programs"] = {}
+    for lesson in lessonkit.site.programs.lesson_folders(repo):
+        programs[lesson] = lessonkit.site.programs.program_files(repo, lesson)
+        page = lessonkit.site.programs.program_page(lesson, programs[lesson])
+        src_uri = lessonkit.site.programs.program_folder(lesson) + "index.md"
+        if files.get_file_from_path(src_uri) is None:
+            files.append(File.generated(config, src_uri, content=page))
 
 
 @_timed
 def on_page_markdown(markdown, *, page, config, files):
     """Expand the page's regions and transcripts, check its claims (again only if an input changed),
-    and mark it checked for verify-site."""
+    and mark it checked for verify-site; note the lessons whose programs it shows, for its Source link."""
+    if page.file.generated_by is not None:
+        return markdown  # a program's page (on_files): lessonkit's own, not a page of docs/
     raw = page.file.content_string
     offset = max(raw.count("\n") - markdown.count("\n"), 0)
     shown = _shown(page.file, config)
     result = _state["session"].page(markdown, shown, offset, Path(page.file.abs_src_path),
                                     _state.get("sources", {}).get(shown))
     _state["results"][page.file.src_uri] = result
+    _note_programs(page, result)
     # The marks go in as raw HTML here: appended to the finished page they would copy the page.
     return (lessonkit.site.verify.START_MARK.strip() + "\n\n" + result.markdown + "\n\n"
             + lessonkit.site.verify.CHECKED_MARK.strip() + "\n")
+
+
+def _note_programs(page, result) -> None:
+    """Put in the page's meta the programs it shows, for the theme's Source link (overrides/main.html)."""
+    lessons = [name for name in lessonkit.site.programs.page_programs(result, _state["session"].set_lessons)
+               if name in _state.get("programs", {})]
+    page.meta["lessonkit_programs"] = [
+        {"url": lessonkit.site.programs.program_folder(name),
+         "label": "Source" if len(lessons) == 1 else f"Source: {name}",
+         "title": f"The lesson's program: {lessonkit.site.programs.program_folder(name)}"}
+        for name in lessons]
 
 
 @_timed
@@ -326,9 +356,14 @@ def _write_timings(ok: bool) -> None:
 
 
 def on_post_build(*, config):
-    """Publish the evidence files large transcripts link to; record lessonkit's time for the benchmark."""
+    """Publish the evidence files large transcripts link to and the lessons' programs; record
+    lessonkit's time for the benchmark."""
     site_dir = Path(config.site_dir)
-    for dest, source in sorted(_state.pop("publish", {}).items()):
+    publish = _state.pop("publish", {})
+    for lesson, program in _state.pop("programs", {}).items():  # each lesson's program, byte for byte
+        folder = lessonkit.site.programs.program_folder(lesson)
+        publish.update({folder + f.name: f.path for f in program})
+    for dest, source in sorted(publish.items()):
         target = site_dir / dest
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, target)

@@ -1,5 +1,6 @@
-"""The repository's own files: README's lessons table lists every lesson, and .gitignore keeps the
-virtual environment out of git however it is made (a folder, or a link to a shared one)."""
+"""The repository's own files: README's lessons table lists every lesson, the home page links every
+page of the nav, and .gitignore keeps the virtual environment out of git however it is made (a
+folder, or a link to a shared one)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,11 @@ from pathlib import Path
 
 from conftest import REPO
 
+from lessonkit.site.config import nav_pages
+
 _FOLDER_RE = re.compile(r"""`(?P<folder>(?:code|evidence)/[^/`]+)/`""")
+# A Markdown link's target, without its #anchor: ](reference/checking.md) or ](day62.md#predict).
+_LINK_RE = re.compile(r"""\]\((?P<target>[^)\s#]+)(?:\#[^)\s]*)?\)""", re.VERBOSE)
 
 
 def lessons_table(readme: str) -> list[str]:
@@ -44,6 +49,28 @@ def test_a_lesson_left_out_of_the_table_is_found(tmp_path: Path):
     row = next(r for r in lessons_table(readme) if "code/day27-global-reduction/" in r)
     assert "code/day27-global-reduction" not in listed_folders(readme.replace(row + "\n", ""))
     assert "code/day27-global-reduction" in listed_folders(readme)
+
+
+def pages_the_home_page_leaves_out(home: str, config: str) -> list[str]:
+    """The pages of mkdocs.yml's nav (text `config`) that the home page's Markdown `home` does not link."""
+    linked = {m.group("target") for m in _LINK_RE.finditer(home)}
+    return [name for name, _ in nav_pages(config) if name != "index.md" and name not in linked]
+
+
+def test_the_home_page_links_every_page_of_the_nav():
+    config = (REPO / "mkdocs.yml").read_text(encoding="utf-8")
+    assert len(nav_pages(config)) > 5
+    assert pages_the_home_page_leaves_out((REPO / "docs/index.md").read_text(encoding="utf-8"), config) == []
+
+
+def test_a_page_left_off_the_home_page_is_found():
+    config = (REPO / "mkdocs.yml").read_text(encoding="utf-8")
+    home = (REPO / "docs/index.md").read_text(encoding="utf-8")
+    line = next(line for line in home.splitlines() if "(reference/writing-a-lesson.md)" in line)
+    assert pages_the_home_page_leaves_out(home.replace(line, ""), config) == ["reference/writing-a-lesson.md"]
+    config = config.replace("  - Home: index.md\n", "  - Home: index.md\n  - Other: other.md\n", 1)
+    assert pages_the_home_page_leaves_out(home, config) == ["other.md"]
+    assert pages_the_home_page_leaves_out(home + "\n[Other](other.md#part)\n", config) == []
 
 
 def test_gitignore_ignores_a_linked_virtual_environment(tmp_path: Path):

@@ -42,6 +42,18 @@ def test_a_good_configuration_has_no_errors():
                   "extra:\n  version: !ENV [VERSION, dev]\n") == []
 
 
+def test_addresses_from_the_environment_are_accepted():
+    """The site's address and repository may come from the environment (!ENV, with or without a
+    default): they change links, not pages. The settings that decide what is checked may not."""
+    addresses = ("site_url: !ENV [LESSONKIT_SITE_URL, \"http://127.0.0.1:8000/\"]\n"
+                 "repo_url: !ENV LESSONKIT_REPO_URL\nedit_uri: !ENV LESSONKIT_EDIT_URI\n")
+    assert errors(addresses + GOOD) == []
+    assert errors(addresses + GOOD.replace("hooks:\n  - hooks/lessonkit_hooks.py",
+                                           "hooks: !ENV [HOOKS, hooks/lessonkit_hooks.py]")) == [
+        ("mkdocs.yml:5: hooks is given through tag '!ENV', so its value is made while the engine reads "
+         "the file; write it out plainly")]
+
+
 def test_the_sites_own_configuration_has_no_errors():
     assert load_site_config_errors(REPO) == []
 

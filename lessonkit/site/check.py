@@ -14,9 +14,10 @@ from __future__ import annotations
 import gc
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from types import MappingProxyType
 
 from lessonkit import cache
 from lessonkit.cache import HashStore, Store
@@ -293,6 +294,12 @@ class CheckedSite:
                                  + [(name, "unrecorded " + " ".join(files))
                                     for name, files in sorted(unrecorded.items())])
         self.hashes.save()
+
+    @property
+    def set_lessons(self) -> Mapping[str, str]:
+        """Each readable evidence set's lesson (its program in code/<lesson>/), as the last refresh
+        read the manifests: known without loading the evidence."""
+        return MappingProxyType(self._lessons)
 
     def _read_manifests(self) -> None:
         """Read every set's manifest for the first load of the evidence, while its files are
