@@ -133,8 +133,8 @@ def test_a_broken_course_file_is_one_located_error(demo_repo: Path, text: str, e
 def test_a_toolkit_is_named_with_a_version_the_evidence_was_recorded_with(demo_repo: Path):
     assert audit(demo_repo, HEAD + "Recorded with CUDA 13.0 and nvcc 13.0.88.\n") == []
     assert audit(demo_repo, HEAD + "Recorded with CUDA 11.8.\n") == [
-        "docs/p.md:3: 'CUDA 11.8' names a version no evidence set was recorded with; the sets were recorded "
-        "with CUDA 13.0.88"]
+        ("docs/p.md:3: 'CUDA 11.8' names a version no evidence set was recorded with; the sets were recorded "
+        "with CUDA 13.0.88")]
 
 
 @pytest.mark.parametrize(("text", "word"), [
@@ -326,3 +326,10 @@ def test_check_refuses_a_page_whose_front_matter_has_a_key_that_is_not_text(demo
     assert [str(e) for e in check_site(demo_repo, store=Store(None)) if not e.warning] == [
         ("docs/index.md:3: front-matter key '120' is read by YAML as a number, not as text (Zensical refuses "
         "the page: 'metadata mapping keys must be strings'); quote it: \"120\": ...")]
+
+
+def test_a_count_word_is_declared_with_the_words_around_it(demo_repo: Path):
+    page = HEAD + "The two races of the sketch.\n"
+    assert audit(demo_repo, '---\nnarrative:\n  "two races of the sketch": races in the drawing, not a run\n---\n'
+                 + page) == []
+    assert "is a figure without a word" in audit(demo_repo, '---\nnarrative:\n  "two": a count\n---\n' + page)[0]

@@ -36,10 +36,11 @@ _WRONG_DASH_RE = re.compile(
 
 # Count words a claim may state (`{{ two @ race:#reports }}`), each for the count it says; the
 # rendered-page audit holds a count word before a counted noun to a claim (lessonkit.pages.audit).
-NUMBER_WORDS = {w: n for n, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
-    "sixteen seventeen eighteen nineteen twenty".split())}
-NUMBER_WORDS.update({w: 10 * n for n, w in enumerate("thirty forty fifty sixty seventy eighty ninety".split(), 3)})
+_UNITS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+          "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty")
+_TENS = ("thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
+NUMBER_WORDS = {w: n for n, w in enumerate(_UNITS)}
+NUMBER_WORDS.update({w: 10 * n for n, w in enumerate(_TENS, 3)})
 NUMBER_WORDS.update(hundred=100, thousand=1000, million=10**6)
 
 

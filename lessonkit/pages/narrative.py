@@ -29,6 +29,7 @@ from pathlib import Path
 import yaml
 
 from lessonkit.errors import LessonError
+from lessonkit.pages.claims import NUMBER_WORDS
 from lessonkit.pages.fold import shown, skeleton
 from lessonkit.textio import read_text
 
@@ -77,15 +78,16 @@ def phrase_problem(key: str, placeholder: bool) -> str | None:
     words = shown(key).split()
     if not words:
         return "is empty"
-    figures = [w for w in words if placeholder and w == PLACEHOLDER] or _DIGIT_RE.findall(key)
+    figures = ([w for w in words if placeholder and w == PLACEHOLDER] or _DIGIT_RE.findall(key)
+               or [w for w in words if w.lower().strip(",.;:()") in NUMBER_WORDS])
     if placeholder and PLACEHOLDER in words:
         rest = [w for w in words if w != PLACEHOLDER]
         if not any(_LETTER_RE.search(w) for w in rest):
             return f"is {PLACEHOLDER} without a word: it would cover every figure; write the words around it"
         return None
     if not figures:
-        return "holds no figure; list a phrase around a figure the page shows"
-    if not _LETTER_RE.search(key):
+        return "holds no figure (digits or a count word); list a phrase around a figure the page shows"
+    if not _LETTER_RE.search(key) or (len(words) == 1 and not _DIGIT_RE.search(key)):
         return ("is a figure without a word: it would cover that figure wherever it stands; write the "
                 "words around it, as the reader reads them ('32 threads a block', 'day 27')")
     return None
