@@ -32,8 +32,10 @@ WARNING = (f"code/{LESSON}/runs.toml: warning: lesson '{LESSON}' is not recorded
 
 @pytest.fixture
 def course(demo_repo: Path) -> Path:
-    """The demo repository with a nav (and comments in it), as a course's mkdocs.yml has."""
+    """The demo repository with a nav (and comments in it), as a course's mkdocs.yml has, and the
+    course's phrase for the module number in it."""
     (demo_repo / "mkdocs.yml").write_text(mkdocs_yml(NAV))
+    (demo_repo / "narrative.yml").write_text("module N: a module of the course\n")
     return demo_repo
 
 
@@ -275,3 +277,12 @@ def test_a_recorded_lesson_s_broken_runs_toml_is_one_error(course: Path):
     done = cli_run("check", "--repo", str(course))
     assert done.returncode == 1 and done.stderr.splitlines()[-1] == "1 error found", done.stderr
     assert done.stderr.startswith(f"code/{LESSON}/runs.toml")
+
+
+def test_new_declares_the_day_phrase_its_title_needs_once(course: Path):
+    done = new(course, LESSON)
+    assert "added 'day N' to narrative.yml" in done.stdout
+    assert (course / "narrative.yml").read_text() == ("module N: a module of the course\n"
+                                                      "day N: a day of the course\n")
+    assert "narrative.yml" not in new(course, "day28-next").stdout
+    assert (course / "narrative.yml").read_text().count("day N") == 1

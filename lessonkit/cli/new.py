@@ -18,6 +18,8 @@ import sys
 from pathlib import Path
 
 from lessonkit.errors import LessonError
+from lessonkit.pages.fold import shown, skeleton
+from lessonkit.pages.narrative import COURSE_FILE, load_course
 from lessonkit.repo import find_repo
 from lessonkit.textio import read_text
 
@@ -71,9 +73,33 @@ def run(args: argparse.Namespace) -> int:
         print(f"added {lesson}.md to mkdocs.yml's nav under {args.section!r}")
     else:
         print(f"mkdocs.yml's nav could not be edited line by line; add this entry to it yourself:\n  {entry}")
+    declared = declare_title_phrase(repo, title)
+    if declared:
+        print(f"added {declared!r} to {COURSE_FILE}: the figure in the title names a day, not a measurement")
     print(f"next: write the program and the page; `python -m lessonkit check` warns until the refresh "
           f"records the lesson on a GPU machine: .venv/bin/python scripts/refresh.py {lesson}")
     return EXIT_DONE
+
+
+_DAY_PHRASE = "day N"
+
+
+def declare_title_phrase(repo: Path, title: str) -> str | None:
+    """Make the course declare the phrase that covers a 'Day 27: ...' title (narrative.yml, created if
+    missing), so the page title and the navigation pass the audit; the phrase added, or None."""
+    if not re.match(r"(?i)day\s+\d", title):
+        return None
+    course = load_course(repo)
+    skel = skeleton(shown(title))
+    if any(p.spans(skel) for p in course.phrases):
+        return None
+    path = repo / COURSE_FILE
+    text = path.read_text(encoding="utf-8") if path.is_file() else (
+        "# Phrases every page of the course may use (docs/reference/checking.md): N stands for one figure.\n")
+    if text and not text.endswith("\n"):
+        text += "\n"
+    path.write_text(text + f"{_DAY_PHRASE}: a day of the course\n", encoding="utf-8")
+    return _DAY_PHRASE
 
 
 def check_name(repo: Path, lesson: str) -> None:

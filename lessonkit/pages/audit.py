@@ -2,14 +2,15 @@
 
 The checks on the Markdown hold every claim to the evidence; the words around a claim are the
 author's. The audit reads the page as rendered (lessonkit.pages.readertext: element text, alt, title
-and aria-label text, SVG text, Unicode folded by lessonkit.pages.fold) and refuses, in a page that
-cites evidence:
+and aria-label text, SVG text, Unicode folded by lessonkit.pages.fold) and refuses, on every page:
 
-- a figure a reader sees that equals a value of the evidence the page cites (any number of any
-  recording of any run of a set it cites or names) and that no claim or directive produced,
-  unless the page's front matter lists it as narrative, with a reason:
-  `narrative: {"27": "the day number", "day 61": "yesterday's lesson"}` (a key that is a number,
-  quoted as every key must be, covers every place it stands alone; a phrase covers the numbers inside that phrase only);
+- a figure a reader sees that no claim, directive or generated table produced, unless it stands
+  inside a phrase declared narrative (lessonkit.pages.narrative: the course's `narrative.yml`,
+  or the page's front matter, `narrative: {"day 61": "yesterday's lesson"}`), inside a toolkit's
+  name whose version an evidence set was recorded with ("CUDA 12.4"), inside a code block titled
+  as not the lesson's program, or inside a directive shown as an example (`{{ … }}` escaped, which the
+  reader sees with its braces). It is an allow-list: a figure is refused whether or not it equals
+  a value of the evidence;
 - a compute-sanitizer report or summary line (the `=========` prefix with text after it,
   "RACECHECK SUMMARY" or "ERROR SUMMARY" with a figure, "Race reported between", "hazard
   detected at", "Barrier error detected") that no transcript or claim produced, whatever markup
@@ -32,9 +33,11 @@ from typing import Any
 
 from lessonkit.errors import LessonError
 from lessonkit.evidence.sets import EvidenceSet
+from lessonkit.pages.claims import NUMBER_WORDS
 from lessonkit.pages.figures import FIGURE_RE, canonical, evidence_figures
 from lessonkit.pages.fold import shown, skeleton
 from lessonkit.pages.frontmatter import read_front_matter
+from lessonkit.pages.narrative import Course, compile_phrase, phrase_problem
 from lessonkit.pages.readertext import Line, ReaderText, read_html
 from lessonkit.pages.render import language_of
 from lessonkit.pages.sourcemap import SourceFinder
@@ -58,10 +61,8 @@ class _Cited:
     languages: set[str]
 
 
-def _cited(result: PageResult, sets: Mapping[str, EvidenceSet]) -> _Cited | None:
+def _cited(result: PageResult, sets: Mapping[str, EvidenceSet]) -> _Cited:
     names = sorted({s for s, _ in result.cited} | {n for n in result.looked_up if n in sets})
-    if not names:
-        return None
     cited = _Cited({}, set(), set())
     for name in names:
         ev = sets[name]
@@ -85,10 +86,11 @@ def _cited(result: PageResult, sets: Mapping[str, EvidenceSet]) -> _Cited | None
 @dataclass
 class _Narrative:
     key: str      # as declared
-    phrase: str   # skeleton of the key
+    pattern: re.Pattern[str]  # where it stands on a line's skeleton (lessonkit.pages.narrative)
     reason: str
     line: int     # of the key in the file
     used: bool = False
+    course: bool = False  # declared for the whole course (narrative.yml): never "unused"
 
 
 def _front_matter(source: str, path: str, errors: list[LessonError]) -> tuple[list[_Narrative], int]:
@@ -109,40 +111,69 @@ def _front_matter(source: str, path: str, errors: list[LessonError]) -> tuple[li
         text = str(key)
         where = next((k + 1 for k, line in enumerate(source.split("\n")[:lines])
                       if k + 1 > at and text in line), at)
+        problem = phrase_problem(text, placeholder=False)
         if not isinstance(reason, str) or not reason.strip():
-            errors.append(LessonError(path, where, f"narrative figure {text!r} needs a reason: "
-                                      f'{text}: "what it counts, and why no recording holds it"', rank=PAGE_RANK))
-        elif not FIGURE_RE.search(text):
-            errors.append(LessonError(path, where, f"narrative key {text!r} holds no figure; list a figure, "
-                                      "or a short phrase around one", rank=PAGE_RANK))
+            errors.append(LessonError(path, where, f"narrative phrase {text!r} needs a reason: "
+                                      f'"{text}": "what it names, and why no recording holds it"', rank=PAGE_RANK))
+        elif problem:
+            errors.append(LessonError(path, where, f"narrative key {text!r} {problem}", rank=PAGE_RANK))
         else:
-            found.append(_Narrative(text, skeleton(shown(text)), reason, where))
+            found.append(_Narrative(text, compile_phrase(text, placeholder=False), reason, where))
     return found, lines
 
 
 def _exempt(line: Line, start: int, end: int, narrative: list[_Narrative], skel: str) -> bool:
     for n in narrative:
-        at = skel.find(n.phrase)
-        while at != -1:
-            stop = at + len(n.phrase)
-            if at <= start and end <= stop and not (at and skel[at - 1].isalnum() and n.phrase[0].isalnum()) \
-                    and not (stop < len(skel) and skel[stop].isalnum() and n.phrase[-1].isalnum()):
+        for m in n.pattern.finditer(skel):
+            if m.start() <= start and end <= m.end():
                 n.used = True
                 return True
-            at = skel.find(n.phrase, at + 1)
     return False
+
+
+# A toolkit named with its version: the version must be one an evidence set was recorded with.
+_TOOLKIT_RE = re.compile(r"""(?<![^\W_])(?P<tool>cuda|nvcc|compute-sanitizer|sanitizer)(?:\s+(?:toolkit|release))?\s+
+                             (?P<version>[0-9ols]+(?:\.[0-9ols]+)*)(?![.,]?[0-9ols])""", re.VERBOSE)
+# (on a skeleton, where the digits 0, 1 and 5 read as o, l and s: lessonkit.pages.fold)
+_TOOLKIT_FIELDS = {"cuda": "nvcc", "nvcc": "nvcc", "compute-sanitizer": "compute_sanitizer",
+                   "sanitizer": "compute_sanitizer"}
+
+
+def _recorded_versions(sets: Mapping[str, EvidenceSet]) -> dict[str, set[str]]:
+    """provenance field -> every version the site's sets were recorded with."""
+    found: dict[str, set[str]] = {"nvcc": set(), "compute_sanitizer": set()}
+    for ev in sets.values():
+        for key, versions in found.items():
+            value = ev.provenance.get(key)
+            if isinstance(value, str) and value:
+                versions.add(value)
+    return found
+
+
+def _toolkit(text: str, skel: str, start: int, end: int,
+             versions: dict[str, set[str]]) -> tuple[bool, str | None]:
+    """(whether text[start:end] is the version of a named toolkit, why that version is wrong or None)."""
+    for m in _TOOLKIT_RE.finditer(skel):
+        if m.start("version") <= start and end <= m.end("version"):
+            recorded = versions[_TOOLKIT_FIELDS[m.group("tool")]]
+            wanted = text[m.start("version"):m.end("version")]
+            if any(v == wanted or v.startswith(wanted + ".") for v in recorded):
+                return True, None
+            return True, (f"'{text[m.start():m.end()]}' names a version no evidence set was recorded with; the sets were "
+                          f"recorded with {text[m.start('tool'):m.end('tool')]} " + (", ".join(sorted(recorded)) or "no version"))
+    return False, None
 
 
 # -- the audit ---------------------------------------------------------------------------------
 
 def audit_page(html: str, source: str, path: str, result: PageResult,
-               sets: Mapping[str, EvidenceSet]) -> list[LessonError]:
-    """The audit's errors for one rendered page (`source`: the page's file, front matter included)."""
+               sets: Mapping[str, EvidenceSet], course: Course | None = None) -> list[LessonError]:
+    """The audit's errors for one rendered page (`source`: the page's file, front matter included;
+    `sets`: every set of the site; `course`: the course's narrative phrases)."""
     errors: list[LessonError] = []
     cited = _cited(result, sets)
-    if cited is None:
-        return errors  # a page that cites no evidence is no lesson: the Markdown's rules hold it
     narrative, skip = _front_matter(source, path, errors)
+    narrative += [_Narrative(p.key, p.pattern, p.reason, p.line, course=True) for p in (course.phrases if course else ())]
     finder = SourceFinder(source, skip)
     text = read_html(html)
     for line in text.lines:
@@ -162,15 +193,12 @@ def audit_page(html: str, source: str, path: str, result: PageResult,
 
     _code_blocks(text, cited, finder, report)
     _tool_lines(text, cited, finder, report)
-    _figures(text, cited, narrative, finder, report)
-    for n in narrative:  # declared for a figure the evidence does not hold: used if the page shows it
-        if not n.used:
-            for line in text.lines:
-                for m in FIGURE_RE.finditer(line.text):
-                    if not n.used and not line.is_produced(m.start(), m.end()):
-                        _exempt(line, m.start(), m.end(), [n], skeleton(line.text))
+    _figures(text, cited, narrative, _recorded_versions(sets), finder, report)
+    _count_words(text, narrative, finder, report)
+    _title(source, path, skip, narrative, report)
+    _unread_places(html, source, finder, report)
     for n in narrative:
-        if not n.used:
+        if not n.used and not n.course:
             report(n.line, f"narrative figure {n.key!r} is declared, but the page shows it nowhere outside "
                    "a claim; remove the declaration")
     return errors
@@ -211,34 +239,132 @@ def _tool_lines(text: ReaderText, cited: _Cited, finder: SourceFinder, report: A
             break
 
 
-def _figures(text: ReaderText, cited: _Cited, narrative: list[_Narrative], finder: SourceFinder,
-             report: Any) -> None:
-    """Figures a reader sees that the evidence holds and no claim produced."""
+# A count word (two and up) before a noun a run counts is a figure too ("all three reports"). "One"
+# is left out: it is as often an article as a count ("one launch at a time").
+_COUNT_WORDS = [w for w, n in NUMBER_WORDS.items() if n >= 2]
+_COUNTED = ("report", "hazard", "error", "warning", "record", "recording", "launch", "race", "mismatch",
+            "barrier", "run", "kernel", "row", "cell", "thread", "block", "instance", "failure")
+_COUNT_RE = re.compile(r"""(?<![^\W_])(?P<word>{w})(?:[\s-]+(?:{w}))*\s+(?:[^\W\d_]+\s+)?(?P<noun>{n})(?:e?s)?(?![^\W_])""".format(
+    w="|".join(sorted((skeleton(x) for x in _COUNT_WORDS), key=len, reverse=True)),
+    n="|".join(skeleton(x) for x in _COUNTED)))
+
+
+def _count_words(text: ReaderText, narrative: list[_Narrative], finder: SourceFinder, report: Any) -> None:
+    """Count words before a counted noun that no claim produced and no phrase declares."""
+    for line in text.lines:
+        if line.code is not None:
+            continue
+        skel = skeleton(line.text)
+        for m in _COUNT_RE.finditer(skel):
+            start, end = m.start("word"), m.end("word")
+            if line.is_produced(start, end) or _exempt(line, start, end, narrative, skel):
+                continue
+            word = line.text[start:end]
+            noun = line.text[m.start("noun"):m.end()]
+            report(finder.phrase(skel[start:m.end()], line.text[start:m.end()]),
+                   f"the count {word!r} before {noun!r} is a figure a reader takes from the evidence; write it as "
+                   f"a claim, {{{{ {word} @ RUN:#COLLECTION }}}} (a count word holds when every recording counts "
+                   f"{NUMBER_WORDS.get(word.lower(), word)}), or, if it counts something no recording holds, "
+                   f"declare the phrase: {NARRATIVE}: {{\"{line.text[start:m.end()]}\": \"why\"}}")
+
+
+_EXAMPLE_RE = re.compile(r"""\{\{.*?\}\}""")  # a directive shown as an example, braces and all
+
+
+def _figures(text: ReaderText, cited: _Cited, narrative: list[_Narrative], versions: dict[str, set[str]],
+             finder: SourceFinder, report: Any) -> None:
+    """Figures a reader sees that nothing produced and no phrase declares (an allow-list)."""
     for line in text.lines:
         if line.text.isascii() and not any(c.isdigit() for c in line.text):
             continue
+        if line.code is not None and SKETCH_MARK in text.blocks[line.code].title.translate(_APOSTROPHES).lower():
+            continue  # the reader is told, above the block, that it is not the lesson's program
         skel = None
+        examples = None
         for m in FIGURE_RE.finditer(line.text):
             if line.is_produced(m.start(), m.end()):
                 continue
-            figure = canonical(m.group())
-            where = cited.figures.get(figure)
-            if where is None:
+            if examples is None:
+                examples = [e.span() for e in _EXAMPLE_RE.finditer(line.text)]
+            if any(a <= m.start() and m.end() <= b for a, b in examples):
                 continue
             skel = skel if skel is not None else skeleton(line.text)
-            if _exempt(line, m.start(), m.end(), narrative, skel):
+            named, wrong = _toolkit(line.text, skel, m.start(), m.end(), versions)
+            where_line = finder.figure(m.group(), line.text, m.start(), m.end())
+            if wrong:
+                report(where_line, wrong)
                 continue
-            report(finder.figure(m.group(), line.text, m.start(), m.end()),
-                   f"figure {m.group()!r} is typed, not produced by a claim; the evidence says {figure} "
-                   f"(in {where}); write it as a claim, {{{{ {m.group()} @ RUN:QUERY }}}}, or, if it counts "
-                   f"something no recording holds, list it in the front matter: {NARRATIVE}: "
-                   f'{{"{m.group()}": "why"}}')
+            if named or _exempt(line, m.start(), m.end(), narrative, skel):
+                continue
+            figure = canonical(m.group())
+            held = cited.figures.get(figure)
+            said = (f"the evidence says {figure} (in {held})" if held else
+                    "no claim, directive or table produced it")
+            report(where_line,
+                   f"figure {m.group()!r} is typed, not produced: {said}; write it as a claim, "
+                   f"{{{{ {m.group()} @ RUN:QUERY }}}}, or, if it names or numbers something rather than "
+                   f"measuring it, declare the words around it in the front matter: {NARRATIVE}: "
+                   f'{{"{_around(line.text, m.start(), m.end())}": "why"}}')
         if not line.text.isascii():
             odd = next((c for c in line.text if unicodedata.category(c) == "Nd" and not c.isascii()), None)
             if odd is not None:
                 report(finder.phrase(skeleton(odd), odd),
                        f"the digit {odd!r} ({unicodedata.name(odd, 'a digit')}) is of another script: a reader "
                        f"may read it as another figure; write the figure in the digits 0 to 9")
+
+
+def _title(source: str, path: str, skip: int, narrative: list[_Narrative], report: Any) -> None:
+    """The front matter's title (the browser tab, the navigation) holds no figure no phrase declares."""
+    title = read_front_matter(source, path).meta.get("title")
+    if not isinstance(title, str) or not any(c.isdigit() for c in title):
+        return
+    line = Line(shown(title))
+    skel = skeleton(line.text)
+    at = next((k + 1 for k, text in enumerate(source.split("\n")[:skip]) if text.startswith("title")), 1)
+    for m in FIGURE_RE.finditer(line.text):
+        if not _exempt(line, m.start(), m.end(), narrative, skel):
+            report(at, f"the title {title!r} shows the figure {m.group()!r}, which no claim can produce there "
+                   f"and no narrative phrase declares; declare the words around it ({NARRATIVE}: "
+                   f'{{"{_around(title, m.start(), m.end())}": "why"}}), or leave the figure out')
+            return
+
+
+# What shows a reader text the audit cannot read: a picture, an embedded document, a linked image.
+_UNREAD_RE = re.compile(r"""<(?P<tag>img|object|embed|iframe|picture|video|audio|canvas)\b[^>]*>
+                            |<a\b[^>]*\bhref="(?P<href>[^"]+\.(?:svg|png|jpe?g|gif|webp|avif|bmp|pdf))(?:[?#][^"]*)?"
+                            """, re.VERBOSE | re.IGNORECASE)
+_SRC_RE = re.compile(r'\b(?:src|data)="(?P<src>[^"]*)"')
+_TOC_LABEL_RE = re.compile(r"""\{[^}\n]*\bdata-toc-label\s*=""")
+
+
+def _unread_places(html: str, source: str, finder: SourceFinder, report: Any) -> None:
+    """Pictures, embedded documents and linked image files, and headings the sidebar names otherwise:
+    text a reader sees that the audit cannot read."""
+    for m in _UNREAD_RE.finditer(html):
+        if m.group("tag"):
+            src = _SRC_RE.search(m.group())
+            target = src.group("src") if src else m.group("tag")
+            report(finder.phrase(skeleton(target), target),
+                   f"a <{m.group('tag').lower()}> ({target}) shows the reader text no check can read; draw "
+                   "it as an SVG under code/LESSON/diagrams/ and show it with {{ diagram LESSON/diagrams/"
+                   "NAME.svg }}, whose text is checked like the page's")
+        else:
+            href = m.group("href")
+            report(finder.phrase(skeleton(href), href),
+                   f"the link to {href} opens a file whose text no check can read; show a drawing with "
+                   "{{ diagram LESSON/diagrams/NAME.svg }}, whose text is checked like the page's")
+    for k, line in enumerate(source.split("\n")):
+        if "data-toc-label" in line and _TOC_LABEL_RE.search(line):
+            report(k + 1, "data-toc-label names the heading otherwise in the sidebar, where the audit does not "
+                   "read; let the sidebar show the heading's own text (remove data-toc-label)")
+
+
+def _around(text: str, start: int, end: int) -> str:
+    """The figure text[start:end] with the word before it and the word after it, as a phrase to declare."""
+    before = text[:start].rstrip().rsplit(" ", 1)[-1] if text[:start].strip() else ""
+    after = text[end:].lstrip().split(" ", 1)[0] if text[end:].strip() else ""
+    phrase = " ".join(p for p in (before, text[start:end], after) if p)
+    return phrase.replace('"', "").strip(" ,.;:()")
 
 
 def _code_blocks(text: ReaderText, cited: _Cited, finder: SourceFinder, report: Any) -> None:

@@ -34,6 +34,23 @@ _WRONG_DASH_RE = re.compile(
     re.VERBOSE | re.ASCII)
 
 
+# Count words a claim may state (`{{ two @ race:#reports }}`), each for the count it says; the
+# rendered-page audit holds a count word before a counted noun to a claim (lessonkit.pages.audit).
+_UNITS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+          "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty")
+_TENS = ("thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
+NUMBER_WORDS = {w: n for n, w in enumerate(_UNITS)}
+NUMBER_WORDS.update({w: 10 * n for n, w in enumerate(_TENS, 3)})
+NUMBER_WORDS.update(hundred=100, thousand=1000, million=10**6)
+
+
+def _wanted(claim_text: str, separated: bool) -> str:
+    """The text every value must be for an exact claim: a count word stands for its number."""
+    if claim_text.lower() in NUMBER_WORDS:
+        return str(NUMBER_WORDS[claim_text.lower()])
+    return claim_text.replace(",", "") if separated else claim_text
+
+
 class ClaimValueError(ValueError):
     """A claim value that cannot be read; the message says what was expected."""
 
@@ -200,7 +217,7 @@ def _problem(claim: ClaimValue, sample: Sample) -> str | None:
     values = sample.values
     # The common case first, with nothing worked out for a message: every value agrees.
     if claim.kind == "exact" and not sample.timing:
-        wanted = claim.text.replace(",", "") if claim.separated else claim.text
+        wanted = _wanted(claim.text, claim.separated)
         if all(f.text == wanted for f in values):
             return None
     elif claim.kind == "rounded":
@@ -217,7 +234,7 @@ def _problem(claim: ClaimValue, sample: Sample) -> str | None:
     else:
         gives = f"{where} give {span[0]} to {span[1]}" if span else ""
     if claim.kind == "exact":
-        wanted = claim.text.replace(",", "") if claim.separated else claim.text
+        wanted = _wanted(claim.text, claim.separated)
         if sample.timing and span is not None:
             return (f"is a timing, which changes from run to run even when nothing else does; quote it "
                     f"rounded (~V) or as a range (LOW{EN_DASH}HIGH): {gives}")

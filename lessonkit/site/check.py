@@ -32,6 +32,7 @@ from lessonkit.evidence.sets import (
 )
 from lessonkit.evidence.spec import load_spec
 from lessonkit.pages.frontmatter import read_front_matter
+from lessonkit.pages.narrative import load_course
 from lessonkit.pages.page import process_page
 from lessonkit.pages.state import PageResult
 from lessonkit.site import sitecache
@@ -444,7 +445,8 @@ class CheckedSite:
         `html` as rendered, `source` the page's file (front matter included). An earlier audit of the
         same HTML and file over the same inputs is reused, from memory or from the cache on disk."""
         inputs, result = self._pages[path]
-        key = cache.digest("audit", self._disk_key(inputs, path), html, source)
+        course = load_course(self.repo)
+        key = cache.digest("audit", self._disk_key(inputs, path), html, source, course.text)
         known = self._audits.get(path)
         if known is not None and known[0] == key:
             return known[1]
@@ -455,7 +457,7 @@ class CheckedSite:
             # Imported here: a build audits, `check` never does, and need not load the audit.
             from lessonkit.pages.audit import audit_page
 
-            errors = audit_page(html, source, path, result, self.site.evidence.sets)
+            errors = audit_page(html, source, path, result, self.site.evidence.sets, course)
             if self._unchanged_since_refresh(inputs):
                 self.store.put("audit", sitecache.entry_name(path), key, sitecache.encode_errors(errors))
         self._audits[path] = (key, errors)
@@ -502,8 +504,9 @@ class CheckedSite:
         return isinstance(self._known(body, path, offset, source, digest), PageResult)
 
     def site_errors(self) -> list[LessonError]:
-        """Errors that belong to no page (evidence integrity and freshness, lesson READMEs)."""
-        return list(self._site_errors)
+        """Errors that belong to no page (the course's narrative phrases, evidence integrity and
+        freshness, lesson READMEs)."""
+        return list(load_course(self.repo).errors) + list(self._site_errors)
 
     def errors(self, pages: Iterable[tuple[str, Path]]) -> list[LessonError]:
         """The site's errors and those of `pages` ((path as named, file)), each checked if it must be.
@@ -513,7 +516,7 @@ class CheckedSite:
         wanted = dict(pages)
         for path in [p for p in self._pages if p not in wanted]:
             del self._pages[path]
-        errors = list(self._site_errors)
+        errors = self.site_errors()
         self._check_files([(path, source) for path, source in wanted.items() if self.needs_check(path, source)])
         for path in wanted:
             errors.extend(self._pages[path][1].errors)

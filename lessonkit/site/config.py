@@ -102,6 +102,7 @@ class SiteConfig:
     inherit: str | None = None
     problems: tuple[LessonError, ...] = ()  # found while reading: YAML, tags, keys
     readable: bool = True  # False: not YAML or not a mapping, so no setting could be read
+    shown: tuple[tuple[str, int, str], ...] = ()  # (what, line, text) a reader sees: site name, nav titles
 
 
 class _Reader:
@@ -274,7 +275,49 @@ def read_site_config(text: str, shown: str, folder: str) -> SiteConfig:
     read = {name: setting[name](node, name) for name, node in value.items() if name in setting}
     return SiteConfig(shown, folder, lines, docs_dir=read.get("docs_dir"), hooks=read.get("hooks"),
                       extensions=read.get("markdown_extensions"), plugins=read.get("plugins"),
-                      inherit=read.get("INHERIT"), problems=tuple(reader.problems))
+                      inherit=read.get("INHERIT"), problems=tuple(reader.problems),
+                      shown=tuple(_shown_texts(value)))
+
+
+def _shown_texts(value: Mapping[str, yaml.Node]) -> list[tuple[str, int, str]]:
+    """The configuration's text a reader sees: the site's name and description (the page title and
+    the home page's metadata) and every title of the navigation."""
+    found = [(name, node.start_mark.line + 1, node.value) for name, node in value.items()
+             if name in ("site_name", "site_description") and isinstance(node, yaml.ScalarNode)]
+    pending = [value["nav"]] if "nav" in value else []
+    while pending:
+        node = pending.pop(0)
+        if isinstance(node, yaml.SequenceNode):
+            pending[:0] = node.value
+        elif isinstance(node, yaml.MappingNode):
+            for key, item in node.value:
+                if isinstance(key, yaml.ScalarNode):
+                    found.append(("nav title", key.start_mark.line + 1, key.value))
+                pending.append(item)
+    return sorted(found, key=lambda f: f[1])
+
+
+def _shown_text_errors(config: SiteConfig) -> list[LessonError]:
+    """A figure in the site's name, description or a navigation title stands inside a phrase of the
+    course (narrative.yml): no claim can produce it there (lessonkit.pages.narrative)."""
+    from lessonkit.pages.figures import FIGURE_RE
+    from lessonkit.pages.fold import shown, skeleton
+    from lessonkit.pages.narrative import COURSE_FILE, load_course
+
+    phrases = load_course(Path(config.folder)).phrases
+    errors = []
+    for what, line, text in config.shown:
+        folded = shown(text)
+        skel = skeleton(folded)
+        spans = [span for p in phrases for span in p.spans(skel)]
+        for m in FIGURE_RE.finditer(folded):
+            if not any(a <= m.start() and m.end() <= b for a, b in spans):
+                errors.append(_error(config, line, f"{what} {text!r} shows the figure {m.group()!r}, which no "
+                                     f"phrase of {COURSE_FILE} covers; no claim can produce a figure there: "
+                                     f"add the phrase around it to {COURSE_FILE} with its reason, or leave "
+                                     "the figure out"))
+                break
+    return errors
 
 
 def _error(config: SiteConfig, line: int | None, message: str) -> LessonError:
@@ -384,7 +427,8 @@ def site_config_errors(config: SiteConfig) -> list[LessonError]:
     if not config.readable:
         return list(config.problems)
     errors = [*config.problems, *_inherit_errors(config), *_docs_dir_errors(config),
-              *_hooks_errors(config), *_extension_errors(config), *_plugin_errors(config)]
+              *_hooks_errors(config), *_extension_errors(config), *_plugin_errors(config),
+              *_shown_text_errors(config)]
     return sorted(errors, key=lambda e: e.line or 0)
 
 

@@ -14,6 +14,7 @@ import yaml
 
 from lessonkit.errors import LessonError
 from lessonkit.pages.audit import audit_page
+from lessonkit.pages.narrative import load_course
 from lessonkit.pages.state import PageResult
 from lessonkit.site.check import Site, strip_front_matter
 from lessonkit.textio import read_text
@@ -62,4 +63,4 @@ class RenderedCheck:
         body, offset = strip_front_matter(source)
         result = self.site.page(body, path, offset)
         return result, result.errors + audit_page(self.render(result), source, path, result,
-                                                  self.site.evidence.sets)
+                                                  self.site.evidence.sets, load_course(self.site.repo))
