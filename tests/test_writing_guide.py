@@ -16,7 +16,7 @@ from fake_gpu import install
 
 GUIDE = REPO / "docs" / "reference" / "writing-a-lesson.md"
 LESSON = "day3-add-one"
-FENCE_RE = re.compile(r"""^```(?P<lang>[\w+-]*)\n(?P<body>.*?)^```$""", re.MULTILINE | re.DOTALL)
+FENCE_RE = re.compile(r"""^```(?P<lang>[\w+-]*)(?: [^\n]*)?\n(?P<body>.*?)^```$""", re.MULTILINE | re.DOTALL)
 INLINE_RE = re.compile(r"""`(?P<cmd>\.venv/bin/python -m lessonkit [^`]+)`""")
 # What the stub prints on an H200 (the fake GPU's program prints the same).
 OUTPUT = "device: NVIDIA H200 | compute capability 9.0\nresult: 0 of 1000 elements wrong\n"
@@ -29,8 +29,9 @@ def blocks() -> list[tuple[str, str]]:
 
 @pytest.fixture
 def course(demo_repo: Path, tmp_path: Path) -> tuple[Path, dict[str, str]]:
-    """A course configured as this site is (strict, a nav), and the fake GPU tools."""
+    """A course configured as this site is (strict, a nav, its narrative phrases), and the fake GPU tools."""
     (demo_repo / "mkdocs.yml").write_text("strict: true\n" + mkdocs_yml("nav:\n  - Home: index.md\n"))
+    (demo_repo / "narrative.yml").write_text((REPO / "narrative.yml").read_text())  # "day N" for the nav title
     env = install(tmp_path / "bin")
     (tmp_path / "tmp").mkdir()
     env["TMPDIR"] = str(tmp_path / "tmp")  # the refresh's fixed build folder goes here, as in test_refresh
@@ -122,5 +123,5 @@ def test_the_guide_explains_what_new_writes():
     first = text.index("evidence directive")
     assert "names the\npage's default evidence set" in text[first:first + 400]  # where it first appears
     assert "`code/day3-add-one/.gitignore`: the program the build line writes" in text
-    source_note = text[:text.index("## 1. Make the lesson")]
+    source_note = text[:text.index("## Step 1. Make the lesson")]
     assert "backslash" in source_note and "is escaped and shows as text" in source_note
