@@ -141,6 +141,7 @@ def test_a_toolkit_is_named_with_a_version_the_evidence_was_recorded_with(demo_r
     ("All three reports came from one launch.", "three"),
     ("The run gave two racy reports.", "two"),
     ("A hundred launches passed.", "hundred"),
+    ("The hundred-launch test passed.", "hundred"),
 ])
 def test_a_count_word_before_a_counted_noun_is_a_figure(demo_repo: Path, text: str, word: str):
     errors = audit(demo_repo, HEAD + text + "\n")

@@ -244,7 +244,7 @@ def _tool_lines(text: ReaderText, cited: _Cited, finder: SourceFinder, report: A
 _COUNT_WORDS = [w for w, n in NUMBER_WORDS.items() if n >= 2]
 _COUNTED = ("report", "hazard", "error", "warning", "record", "recording", "launch", "race", "mismatch",
             "barrier", "run", "kernel", "row", "cell", "thread", "block", "instance", "failure")
-_COUNT_RE = re.compile(r"""(?<![^\W_])(?P<word>{w})(?:[\s-]+(?:{w}))*\s+(?:[^\W\d_]+\s+)?(?P<noun>{n})(?:e?s)?(?![^\W_])""".format(
+_COUNT_RE = re.compile(r"""(?<![^\W_])(?P<word>{w})(?:[\s-]+(?:{w}))*[\s-]+(?:[^\W\d_]+[\s-]+)?(?P<noun>{n})(?:e?s)?(?![^\W_])""".format(
     w="|".join(sorted((skeleton(x) for x in _COUNT_WORDS), key=len, reverse=True)),
     n="|".join(skeleton(x) for x in _COUNTED)))
 
