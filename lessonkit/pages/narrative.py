@@ -79,7 +79,7 @@ def phrase_problem(key: str, placeholder: bool) -> str | None:
     if not words:
         return "is empty"
     figures = ([w for w in words if placeholder and w == PLACEHOLDER] or _DIGIT_RE.findall(key)
-               or [w for w in words if w.lower().strip(",.;:()") in NUMBER_WORDS])
+               or [w for w in re.split(r"[\s-]+", key) if w.lower().strip(",.;:()") in NUMBER_WORDS])
     if placeholder and PLACEHOLDER in words:
         rest = [w for w in words if w != PLACEHOLDER]
         if not any(_LETTER_RE.search(w) for w in rest):
