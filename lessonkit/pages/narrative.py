@@ -41,6 +41,7 @@ _DIGIT = "[0-9ols]"
 _FIGURE = rf"""(?:{_DIGIT}{{1,3}}(?:,{_DIGIT}{{3}})+(?:\.{_DIGIT}+)*|{_DIGIT}+(?:\.{_DIGIT}+)*)"""
 _LETTER_RE = re.compile(r"""[^\W\d_]""")
 _DIGIT_RE = re.compile(r"""[0-9]""")
+_WORD_RE = re.compile(r"""[^\W\d_]+""")
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,7 @@ def phrase_problem(key: str, placeholder: bool) -> str | None:
     if not words:
         return "is empty"
     figures = ([w for w in words if placeholder and w == PLACEHOLDER] or _DIGIT_RE.findall(key)
-               or [w for w in re.split(r"[\s-]+", key) if w.lower().strip(",.;:()") in NUMBER_WORDS])
+               or [w for w in _WORD_RE.findall(key.lower()) if w in NUMBER_WORDS])
     if placeholder and PLACEHOLDER in words:
         rest = [w for w in words if w != PLACEHOLDER]
         if not any(_LETTER_RE.search(w) for w in rest):
@@ -87,7 +88,7 @@ def phrase_problem(key: str, placeholder: bool) -> str | None:
         return None
     if not figures:
         return "holds no figure (digits or a count word); list a phrase around a figure the page shows"
-    if not _LETTER_RE.search(key) or (len(words) == 1 and not _DIGIT_RE.search(key)):
+    if not _LETTER_RE.search(key) or (len(_WORD_RE.findall(key)) == 1 and not _DIGIT_RE.search(key)):
         return ("is a figure without a word: it would cover that figure wherever it stands; write the "
                 "words around it, as the reader reads them ('32 threads a block', 'day 27')")
     return None
