@@ -17,7 +17,6 @@ import importlib.util
 import json
 import logging
 import os
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -25,11 +24,12 @@ from pathlib import Path
 import jinja2
 import jinja2.bccache
 from mkdocs.exceptions import PluginError
+from mkdocs.structure.files import File
 
 # The core sits beside mkdocs.yml; make it importable without installing the project.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import lessonkit.pages.render
+import lessonkit.pages.published
 import lessonkit.site.check
 import lessonkit.site.config
 import lessonkit.site.errorpage
@@ -187,6 +187,11 @@ def on_page_markdown(markdown, *, page, config, files):
     result = _state["session"].page(markdown, shown, offset, Path(page.file.abs_src_path),
                                     _state.get("sources", {}).get(shown))
     _state["results"][page.file.src_uri] = result
+    # Every recording the page shows or links becomes a file of the site, evidence/SET/FILE, which
+    # the engine copies with the static files (and finds when it checks the page's own links).
+    for published in result.published:
+        if files.get_file_from_path(published.path) is None:
+            files.append(File.generated(config, published.path, abs_src_path=str(published.source)))
     # The marks go in as raw HTML here: appended to the finished page they would copy the page.
     return (lessonkit.site.verify.START_MARK.strip() + "\n\n" + result.markdown + "\n\n"
             + lessonkit.site.verify.CHECKED_MARK.strip() + "\n")
@@ -201,9 +206,7 @@ def on_page_content(html, *, page, config, files):
         return html
     shown = _shown(page.file, config)
     _state["audits"][shown] = _state["session"].audit(shown, html, page.file.content_string)
-    # Transcripts too large for the page show head and tail and link the whole file beside it.
-    _state.setdefault("publish", {}).update(lessonkit.pages.render.files_to_publish(result.published, page.file.dest_uri))
-    return result.fill(html)
+    return result.fill(html, lessonkit.pages.published.site_root(page.file.dest_uri))
 
 
 class _Templates(jinja2.BytecodeCache):
@@ -326,12 +329,8 @@ def _write_timings(ok: bool) -> None:
 
 
 def on_post_build(*, config):
-    """Publish the evidence files large transcripts link to; record lessonkit's time for the benchmark."""
+    """Under `serve`, put the error page in place of every page; record lessonkit's time for the benchmark."""
     site_dir = Path(config.site_dir)
-    for dest, source in sorted(_state.pop("publish", {}).items()):
-        target = site_dir / dest
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, target)
     errors = _state.pop("errors", [])
     if errors:  # only under serve, where on_env let a build with errors finish
         _serve_error_page(site_dir, errors)
