@@ -14,7 +14,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import REPO, mkdocs_build
+from conftest import REPO
 
 from lessonkit.pages.regions import parse_regions
 
@@ -30,14 +30,6 @@ class Quiet(http.server.SimpleHTTPRequestHandler):
 
     def log_message(self, format: str, *args: object) -> None:
         pass
-
-
-@pytest.fixture(scope="module")
-def built_site(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("site")
-    done = mkdocs_build(REPO, "--strict", "-d", str(out))
-    assert done.returncode == 0, done.stderr
-    return out
 
 
 @pytest.fixture(scope="module")
