@@ -3,7 +3,7 @@
 // What scrolls sideways (a wide table or diagram, a code region with an overlong word)
 // takes the keyboard focus, so it scrolls without a mouse (axe: scrollable-region-focusable).
 var lkScrollers = ".md-typeset__scrollwrap, table.lk-recordings, .lk-figure.lk-wide, .lk-region tr:has(> td.code), " +
-  "pre.lk-transcript-text";
+  "pre.lk-transcript-text > code";
 
 function lkMarkScrollers() {
   document.querySelectorAll(lkScrollers).forEach(function (box) {
@@ -99,10 +99,11 @@ function lkLoadWhole(more) {
   var status = lkStatus(more, "span");
   button.addEventListener("click", function () {
     lkLoad(more, link, status, function (text) {
-      var lines = lkShowText(pre.querySelector("code"), text);
+      var code = pre.querySelector("code");
+      var lines = lkShowText(code, text);
       button.hidden = true;
-      pre.setAttribute("tabindex", "-1");  // the button is gone: keep the keyboard where the text is
-      pre.focus({ preventScroll: true });
+      code.setAttribute("tabindex", "-1");  // the button is gone: keep the keyboard where the text is
+      code.focus({ preventScroll: true });
       return lines;
     });
   });
