@@ -278,14 +278,16 @@ def recording_errors(site_dir: Path, repo: Path, recordings: dict[str, tuple[Pub
 
 
 HELP = ("check a built site: every page of docs/ and the nav is there and was checked by "
-        "lessonkit, no page shows a claim or directive unexpanded, and every page passes the audit of what a reader "
-        "sees; exit 1 naming each page otherwise")
+        "lessonkit, no page shows a claim or directive unexpanded, every page passes the audit of what a reader "
+        "sees, and the published recordings are the evidence's; exit 1 naming each page otherwise")
 
 
 DESCRIPTION = ("Check a folder a build wrote (mkdocs build, properdocs build, zensical build): every "
                "page of the site (docs/ and mkdocs.yml's nav; without the repository, the build's search index) is there and was expanded and checked by "
                "lessonkit, no page shows a claim {{ ... @ ... }} or a directive unexpanded, and no "
-               "checked page is left from an earlier build; with --repo, every page passes the audit of what a reader sees (lessonkit.pages.audit). Refuses a folder that is not a built "
+               "checked page is left from an earlier build; with --repo, every page passes the audit of what a reader sees (lessonkit.pages.audit), "
+               "and the recordings published under evidence/ are exactly those the pages show or link, each with the "
+               "sha256 its manifest records. Refuses a folder that is not a built "
                "site (an empty folder, docs/). Exit 0 when all holds, 1 naming each page otherwise.")
 
 
