@@ -17,7 +17,6 @@ import importlib.util
 import json
 import logging
 import os
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -30,7 +29,7 @@ from mkdocs.structure.files import File
 # The core sits beside mkdocs.yml; make it importable without installing the project.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import lessonkit.pages.render
+import lessonkit.pages.published
 import lessonkit.site.check
 import lessonkit.site.config
 import lessonkit.site.errorpage
@@ -206,6 +205,11 @@ def on_page_markdown(markdown, *, page, config, files):
                                     _state.get("sources", {}).get(shown))
     _state["results"][page.file.src_uri] = result
     _note_programs(page, result)
+    # Every recording the page shows or links becomes a file of the site, evidence/SET/FILE, which
+    # the engine copies with the static files (and finds when it checks the page's own links).
+    for published in result.published:
+        if files.get_file_from_path(published.path) is None:
+            files.append(File.generated(config, published.path, abs_src_path=str(published.source)))
     # The marks go in as raw HTML here: appended to the finished page they would copy the page.
     return (lessonkit.site.verify.START_MARK.strip() + "\n\n" + result.markdown + "\n\n"
             + lessonkit.site.verify.CHECKED_MARK.strip() + "\n")
@@ -231,9 +235,7 @@ def on_page_content(html, *, page, config, files):
         return html
     shown = _shown(page.file, config)
     _state["audits"][shown] = _state["session"].audit(shown, html, page.file.content_string)
-    # Transcripts too large for the page show head and tail and link the whole file beside it.
-    _state.setdefault("publish", {}).update(lessonkit.pages.render.files_to_publish(result.published, page.file.dest_uri))
-    return result.fill(html)
+    return result.fill(html, lessonkit.pages.published.site_root(page.file.dest_uri))
 
 
 class _Templates(jinja2.BytecodeCache):
@@ -356,10 +358,10 @@ def _write_timings(ok: bool) -> None:
 
 
 def on_post_build(*, config):
-    """Publish the evidence files large transcripts link to and the lessons' programs; record
-    lessonkit's time for the benchmark."""
+    """Publish the lessons' programs; under `serve`, put the error page in place of every page;
+    record lessonkit's time for the benchmark."""
     site_dir = Path(config.site_dir)
-    publish = _state.pop("publish", {})
+    publish = {}
     for lesson, program in _state.pop("programs", {}).items():  # each lesson's program, byte for byte
         folder = lessonkit.site.programs.program_folder(lesson)
         publish.update({folder + f.name: f.path for f in program})

@@ -325,6 +325,15 @@ def mkdocs_build(repo: Path, *args: str) -> subprocess.CompletedProcess:
                           cwd=repo, capture_output=True, text=True, env=env, timeout=120)
 
 
+@pytest.fixture(scope="session")
+def built_site(tmp_path_factory) -> Path:
+    """The project's own site, built once per test session with MkDocs (strict), as CI builds it."""
+    out = tmp_path_factory.mktemp("site")
+    done = mkdocs_build(REPO, "--strict", "-d", str(out))
+    assert done.returncode == 0, done.stderr
+    return out
+
+
 def run_page(repo: Path, text: str):
     """Check `text` as the page docs/p.md of the repository at `repo`."""
     return Site.load(repo).page(text, "docs/p.md")

@@ -14,7 +14,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import REPO, mkdocs_build
+from conftest import REPO
 
 from lessonkit.pages.regions import parse_regions
 
@@ -30,14 +30,6 @@ class Quiet(http.server.SimpleHTTPRequestHandler):
 
     def log_message(self, format: str, *args: object) -> None:
         pass
-
-
-@pytest.fixture(scope="module")
-def built_site(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("site")
-    done = mkdocs_build(REPO, "--strict", "-d", str(out))
-    assert done.returncode == 0, done.stderr
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -198,3 +190,127 @@ def test_search_dialog_override_follows_material():
     dialog = '<div class="md-search" data-md-component="search" role="dialog"'
     labelled = dialog + ' aria-label="{{ lang.t(\'search\') }}"'
     assert comment.sub("", ours) == comment.sub("", theirs).replace(dialog, labelled, 1)
+
+
+# -- recordings loaded when opened ---------------------------------------------------------------
+
+HAZARD_BOX = "racecheck, hazard mode, buggy kernels ("  # Day 62: several recordings, the first cut
+
+
+def transcript_box(page, title: str):
+    return page.locator("details.lk-transcript", has=page.locator("> summary", has_text=title)).first
+
+
+def recording_text(built_site: Path, href: str, page_url: str = "day62-racecheck/") -> str:
+    """The text of the published file that `href` (relative to the page) names, as the page shows it."""
+    path = (built_site / page_url / href).resolve()
+    assert path.is_relative_to(built_site / "evidence") and path.is_file(), href
+    return path.read_text(encoding="utf-8").removesuffix("\n")
+
+
+def test_every_recording_of_a_transcript_loads_when_opened(served_site, built_site, browser):
+    """With JavaScript: each recording after the first shows its file's text once opened (by
+    keyboard), a status says so, and the link stays; the first, shown in part, loads whole."""
+    page, problems = open_page(browser, f"{served_site}/day62-racecheck/")
+    box = transcript_box(page, HAZARD_BOX)
+    box.locator("> summary").focus()
+    page.keyboard.press("Enter")
+    assert box.get_attribute("open") is not None
+    recordings = box.locator("details.lk-recording")
+    n = recordings.count()
+    assert n >= 3
+    for k in range(1, n):  # Recording 2 of n .. n of n
+        recording = recordings.nth(k)
+        summary = recording.locator("> summary")
+        assert summary.inner_text().startswith(f"Recording {k + 1} of {n} (")
+        link = recording.locator("a.lk-evidence")
+        href = link.get_attribute("href")
+        assert recording.locator("pre").count() == 0  # nothing loaded before it is opened
+        summary.focus()
+        page.keyboard.press("Enter")
+        code = recording.locator("pre.lk-transcript-text > code")
+        code.wait_for()  # polls until the fetched text is in
+        assert code.text_content() == recording_text(built_site, href)
+        status = recording.locator("[role=status]")
+        lines = recording_text(built_site, href).count("\n") + 1
+        assert status.text_content() == f"Loaded, {lines} lines."
+        assert link.is_visible()  # the file stays one click away
+    # The first recording, shown in part, loads whole when asked (a button, by keyboard).
+    first = recordings.nth(0)
+    more = first.locator(".lk-transcript-more")
+    href = more.locator("a.lk-evidence").get_attribute("href")
+    whole = recording_text(built_site, href)
+    shown = first.locator("pre.lk-transcript-text > code").text_content()
+    assert whole.startswith(shown) and len(shown) < len(whole)
+    button = more.get_by_role("button", name=f"Show all {whole.count(chr(10)) + 1} lines here")
+    button.focus()
+    page.keyboard.press("Enter")
+    button.wait_for(state="hidden")  # polls: hidden once the whole text is in
+    assert first.locator("pre.lk-transcript-text > code").text_content() == whole
+    assert more.locator("[role=status]").text_content() == f"Loaded, {whole.count(chr(10)) + 1} lines."
+    assert page.evaluate("document.activeElement.matches('pre.lk-transcript-text > code')")
+    assert problems == []
+
+
+def test_a_recording_that_fails_to_load_says_so_and_keeps_its_link(served_site, browser):
+    page, problems = open_page(browser, f"{served_site}/day62-racecheck/")
+    page.route("**/evidence/**", lambda route: route.fulfill(status=404, body="gone"))
+    box = transcript_box(page, HAZARD_BOX)
+    box.locator("> summary").click()
+    recording = box.locator("details.lk-recording").nth(1)
+    recording.locator("> summary").click()
+    status = recording.locator("[role=status].lk-load-failed")
+    status.wait_for()
+    assert status.text_content() == ("Could not load this recording (the server answered 404); "
+                                     "the link opens its file.")
+    assert recording.locator("pre").count() == 0 and recording.locator("a.lk-evidence").is_visible()
+    assert [p for p in problems if "404" not in p] == []  # the browser logs the failed fetch itself
+
+
+def test_without_javascript_each_recording_links_its_file(served_site, built_site, browser):
+    """With JavaScript off, opening a recording shows its link, and the link leads to the file's text."""
+    context = browser.new_context(viewport={"width": DESKTOP, "height": 900}, java_script_enabled=False)
+    page = context.new_page()
+    k, n = 1, None
+    while n is None or k <= n:  # recording k+1 of n; k = n: the first recording's link to its whole text
+        page.goto(f"{served_site}/day62-racecheck/", wait_until="networkidle")
+        box = transcript_box(page, HAZARD_BOX)
+        box.locator("> summary").click()  # <details> opens without JavaScript
+        recordings = box.locator("details.lk-recording")
+        n = recordings.count()
+        assert box.locator("button").count() == 0 and box.locator("[role=status]").count() == 0
+        if k < n:
+            recordings.nth(k).locator("> summary").click()
+            link = recordings.nth(k).locator("a.lk-evidence")
+        else:
+            link = box.locator(".lk-transcript-more a.lk-evidence")
+        href = link.get_attribute("href")
+        assert link.is_visible()
+        link.click()
+        page.wait_for_load_state()
+        assert page.url == f"{served_site}/{href.removeprefix('../')}"
+        assert page.locator("body").inner_text().rstrip("\n") == recording_text(built_site, href)
+        k += 1
+    assert n >= 3
+    context.close()
+
+
+def test_day62_with_recordings_loaded_passes_axe(served_site, browser):
+    """axe-core on Day 62 at both widths in both schemes, with a transcript opened, its recordings
+    loaded and its first recording shown whole (the button, the statuses, the loaded texts)."""
+    failures: list[str] = []
+    for scheme in SCHEMES:
+        for width in (DESKTOP, MOBILE):
+            where = f"/day62-racecheck/ ({scheme}, {width} px, recordings loaded)"
+            page, problems = open_page(browser, f"{served_site}/day62-racecheck/", width, scheme)
+            box = transcript_box(page, HAZARD_BOX)
+            box.locator("> summary").click()
+            recording = box.locator("details.lk-recording").nth(1)
+            recording.locator("> summary").click()
+            recording.locator("pre.lk-transcript-text").wait_for()
+            box.locator(".lk-transcript-more button").click()
+            box.locator(".lk-transcript-more [role=status]").filter(has_text="Loaded").wait_for()
+            failures += blocking_violations(page, where)
+            failures += [f"{where}: {p}" for p in problems]
+            page.context.close()
+    assert failures == []

@@ -15,7 +15,8 @@ def test_good_site_builds(demo_repo: Path):
     assert 'racecheck found <span class="lk-v">2</span> reports; the error has <span class="lk-v">120</span> hazards,' in html
     assert '<span class="normal">4</span>' in html  # numbered with the file's own lines
     assert "demo.cu, lines 4\u20135 (body)" in html
-    assert '<details class="abstract lk-transcript" data-search-exclude>' in html  # collapsible, not indexed
+    assert '<details class="abstract lk-transcript">' in html  # collapsible
+    assert '<div class="lk-transcript-body" data-search-exclude>' in html  # all but its summary line not indexed
     assert "data-lk-slot" not in html
     assert "RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)</code></pre>" in html
 

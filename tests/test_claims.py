@@ -17,7 +17,6 @@ from lessonkit.pages.claims import (
     number,
     parse_claim_value,
 )
-from lessonkit.pages.render import files_to_publish
 from lessonkit.site.check import Site
 
 ERROR_HAZARDS = (118, 120, 125, 121, 119)
@@ -524,17 +523,24 @@ def test_tables_without_claims_bind_nothing_and_rows_of_a_table_with_claims_do(d
 
 # -- transcripts ---------------------------------------------------------------------------------------
 
-def test_every_recording_is_shown_the_first_open(repeats: Path):
+def test_every_recording_is_listed_the_first_shown_the_others_linked(repeats: Path):
     result = run_page(repeats, '{{ transcript demo/race title="racecheck on the demo" }}')
     html = result.blocks[0]
     assert result.errors == []
     assert ("<summary>racecheck on the demo (5 recordings, exit code 0 in each, 1.5\u20131.5 s)</summary>") in html
     assert html.count('<details class="lk-recording"') == 5
     assert '<details class="lk-recording" open>\n<summary>Recording 1 of 5 (exit code 0, 1.5 s)</summary>' in html
-    assert '<details class="lk-recording">\n<summary>Recording 5 of 5 (exit code 0, 1.5 s)</summary>' in html
-    assert "[125 hazards]" in html and "[118 hazards]" in html
+    size = (repeats / "evidence/demo/race.r5.txt").stat().st_size
+    assert ('<details class="lk-recording">\n<summary>Recording 5 of 5 (exit code 0, 1.5 s)</summary>\n'
+            '<p class="lk-recording-file"><a class="lk-evidence" href="evidence/demo/race.r5.txt">'
+            f"evidence/demo/race.r5.txt</a> ({size} bytes)</p>\n</details>") in html
+    # The first recording's text is on the page; the others are linked, not inlined.
+    assert "[118 hazards]" in html and "[125 hazards]" not in html
+    assert html.count("<tr><td>") == 5  # the table of recordings lists all five
     assert "Recorded 5 times; claims on this run hold for every recording." in html
     assert "NumPy" not in html and "compute-sanitizer 2025.3.1.0" in html
+    assert [p.path for p in result.published] == [f"evidence/demo/race.r{k}.txt" for k in range(1, 6)]
+    assert all(p.source == repeats / "evidence/demo" / p.file for p in result.published)
 
 
 @pytest.mark.parametrize("directive, message", [
@@ -572,20 +578,41 @@ def test_a_hang_is_shown_as_stopped_by_its_timeout(demo_repo: Path):
     assert "<summary>Transcript demo/race (stopped by its timeout, 1.5 s)</summary>" in result.blocks[0]
 
 
-def test_a_large_transcript_shows_head_and_tail_and_links_the_file(demo_repo: Path):
+def test_a_large_first_recording_shows_its_first_lines_and_links_the_file(demo_repo: Path):
     big = RACE + "".join(f"program line {i}\n" for i in range(30000))
     record_set(demo_repo, "demo", {"race": big, "bare": BARE})
     result = run_page(demo_repo, "{{ transcript demo/race }}")
     html = result.blocks[0]
-    assert result.errors == [] and len(html) < 80_000
-    assert '<a href="evidence/demo/race.txt">The whole transcript</a>' in html
-    assert "program line 0\n" in html and "program line 29999</code></pre>" in html
-    assert "program line 15000\n" not in html
-    assert [p.link for p in result.published] == ["evidence/demo/race.txt"]
-    assert files_to_publish(result.published, "day62/index.html") == {
-        "day62/evidence/demo/race.txt": demo_repo / "evidence/demo/race.txt"}
-    assert files_to_publish(result.published, "index.html") == {
-        "evidence/demo/race.txt": demo_repo / "evidence/demo/race.txt"}
+    assert result.errors == [] and len(html) < 8_000
+    lines = big.count("\n")
+    start = html.index('<pre class="lk-transcript-text"><code>') + len('<pre class="lk-transcript-text"><code>')
+    shown = html[start:html.index("</code></pre>")].replace("&lt;", "<")
+    # Whole lines from the start, as many as 6 KiB holds.
+    assert big.startswith(shown + "\n") and len(shown.encode()) <= 6 * 1024
+    next_line = big[len(shown) + 1:].split("\n", 1)[0]
+    assert len(f"{shown}\n{next_line}\n".encode()) > 6 * 1024
+    kept = shown.count("\n") + 1
+    assert (f'<p class="lk-transcript-more" data-lk-lines="{lines}">The first {kept} lines of {lines}; '
+            f'{lines - kept} more in <a class="lk-evidence" href="evidence/demo/race.txt">evidence/demo/race.txt</a> '
+            f"({len(big.encode()) / 1024:.0f} KiB).</p>") in html
+    assert next_line not in html and "program line 29999" not in html
+    assert [p.path for p in result.published] == ["evidence/demo/race.txt"]
+
+
+def test_links_to_recordings_are_made_relative_to_where_the_page_is_built(repeats: Path):
+    result = run_page(repeats, "{{ transcript demo/race }}")
+    assert 'href="evidence/demo/race.r2.txt"' in result.fill(result.markdown)
+    assert 'href="../evidence/demo/race.r2.txt"' in result.fill(result.markdown, "../")
+    assert 'href="../../evidence/demo/race.r2.txt"' in result.fill(result.markdown, "../../")
+
+
+def test_a_recording_line_that_looks_like_a_link_is_shown_as_text(demo_repo: Path):
+    line = '<a class="lk-evidence" href="evidence/demo/race.txt">x</a>'
+    record_set(demo_repo, "demo", {"race": RACE + line + "\n", "bare": BARE})
+    result = run_page(demo_repo, "{{ transcript demo/race }}")
+    html = result.fill(result.markdown, "../")
+    assert html.count('<a class="lk-evidence"') == 0  # the whole text is inline: no link needed
+    assert "&lt;a class=&quot;lk-evidence&quot; href=&quot;evidence/demo/race.txt&quot;&gt;x&lt;/a&gt;" in html
 
 
 # -- a figure must stand apart from what is typed beside it -----------------------------------------

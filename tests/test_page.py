@@ -18,8 +18,8 @@ def test_good_page_expands(demo_repo: Path):
     assert 'racecheck found <span class="lk-v">2</span> reports; the error has <span class="lk-v">120</span> hazards,' in md
     assert '\n<div data-lk-slot="0"></div>\n' in md and len(result.blocks) == 1
     html = result.fill(md)
-    assert ('<details class="abstract lk-transcript" data-search-exclude>\n'
-            '<summary>Transcript demo/race (exit code 0, 1.5 s)</summary>') in html
+    assert ('<details class="abstract lk-transcript">\n<summary>Transcript demo/race (exit code 0, 1.5 s)</summary>\n'
+            '<div class="lk-transcript-body" data-search-exclude>\n') in html
     assert "========= RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)" in html
     assert "<code>compute-sanitizer --tool racecheck ./demo</code>" in html
     assert ("Recorded 2026-11-29T12:00:00Z on NVIDIA H200 (compute capability 9.0); driver 580.159.04, "

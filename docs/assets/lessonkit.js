@@ -2,19 +2,112 @@
 
 // What scrolls sideways (a wide table or diagram, a code region with an overlong word)
 // takes the keyboard focus, so it scrolls without a mouse (axe: scrollable-region-focusable).
-var lkScrollers = ".md-typeset__scrollwrap, table.lk-recordings, .lk-figure.lk-wide, .lk-region tr:has(> td.code)";
+var lkScrollers = ".md-typeset__scrollwrap, table.lk-recordings, .lk-figure.lk-wide, .lk-region tr:has(> td.code), " +
+  "pre.lk-transcript-text > code";
 
 function lkMarkScrollers() {
   document.querySelectorAll(lkScrollers).forEach(function (box) {
     if (box.scrollWidth > box.clientWidth) {
       box.setAttribute("tabindex", "0");
-    } else {
-      box.removeAttribute("tabindex");
+    } else if (box.getAttribute("tabindex") === "0") {
+      box.removeAttribute("tabindex");  // only what this made focusable: a loaded text keeps its -1
     }
   });
 }
 
 window.addEventListener("resize", lkMarkScrollers);
+
+// Recordings load when the reader asks for them (lessonkit.pages.render.render_transcript). Each
+// recording after the first is a collapsed box holding a link to its file, which the build
+// publishes beside the pages; opening the box fetches the file and shows its text below the link.
+// A first recording shown in part gets a button that shows all of it. The text goes in as text
+// (textContent), never as HTML. Without JavaScript, or when loading fails, the link opens the file.
+
+// The live region that says what loading does; made before it speaks, so screen readers hear it.
+function lkStatus(holder, tag) {
+  var status = document.createElement(tag);
+  status.className = "lk-load-status";
+  status.setAttribute("role", "status");
+  holder.appendChild(status);
+  return status;
+}
+
+// Fetch `link`'s file into show(text); say so in `status` as it goes, and allow a retry on failure.
+function lkLoad(holder, link, status, show) {
+  var state = holder.getAttribute("data-lk-state");
+  if (state === "loading" || state === "loaded") return;
+  holder.setAttribute("data-lk-state", "loading");
+  holder.setAttribute("aria-busy", "true");
+  status.classList.remove("lk-load-failed");
+  status.textContent = "Loading " + link.textContent + "\u2026";
+  fetch(link.href)
+    .then(function (response) {
+      if (!response.ok) throw new Error("the server answered " + response.status);
+      return response.text();
+    })
+    .then(function (text) {
+      var lines = show(text);
+      holder.setAttribute("data-lk-state", "loaded");
+      status.textContent = "Loaded, " + lines + " lines.";
+      lkMarkScrollers();
+    })
+    .catch(function (error) {
+      holder.setAttribute("data-lk-state", "failed");
+      status.classList.add("lk-load-failed");
+      status.textContent = "Could not load this recording (" + (error.message || error) +
+        "); the link opens its file.";
+    })
+    .finally(function () { holder.removeAttribute("aria-busy"); });
+}
+
+function lkShowText(code, text) {
+  code.textContent = text.replace(/\n$/, "");
+  return text === "" ? 0 : text.replace(/\n$/, "").split("\n").length;
+}
+
+function lkLoadOnOpen(box) {
+  var link = box.querySelector(":scope > .lk-recording-file > a.lk-evidence");
+  if (!link || box.hasAttribute("data-lk-ready")) return;
+  box.setAttribute("data-lk-ready", "");
+  var status = lkStatus(box, "p");
+  var load = function () {
+    if (!box.open) return;
+    lkLoad(box, link, status, function (text) {
+      var pre = document.createElement("pre");
+      var code = document.createElement("code");
+      pre.className = "lk-transcript-text";
+      pre.appendChild(code);
+      box.insertBefore(pre, status);
+      return lkShowText(code, text);
+    });
+  };
+  box.addEventListener("toggle", load);
+  load();
+}
+
+function lkLoadWhole(more) {
+  var link = more.querySelector("a.lk-evidence");
+  var pre = more.previousElementSibling;
+  if (!link || !pre || more.hasAttribute("data-lk-ready")) return;
+  more.setAttribute("data-lk-ready", "");
+  var button = document.createElement("button");
+  button.type = "button";
+  button.className = "lk-load-whole";
+  button.textContent = "Show all " + more.getAttribute("data-lk-lines") + " lines here";
+  more.appendChild(document.createTextNode(" "));
+  more.appendChild(button);
+  var status = lkStatus(more, "span");
+  button.addEventListener("click", function () {
+    lkLoad(more, link, status, function (text) {
+      var code = pre.querySelector("code");
+      var lines = lkShowText(code, text);
+      button.hidden = true;
+      code.setAttribute("tabindex", "-1");  // the button is gone: keep the keyboard where the text is
+      code.focus({ preventScroll: true });
+      return lines;
+    });
+  });
+}
 
 document$.subscribe(function () {
   // A wrapped line of a code region continues 4 columns right of its own indent, as in an
@@ -23,5 +116,7 @@ document$.subscribe(function () {
     var indent = /^ */.exec(line.textContent)[0].length;
     line.style.setProperty("--lk-indent", indent + "ch");
   });
+  document.querySelectorAll("details.lk-recording").forEach(lkLoadOnOpen);
+  document.querySelectorAll(".lk-transcript-more").forEach(lkLoadWhole);
   lkMarkScrollers();
 });

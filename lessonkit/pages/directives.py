@@ -13,9 +13,9 @@ from lessonkit.evidence.sets import EvidenceSet
 from lessonkit.evidence.unrecorded import Unrecorded
 from lessonkit.pages.diagrams import render_diagram
 from lessonkit.pages.linerefs import highlighted
+from lessonkit.pages.published import recordings_of
 from lessonkit.pages.regions import load_region
 from lessonkit.pages.render import (
-    large_recordings,
     render_commands,
     render_provenance,
     render_region,
@@ -97,13 +97,13 @@ def _transcript(page: PageState, index: int, ev: EvidenceSet, group: str, option
     names = ev.recordings(group)
     if title is not None and names:
         _check_title(page, index, ev, ev.entries[names[0]].command, title)
-    try:  # only the sizes when no block is rendered: each file is read (and its reading checked) once
-        texts = [ev.transcript_text(n) for n in names] if page.transcripts else []
+    try:  # each file is read (and its reading checked) once; only the first one's text is shown
         sizes = [ev.transcript_size(n) for n in names]
+        first = ev.transcript_text(names[0]) if page.transcripts else ""
     except LessonError as exc:
         page.error(index, f"cannot embed: {exc}")
         return ""
-    page.result.published.extend(large_recordings(ev, group, sizes))
+    page.result.published.extend(recordings_of(ev, group))
     if not page.transcripts:
         return page.result.slot("")
     figures = []
@@ -112,7 +112,7 @@ def _transcript(page: PageState, index: int, ev: EvidenceSet, group: str, option
             figures.append(dict(ev.transcript(name).scalars))
         except LessonError:
             figures.append({})  # reported by the claims on it and by the integrity check
-    return page.result.slot(render_transcript(ev, group, texts, title=title, opened=opened, figures=figures))
+    return page.result.slot(render_transcript(ev, group, first, sizes, title=title, opened=opened, figures=figures))
 
 
 _TITLE_WORD_RE = re.compile(r"""[a-z0-9]+""")

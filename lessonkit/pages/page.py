@@ -11,7 +11,9 @@ is never closed is an error; `\\{{` writes literal braces.
 
 Two rules read the expanded page (lessonkit.pages.rules): a sanitizer summary quoted anywhere
 must be the summary line of a run its section cites, and a table row's labels must be the
-filter values of the claims in that row.
+filter values of the claims in that row. A link the page writes to a published recording
+(evidence/SET/FILE in the built site) must lead to one the evidence holds
+(lessonkit.pages.evidencelinks).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from lessonkit.evidence.sets import EvidenceSet
 from lessonkit.evidence.unrecorded import Unrecorded
 from lessonkit.pages.crossclaims import check_compound, compound
 from lessonkit.pages.directives import expand_directive
+from lessonkit.pages.evidencelinks import check_evidence_links
 from lessonkit.pages.linerefs import check_typed_line_refs
 from lessonkit.pages.render import (
     produced,
@@ -84,6 +87,7 @@ def process_page(markdown: str, path: str, repo: Path, sets: dict[str, EvidenceS
     check_table_labels(page, out, in_fence)
     check_typed_line_refs(page, out, in_fence)
     check_summaries(page, out, in_fence)
+    check_evidence_links(page, out, in_fence)
     page.result.errors.sort(key=lambda e: e.line or 0)
     if not errors_only:
         page.result.markdown = _marked_markdown(out, in_fence, page.result.unmarked)

@@ -7,15 +7,13 @@ pymdownx.highlight and pymdownx.details; values from files are escaped.
 from __future__ import annotations
 
 import html
-import posixpath
 import re
 import textwrap
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 from lessonkit.evidence.sets import EvidenceSet, TranscriptEntry
+from lessonkit.pages.published import Published, evidence_link, recordings_of
 from lessonkit.pages.regions import Region
 
 _LANGUAGES = {".cu": "cuda", ".cuh": "cuda", ".py": "python", ".cpp": "cpp", ".h": "cpp",
@@ -31,6 +29,7 @@ PRODUCED_CLASS = "lk-v"  # the class of text a claim or directive produced from 
 REGION_CLASS = "lk-region"  # a code block a region directive cut from a recorded input
 COMMANDS_CLASS = "lk-commands"  # the build line and recorded commands (commands directive)
 TRANSCRIPT_CLASS = "lk-transcript"  # a transcript directive's block: what the runs printed
+BODY_CLASS = "lk-transcript-body"  # all of it but the summary line: kept out of the search index
 
 
 def produced(text: str) -> str:
@@ -94,70 +93,72 @@ def _inline_code(text: str) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
-TRANSCRIPT_LIMIT = 256 * 1024  # bytes: a larger recording shows its head and tail and links the file
-_EXCERPT = 32 * 1024           # bytes of head, and of tail, that a large recording shows
+INLINE_BYTES = 6 * 1024  # a first recording up to this size is shown whole; a larger one, its first lines
 _PYTHON_RE = re.compile(r"""(?:^|[\s/])python[\d.]*\s|\.py\b""")
 
 
-@dataclass(frozen=True)
-class Published:
-    """An evidence file a page links because it is too large to show whole.
-
-    `link` is relative to the folder of the page's HTML file (evidence/SET/FILE), so the
-    link works with and without directory URLs once the file is copied there.
-    """
-
-    source: Path
-    link: str
-
-
-def large_recordings(ev: EvidenceSet, group: str, sizes: Sequence[int],
-                     limit: int = TRANSCRIPT_LIMIT) -> list[Published]:
-    """The recordings of `group` above `limit` bytes (`sizes`, in its order): a page shows their
-    head and tail and links them."""
-    return [Published(ev.root / ev.entries[name].file, _link(ev, name))
-            for name, size in zip(ev.recordings(group), sizes) if size > limit]
-
-
-def files_to_publish(published: Iterable[Published], page_dest: str) -> dict[str, Path]:
-    """Where each linked evidence file goes in the built site (beside the page's `dest_uri`) -> the file."""
-    folder = posixpath.dirname(page_dest)
-    return {posixpath.join(folder, p.link): p.source for p in published}
-
-
-def _link(ev: EvidenceSet, name: str) -> str:
-    return f"evidence/{ev.name}/{ev.entries[name].file}"
-
-
-def render_transcript(ev: EvidenceSet, group: str, texts: Sequence[str], *, title: str | None = None,
+def render_transcript(ev: EvidenceSet, group: str, first: str, sizes: Sequence[int], *, title: str | None = None,
                       opened: bool = False, figures: Sequence[dict[str, Any]] | None = None,
-                      limit: int = TRANSCRIPT_LIMIT) -> str:
-    """A collapsible block with every recording of a run: command, provenance, status, spread and text.
+                      inline: int = INLINE_BYTES) -> str:
+    """A collapsible box for a run: its title and status, command and provenance, the table of its
+    recordings, the first recording (`first`, its text; whole up to `inline` bytes, else its first
+    lines) and a collapsed box for each other one, holding a link to its file.
 
-    Finished HTML, escaped here: the page gets a slot for it and the hook fills the slot
-    after Markdown ran, so thousands of transcript lines cost neither the Markdown parser
-    nor the search index (data-search-exclude) anything. With repeats, a table shows the
-    figures that differ between recordings, the first recording is open and the rest collapsed.
+    Finished HTML, escaped here: the page gets a slot for it and the hook fills the slot after
+    Markdown ran, so transcript lines cost the Markdown parser nothing. The recordings' files are
+    published with the site (lessonkit.pages.published); lessonkit.js loads one into its box when
+    the reader opens it. All but the summary line stays out of the search index.
     """
-    names = ev.recordings(group)
-    entries = [ev.entries[n] for n in names]
+    files = recordings_of(ev, group)
+    entries = [ev.entries[n] for n in ev.recordings(group)]
     heading = title or f"Transcript {ev.name}/{group}"
     parts = [(
-        f'<details class="abstract {TRANSCRIPT_CLASS}" data-search-exclude{" open" if opened else ""}>\n'
+        f'<details class="abstract {TRANSCRIPT_CLASS}"{" open" if opened else ""}>\n'
         f"<summary>{html.escape(heading)} ({html.escape(_status(entries))})</summary>\n"
+        # Excluded from search on a div that holds no div: Material's search parser keeps what it
+        # skips in a set that compares elements by tag alone, so the end of a nested element of the
+        # skipped one's tag (a recording's <details> in an excluded <details>) would end the skip.
+        f'<div class="{BODY_CLASS}" data-search-exclude>\n'
         f"<p><strong>Command</strong> <code>{html.escape(entries[0].command)}</code>, run in the folder where "
         f"the program was built with <code>{html.escape(ev.build)}</code>. {_run_provenance(ev, entries)}</p>\n"
     )]
+    first_block = _first_recording(files[0], first, sizes[0], inline)
     if len(entries) == 1:
-        parts.append(_text_block(ev, names[0], texts[0], limit))
+        parts.append(first_block)
     else:
+        n = len(entries)
         parts.append(_spread_table(entries, figures or [{} for _ in entries]))
-        for k, (name, entry, text) in enumerate(zip(names, entries, texts), start=1):
-            parts.append(f'<details class="lk-recording"{" open" if k == 1 else ""}>\n'
-                         f"<summary>Recording {k} of {len(entries)} ({html.escape(_status([entry]))})</summary>\n"
-                         f"{_text_block(ev, name, text, limit)}</details>\n")
-    parts.append("</details>\n")
+        parts.append(f'<details class="lk-recording" open>\n<summary>Recording 1 of {n} '
+                     f"({html.escape(_status(entries[:1]))})</summary>\n{first_block}</details>\n")
+        for k, (entry, file, size) in enumerate(zip(entries[1:], files[1:], sizes[1:]), start=2):
+            parts.append(f'<details class="lk-recording">\n<summary>Recording {k} of {n} '
+                         f"({html.escape(_status([entry]))})</summary>\n"
+                         f'<p class="lk-recording-file">{evidence_link(file, file.path)} ({_size(size)})</p>\n'
+                         "</details>\n")
+    parts.append("</div>\n</details>\n")
     return "".join(parts)
+
+
+def _first_recording(file: Published, text: str, size: int, inline: int) -> str:
+    """A recording's text up to `inline` bytes, else its first lines, how many more there are and a link."""
+    data = text.encode("utf-8")
+    if len(data) <= inline:
+        return f'<pre class="lk-transcript-text"><code>{html.escape(text.rstrip(chr(10)))}</code></pre>\n'
+    head = data[:inline]
+    head = head[:head.rfind(b"\n") + 1] or head  # whole lines, unless the first is longer than `inline`
+    shown = head.decode("utf-8", "ignore")
+    lines = text.count("\n") + (not text.endswith("\n"))
+    more = lines - shown.count("\n") - (not shown.endswith("\n"))
+    return (f'<pre class="lk-transcript-text"><code>{html.escape(shown.rstrip(chr(10)))}</code></pre>\n'
+            f'<p class="lk-transcript-more" data-lk-lines="{lines}">The first {lines - more} lines of {lines}; '
+            f"{more} more in {evidence_link(file, file.path)} ({_size(size)}).</p>\n")
+
+
+def _size(size: int) -> str:
+    """A file's size as a reader reads it: 940 bytes, 12 KiB, 1.4 MiB."""
+    if size < 1024:
+        return f"{size} bytes"
+    return f"{size / 2**20:.1f} MiB" if size >= 2**20 else f"{size / 2**10:.0f} KiB"
 
 
 def _status(entries: Sequence[TranscriptEntry]) -> str:
@@ -201,25 +202,6 @@ def _run_provenance(ev: EvidenceSet, entries: Sequence[TranscriptEntry]) -> str:
     elif entries[0].exclusive:
         sentence += " Recorded with the GPU to itself."
     return sentence
-
-
-def _text_block(ev: EvidenceSet, name: str, text: str, limit: int) -> str:
-    """The recording's text, or its head and tail with a link to the whole file when it is large."""
-    data = text.encode("utf-8")
-    if len(data) <= limit:
-        return f'<pre class="lk-transcript-text"><code>{html.escape(text.rstrip(chr(10)))}</code></pre>\n'
-    head = data[:_EXCERPT]
-    head = head[:head.rfind(b"\n") + 1] or head
-    tail = data[-_EXCERPT:]
-    tail = tail[tail.find(b"\n") + 1:] or tail
-    omitted = data.count(b"\n") - head.count(b"\n") - tail.count(b"\n")
-    link = html.escape(_link(ev, name), quote=True)
-    size = f"{len(data) / 2**20:.1f} MiB" if len(data) >= 2**20 else f"{len(data) / 2**10:.0f} KiB"
-    return (f'<p class="lk-transcript-cut">This recording is {size}: the page shows its first and last '
-            f'lines. <a href="{link}">The whole transcript</a> ({html.escape(ev.entries[name].file)}).</p>\n'
-            f'<pre class="lk-transcript-text"><code>{html.escape(head.decode("utf-8", "replace"))}'
-            f"[\u2026 {omitted} lines not shown: the whole transcript is linked above \u2026]\n"
-            f'{html.escape(tail.decode("utf-8", "replace").rstrip(chr(10)))}</code></pre>\n')
 
 
 def _spread_table(entries: Sequence[TranscriptEntry], figures: Sequence[dict[str, Any]]) -> str:

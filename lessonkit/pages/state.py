@@ -17,8 +17,8 @@ from lessonkit.evidence.sets import EvidenceSet
 from lessonkit.evidence.spec import load_spec
 from lessonkit.evidence.unrecorded import Unrecorded
 from lessonkit.pages.claims import ClaimValue, ClaimValueError, judge, parse_claim_value
+from lessonkit.pages.published import Published, with_site_root
 from lessonkit.pages.query import Query, QueryError, parse_query, resolve
-from lessonkit.pages.render import Published
 from lessonkit.pages.units import shown_unit, split_transform
 
 PAGE_RANK = 2  # what a page claims comes after the evidence and sources it depends on
@@ -57,7 +57,7 @@ class PageResult:
     cited: set[tuple[str, str]] = field(default_factory=set)
     blocks: list[str] = field(default_factory=list)
     claims: list[ClaimOutcome] = field(default_factory=list)
-    published: list[Published] = field(default_factory=list)
+    published: list[Published] = field(default_factory=list)  # the recordings it shows or links
     sources: set[str] = field(default_factory=set)  # paths under code/ its region directives read
     looked_up: set[str] = field(default_factory=set)  # names it looked up among the evidence sets
     # Claims shown where a produced() span cannot go (a code span or block, an image's alt text, a
@@ -69,9 +69,10 @@ class PageResult:
         self.blocks.append(html)
         return f'\n<div data-lk-slot="{len(self.blocks) - 1}"></div>\n'
 
-    def fill(self, html: str) -> str:
-        """The page's HTML with every slot replaced by its block."""
-        return _SLOT_RE.sub(lambda m: self.blocks[int(m.group("n"))], html)
+    def fill(self, html: str, site_root: str = "") -> str:
+        """The page's HTML with every slot replaced by its block, its links to published recordings
+        made relative to a page `site_root` below the site's root ("../" for day62/index.html)."""
+        return _SLOT_RE.sub(lambda m: with_site_root(self.blocks[int(m.group("n"))], site_root), html)
 
 
 @dataclass(frozen=True)

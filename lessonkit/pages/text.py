@@ -271,7 +271,7 @@ def _one_comment(page: PageState, line: OutLine, start: int, end: int, whole_lin
 # The classes and attributes the core gives what it produced (lessonkit.pages.render): the rendered-page
 # audit trusts them, so a page's own text may not write them (a hand-typed span marked as a claim's
 # value, a code block marked as a region, a block marked as a transcript).
-_RESERVED_RE = re.compile(r"""(?<![\w-])lk-(?:v|region|commands|transcript[\w-]*|recordings?)(?![\w-])
+_RESERVED_RE = re.compile(r"""(?<![\w-])lk-(?:v|region|commands|transcript[\w-]*|recordings?|recording-file|evidence)(?![\w-])
                               |\bdata-lk-[\w-]*""", re.VERBOSE)
 
 

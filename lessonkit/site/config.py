@@ -505,3 +505,17 @@ def site_is_strict(folder: Path) -> bool:
         return False
     return any(isinstance(key, yaml.ScalarNode) and key.value == "strict" and isinstance(value, yaml.ScalarNode)
                and value.value.lower() in ("true", "yes", "on") for key, value in root.value)
+
+
+
+def site_output(folder: Path) -> str:
+    """Where mkdocs.yml in `folder` has the site written (`site_dir`, default site); the default
+    when it cannot be read."""
+    try:
+        root = _compose(read_text(folder / CONFIG, CONFIG))
+    except (OSError, LessonError, yaml.YAMLError):
+        return "site"
+    if not isinstance(root, yaml.MappingNode):
+        return "site"
+    return next((value.value for key, value in root.value if isinstance(key, yaml.ScalarNode)
+                 and key.value == "site_dir" and isinstance(value, yaml.ScalarNode) and value.value), "site")

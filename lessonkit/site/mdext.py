@@ -7,7 +7,10 @@ not MkDocs hooks (Zensical), and for plain `markdown.markdown(...)`.
 
 A preprocessor expands the page's regions and transcripts and checks its claims (the same
 `Site.page` the MkDocs hooks call); any error stops the conversion with `LessonErrors`, which
-fails the build. A postprocessor fills the transcript slots once Markdown has run. The page's
+fails the build. It also writes each recording the page shows or links into the site the engine
+builds (mkdocs.yml's `site_dir`, as MkDocs' hooks have MkDocs copy them: evidence/SET/FILE under
+the site's root; lessonkit.pages.published), and a postprocessor fills the transcript slots once
+Markdown has run, linking those files relative to the page's Markdown file. The page's
 path, for messages, is found by matching the text given to Markdown against the pages under
 docs/ (Python-Markdown is not told which file it converts). Under the MkDocs hooks the
 extension is passive: the hooks do its work once per page and report every error of the site.
@@ -17,6 +20,9 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
+import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +32,10 @@ from markdown.postprocessors import Postprocessor
 from markdown.preprocessors import Preprocessor
 
 from lessonkit.errors import LessonError, LessonErrors, split_warnings
+from lessonkit.pages.published import Published, site_root
 from lessonkit.pages.state import PageResult
 from lessonkit.site.check import CheckedSite, docs_pages
+from lessonkit.site.config import site_output
 from lessonkit.site.verify import CHECKED_MARK, START_MARK
 from lessonkit.textio import read_text
 
@@ -101,6 +109,7 @@ class _ExpandAndCheck(Preprocessor):
     def run(self, lines: list[str]) -> list[str]:
         self.ext.result = None
         self.ext.page = None
+        self.ext.site_root = ""
         if self.ext.getConfig("passive"):
             return lines
         repo = Path(self.ext.getConfig("repo") or os.getcwd())
@@ -122,10 +131,31 @@ class _ExpandAndCheck(Preprocessor):
                 _log.warning("lessonkit: %s", warning)
         self.ext.result = result
         self.ext.page = (session, path, _source(session, path, text))
+        publish(result.published, session.repo / (self.ext.getConfig("site_dir") or site_output(session.repo)))
+        # Links relative to the page's Markdown file, as an engine reads the links of a page's HTML
+        # (Zensical turns them into links from where it builds the page, as MkDocs does with Markdown links).
+        docs = self.ext.getConfig("docs_dir").rstrip("/") + "/"
+        self.ext.site_root = site_root(path.removeprefix(docs)) if path.startswith(docs) else ""
         # The marks go in as raw HTML here, not in the postprocessor: Python-Markdown also runs
         # postprocessors on fragments (the toc extension renders each heading with them).
         return (START_MARK.strip() + "\n\n" + result.markdown + "\n\n" + CHECKED_MARK.strip()
                 + "\n").split("\n")
+
+
+def publish(published: Iterable[Published], site_dir: Path) -> None:
+    """Copy each recording, byte for byte, to its place under `site_dir` (evidence/SET/FILE); each
+    copy is written whole, then renamed, so a page rendered meanwhile never finds half a file."""
+    for item in sorted(set(published)):
+        target = site_dir / item.path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, scratch = tempfile.mkstemp(prefix=".lessonkit-", dir=target.parent)
+        os.close(fd)
+        try:
+            shutil.copyfile(item.source, scratch)
+            os.replace(scratch, target)
+        except BaseException:
+            Path(scratch).unlink(missing_ok=True)
+            raise
 
 
 def _source(session: CheckedSite, path: str, text: str) -> str:
@@ -161,7 +191,7 @@ class _FillSlots(Postprocessor):
 
     def run(self, text: str) -> str:
         result: PageResult | None = self.ext.result
-        return text if result is None else result.fill(text)
+        return text if result is None else result.fill(text, self.ext.site_root)
 
 
 class LessonkitExtension(Extension):
@@ -174,8 +204,11 @@ class LessonkitExtension(Extension):
             "page": ["", "the page's path as messages name it (default: found under docs_dir)"],
             "offset": [0, "lines above the Markdown in the page's file (front matter)"],
             "passive": [False, "do nothing (set by the MkDocs hooks, which do the same work)"],
+            "site_dir": ["", "where the engine writes the site, relative to repo (default: mkdocs.yml's site_dir, "
+                         + "else site): the recordings the page shows are written there"],
         }
         self.result: PageResult | None = None
+        self.site_root = ""  # the way up from the page as built to the site's root: "../" for x/index.html
         self.page: tuple[CheckedSite, str, str] | None = None  # the session, the page's path and file text
         super().__init__(**kwargs)
 
@@ -192,6 +225,7 @@ class LessonkitExtension(Extension):
         """Forget the last page's result (Markdown instances are reused between pages)."""
         self.result = None
         self.page = None
+        self.site_root = ""
 
 
 def makeExtension(**kwargs: Any) -> LessonkitExtension:

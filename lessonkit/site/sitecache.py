@@ -26,7 +26,7 @@ from lessonkit import cache
 from lessonkit.errors import LessonError
 from lessonkit.evidence.manifest import MISSING, adopt_hashes, known_hashes, sha256_file
 from lessonkit.evidence.spec import load_spec
-from lessonkit.pages.render import Published
+from lessonkit.pages.published import Published
 from lessonkit.pages.state import ClaimOutcome, PageResult
 
 DIRECTORY = "directory"
@@ -263,7 +263,7 @@ def encode_result(result: PageResult) -> dict[str, Any]:
         "blocks": list(result.blocks),
         "claims": [(c.line, c.start, c.end, c.value, c.ref_query, _encode_error(c.error), c.fix,
                     c.skipped, c.set_name) for c in result.claims],
-        "published": [(str(p.source), p.link) for p in result.published],
+        "published": [(p.set_name, p.file, str(p.source)) for p in result.published],
         "sources": sorted(result.sources),
         "looked_up": sorted(result.looked_up),
         "unmarked": [list(u) for u in result.unmarked],
@@ -281,6 +281,6 @@ def decode_result(data: Any) -> PageResult:
     return PageResult(
         markdown=data["markdown"], errors=errors, cited={tuple(c) for c in data["cited"]},
         blocks=list(data["blocks"]), claims=claims,
-        published=[Published(Path(source), link) for source, link in data["published"]],
+        published=[Published(set_name, file, Path(source)) for set_name, file, source in data["published"]],
         sources=set(data["sources"]), looked_up=set(data["looked_up"]),
         unmarked=[(text, start, end) for text, start, end in data["unmarked"]])

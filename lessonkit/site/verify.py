@@ -14,7 +14,10 @@ earlier build).
 
 With the repository it was built from (`--repo`, default the folder above SITE_DIR when it
 holds mkdocs.yml and docs/, as for site/), every built page is also audited as a reader sees it (lessonkit.pages.audit), so an
-engine that ran the expansion but skipped the audit, or changed the page after it, is caught.
+engine that ran the expansion but skipped the audit, or changed the page after it, is caught;
+and the published recordings (evidence/SET/FILE under the site's root, lessonkit.pages.published)
+are held to the evidence: each one a page shows or links must be there with the sha256 its
+set's manifest records, and the folder may hold nothing else.
 """
 
 from __future__ import annotations
@@ -25,10 +28,15 @@ import json
 import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lessonkit.errors import LessonError, LessonErrors
+from lessonkit.evidence.manifest import Manifest, read_manifest, regular_file_sha256
 from lessonkit.site.config import CONFIG, DOCS_DIR, nav_pages
 from lessonkit.textio import read_text
+
+if TYPE_CHECKING:
+    from lessonkit.pages.published import Published
 
 CHECKED_MARK = "\n<!-- lessonkit: checked -->\n"
 START_MARK = "\n<!-- lessonkit: page -->\n"  # where the page's own content begins, inside the theme's
@@ -209,11 +217,13 @@ def audit_site(site_dir: Path, repo: Path) -> list[LessonError]:
     session.refresh()
     errors: list[LessonError] = []
     docs = repo / "docs"
+    recordings: dict[str, tuple[Published, str]] = {}  # path in the site -> (recording, a page showing it)
     for shown, path in docs_pages(repo, docs):
         built = built_page(site_dir, path.relative_to(docs).as_posix())
         if built is None:
             continue  # not published: nothing a reader sees
-        session.check_page_file(shown, path)
+        for item in session.check_page_file(shown, path).published:
+            recordings.setdefault(item.path, (item, shown))
         try:
             source = read_text(path, shown)
         except LessonError as exc:
@@ -221,18 +231,63 @@ def audit_site(site_dir: Path, repo: Path) -> list[LessonError]:
             continue
         html = page_content(built.read_text(encoding="utf-8", errors="replace"))  # our own output
         errors.extend(session.audit(shown, html, source))
+    return errors + recording_errors(site_dir, repo, recordings)
+
+
+def recording_errors(site_dir: Path, repo: Path, recordings: dict[str, tuple[Published, str]]) -> list[LessonError]:
+    """Each recording the pages show or link (`recordings`: its path in the site -> it and a page
+    showing it) that `site_dir` lacks or holds with other bytes than its manifest's sha256, and
+    each file under the site's evidence/ that is none of them."""
+    from lessonkit.pages.published import (
+        EVIDENCE_FOLDER,  # the core: only a check with the repository needs it
+    )
+
+    errors: list[LessonError] = []
+    manifests: dict[str, Manifest | LessonError] = {}
+    for rel, (item, page) in sorted(recordings.items()):
+        shown = f"{site_dir.as_posix()}/{rel}"
+        if item.set_name not in manifests:
+            try:
+                manifests[item.set_name] = read_manifest(repo / "evidence" / item.set_name, f"evidence/{item.set_name}")
+            except LessonError as exc:
+                manifests[item.set_name] = exc
+                errors.append(exc)
+        manifest = manifests[item.set_name]
+        if isinstance(manifest, LessonError):
+            continue  # reported once, above
+        recorded = next((e.sha256 for e in manifest.entries.values() if e.file == item.file), None)
+        digest = regular_file_sha256(str(site_dir / rel))
+        if digest is None:
+            errors.append(LessonError(shown, None, f"is missing: {page} shows or links this recording, so its link is "
+                                      "broken; build the site again (Zensical: zensical build --clean, as a "
+                                      "rebuild from its cache converts no page and writes no recording)"))
+        elif digest != recorded:
+            errors.append(LessonError(shown, None, f"is not the recording the evidence holds: its sha256 is "
+                                      f"{digest[:12]}, evidence/{item.set_name}/manifest.json records "
+                                      f"{(recorded or 'none')[:12]}; it was changed after the build: build the "
+                                      "site again"))
+    folder = site_dir / EVIDENCE_FOLDER
+    for file in sorted(folder.rglob("*")) if folder.is_dir() else []:
+        rel = file.relative_to(site_dir).as_posix()
+        if rel not in recordings and not file.is_dir():
+            errors.append(LessonError(f"{site_dir.as_posix()}/{rel}", None, "is not a recording any page of the "
+                                      f"site shows or links, and the build publishes only those under "
+                                      f"{EVIDENCE_FOLDER}/: left by an earlier build or added since; build into "
+                                      "an empty folder (mkdocs build --clean)"))
     return errors
 
 
 HELP = ("check a built site: every page of docs/ and the nav is there and was checked by "
-        "lessonkit, no page shows a claim or directive unexpanded, and every page passes the audit of what a reader "
-        "sees; exit 1 naming each page otherwise")
+        "lessonkit, no page shows a claim or directive unexpanded, every page passes the audit of what a reader "
+        "sees, and the published recordings are the evidence's; exit 1 naming each page otherwise")
 
 
 DESCRIPTION = ("Check a folder a build wrote (mkdocs build, properdocs build, zensical build): every "
                "page of the site (docs/ and mkdocs.yml's nav; without the repository, the build's search index) is there and was expanded and checked by "
                "lessonkit, no page shows a claim {{ ... @ ... }} or a directive unexpanded, and no "
-               "checked page is left from an earlier build; with --repo, every page passes the audit of what a reader sees (lessonkit.pages.audit). Refuses a folder that is not a built "
+               "checked page is left from an earlier build; with --repo, every page passes the audit of what a reader sees (lessonkit.pages.audit), "
+               "and the recordings published under evidence/ are exactly those the pages show or link, each with the "
+               "sha256 its manifest records. Refuses a folder that is not a built "
                "site (an empty folder, docs/). Exit 0 when all holds, 1 naming each page otherwise.")
 
 
@@ -257,7 +312,12 @@ def run(args: argparse.Namespace) -> int:
         print(LessonErrors(errors).report(), file=sys.stderr)
         return 1
     pages, _ = repo_pages(args.site_dir, repo) if repo is not None else indexed_pages(args.site_dir)
-    audited = f"; the pages of {repo / 'docs'} pass the audit as built" if repo is not None else ""
+    audited = ""
+    if repo is not None:
+        folder = args.site_dir / "evidence"
+        published = sum(f.is_file() for f in folder.rglob("*")) if folder.is_dir() else 0
+        audited = (f"; the pages of {repo / 'docs'} pass the audit as built, and every recording they show "
+                   f"({published}) is the evidence's")
     n = len(pages)
     print(f"ok: {'the' if n == 1 else 'all'} {n} page{'' if n == 1 else 's'} of the build under {args.site_dir} "
           f"expanded and checked by lessonkit; none shows a claim or directive unexpanded{audited}")
