@@ -17,6 +17,7 @@ import importlib.util
 import json
 import logging
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
