@@ -5,9 +5,13 @@
 var lkScrollers = ".md-typeset__scrollwrap, table.lk-recordings, .lk-figure.lk-wide, .lk-region tr:has(> td.code), " +
   "pre.lk-transcript-text > code";
 
+// Every width is read before any attribute is written: a write between two reads would make the
+// browser lay the page out again for each box.
 function lkMarkScrollers() {
-  document.querySelectorAll(lkScrollers).forEach(function (box) {
-    if (box.scrollWidth > box.clientWidth) {
+  var boxes = Array.prototype.slice.call(document.querySelectorAll(lkScrollers));
+  var wide = boxes.map(function (box) { return box.scrollWidth > box.clientWidth; });
+  boxes.forEach(function (box, k) {
+    if (wide[k]) {
       box.setAttribute("tabindex", "0");
     } else if (box.getAttribute("tabindex") === "0") {
       box.removeAttribute("tabindex");  // only what this made focusable: a loaded text keeps its -1
@@ -118,5 +122,6 @@ document$.subscribe(function () {
   });
   document.querySelectorAll("details.lk-recording").forEach(lkLoadOnOpen);
   document.querySelectorAll(".lk-transcript-more").forEach(lkLoadWhole);
-  lkMarkScrollers();
+  // Measuring needs the page laid out: after the first frame, not while the page is still loading.
+  requestAnimationFrame(function () { setTimeout(lkMarkScrollers, 0); });
 });
