@@ -550,6 +550,9 @@ def test_every_recording_is_listed_the_first_shown_the_others_linked(repeats: Pa
     ('{{ transcript demo/race title="the demo at 64 threads" }}',
      ("transcript title 'the demo at 64 threads' says '64', but the run it shows is "
      "'compute-sanitizer --tool racecheck ./demo'; title it by what this run did")),
+    ('{{ transcript demo/race title="racecheck on all three kernels" }}',
+     ("transcript title 'racecheck on all three kernels' says 'three' (3), but the run it shows is "
+     "'compute-sanitizer --tool racecheck ./demo'; title it by what this run did")),
     ('{{ transcript demo/race title="RACECHECK SUMMARY: 0 hazards displayed" }}',
      ("transcript title 'RACECHECK SUMMARY: 0 hazards displayed' quotes a summary, which a title cannot check; "
      "quote it in the text, next to the transcript")),

@@ -11,6 +11,7 @@ from functools import lru_cache
 from lessonkit.errors import LessonError, LessonErrors
 from lessonkit.evidence.sets import EvidenceSet
 from lessonkit.evidence.unrecorded import Unrecorded
+from lessonkit.pages.claims import NUMBER_WORDS
 from lessonkit.pages.diagrams import render_diagram
 from lessonkit.pages.linerefs import highlighted
 from lessonkit.pages.published import recordings_of
@@ -128,6 +129,18 @@ def _command_words(command: str) -> frozenset[str]:
     return frozenset(words)
 
 
+_COUNT_RUN_RE = re.compile(r"""\b(?:(?:{w})[\s-]+)*(?:{w})\b""".format(w="|".join(NUMBER_WORDS)))
+
+
+def _count_value(words: list[str]) -> int:
+    """The number a run of count words says: 'hundred thousand' is 100000, 'twenty five' 25."""
+    total = 0
+    for word in words:
+        n = NUMBER_WORDS[word]
+        total = total * n if n >= 100 and total else total + n
+    return total
+
+
 def _check_title(page: PageState, index: int, ev: EvidenceSet, command: str, title: str) -> None:
     """A transcript's title may not say what the run did not do: no summary quote (it would go
     unchecked), no number its command lacks, and no word that tells the set's runs apart (a tool,
@@ -139,6 +152,12 @@ def _check_title(page: PageState, index: int, ev: EvidenceSet, command: str, tit
     own = _command_words(command)
     commands = [_command_words(e.command) for e in ev.entries.values()]
     telling = frozenset().union(*commands) - frozenset.intersection(*commands)
+    for words in _COUNT_RUN_RE.findall(title.lower()):  # a count in words is a figure too
+        value = _count_value(words.split())
+        if value >= 2 and str(value) not in own:
+            page.error(index, f"transcript title {title!r} says {words!r} ({value}), but the run it shows is "
+                       f"{command!r}; title it by what this run did")
+            return
     for word in dict.fromkeys(_TITLE_WORD_RE.findall(title.lower())):
         if word not in own and (word.isdigit() or word in telling):
             page.error(index, f"transcript title {title!r} says {word!r}, but the run it shows is "
