@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -135,16 +135,17 @@ def _exempt(line: Line, start: int, end: int, narrative: list[_Narrative], skel:
 
 # -- the audit ---------------------------------------------------------------------------------
 
-def audit_page(html: str, source: str, path: str, result: PageResult,
+def audit_page(html: str | Callable[[], str], source: str, path: str, result: PageResult,
                sets: Mapping[str, EvidenceSet]) -> list[LessonError]:
-    """The audit's errors for one rendered page (`source`: the page's file, front matter included)."""
+    """The audit's errors for one rendered page (`source`: the page's file, front matter included);
+    `html` may be a function that renders the page, called only when the audit reads the page."""
     errors: list[LessonError] = []
     cited = _cited(result, sets)
     if cited is None:
         return errors  # a page that cites no evidence is no lesson: the Markdown's rules hold it
     narrative, skip = _front_matter(source, path, errors)
     finder = SourceFinder(source, skip)
-    text = read_html(html)
+    text = read_html(html if isinstance(html, str) else html())
     for line in text.lines:
         for context, start, end in result.unmarked:
             at = line.text.find(context)
