@@ -15,7 +15,7 @@ import re
 from lessonkit.errors import LessonError
 from lessonkit.pages.claims import Sample
 from lessonkit.pages.crossclaims import compound, ratio
-from lessonkit.pages.query import QueryError, resolve
+from lessonkit.pages.query import QueryError, parse_query, resolve
 from lessonkit.pages.state import PageState, ShownClaim
 from lessonkit.pages.tables import Refused, figure, grouped
 
@@ -60,10 +60,14 @@ def _render(page: PageState, index: int, text: str) -> tuple[str, ShownClaim]:
                       "or show each set's figure with its own value")
     operands = form.operands if form is not None else (text,)
     resolved = [_operand(page, index, o, text) for o in operands]
+    unit, known = None, True  # a ratio's unit: none
     try:
         if len(resolved) == 1:
             ev, group, query = resolved[0]
             sample: Sample = resolve(ev, group, query)
+            q = parse_query(query)
+            unit = None if q.count else page.display(ev).unit(q.field or q.name)
+            known = unit is not None or q.count  # a count's: none; a field that names none: any
         else:
             (ev, g1, q1), (ev2, g2, q2) = resolved
             if ev is not ev2:
@@ -74,7 +78,7 @@ def _render(page: PageState, index: int, text: str) -> tuple[str, ShownClaim]:
     except LessonError as exc:
         raise Refused(f"cannot be read: {exc}") from None
     shown = grouped(figure(sample, "the figure", sig))
-    return shown, ShownClaim(None, None, (resolved[0][0].name, resolved[0][1]))
+    return shown, ShownClaim(None, None, (resolved[0][0].name, resolved[0][1]), unit=unit, unit_known=known)
 
 
 def _operand(page: PageState, index: int, text: str, whole: str):
