@@ -94,10 +94,10 @@ def named(demo_repo: Path) -> Path:
     ("~2.5e9 @ res-json:rows[config=mp].instances_per_s", " s", "'s'"),
 ])
 def test_a_unit_its_name_says_is_the_unit_beside_its_claim(named: Path, claim: str, after: str, unit: str):
-    shown = {"launch_us": "\u00b5s", "weak_per_100k": "per 100000", "instances_per_s": "per s"}
+    shown = {"launch_us": "microseconds", "weak_per_100k": "a rate per 100,000", "instances_per_s": "a rate per second"}
     field = claim.rsplit(".", 1)[1]
     assert errs(named, page("{{ " + claim + " }}" + after)) == [
-        (f"docs/p.md:3: claim '{{{{ {claim} }}}}': the figure shows a value in {shown[field]}, and {unit} after it "
+        (f"docs/p.md:3: claim '{{{{ {claim} }}}}': the figure shows {shown[field]}, and {unit} after it "
         "is another unit")]
 
 
@@ -138,14 +138,14 @@ def test_a_count_takes_no_unit(named: Path):
 def test_a_generated_figure_takes_its_fields_unit(named: Path):
     assert errs(named, page("{{ value res-json:rows[config=mp].launch_us }} \u00b5s")) == []
     assert errs(named, page("{{ value res-json:rows[config=mp].launch_us }} ms")) == [
-        ("docs/p.md:3: claim '{{ value res-json:rows[config=mp].launch_us }}': the figure shows a value in \u00b5s, "
+        ("docs/p.md:3: claim '{{ value res-json:rows[config=mp].launch_us }}': the figure shows microseconds, "
         "and 'ms' after it is another unit")]
 
 
 def test_a_unit_typed_in_a_cell_template_is_the_fields(named: Path):
     table = "{{ table res-json:rows rows=config cell=\"{launch_us} ms\" }}"
     assert errs(named, page(table)) == [
-        ("docs/p.md:3: table: cell template '{launch_us} ms', after {launch_us}: the figure shows a value in \u00b5s, "
+        ("docs/p.md:3: table: cell template '{launch_us} ms', after {launch_us}: the figure shows microseconds, "
         "and 'ms' after it is another unit")]
     assert errs(named, page(table.replace(" ms", " \u00b5s"))) == []
 
@@ -164,14 +164,14 @@ def test_a_header_names_its_fields_unit(named: Path):
     done = cli_run("check", "--no-cache", "--repo", str(named))
     assert done.returncode == 1 and (
         f"code/demo/runs.toml:{line}: [names]: launch_us = 'ms a launch (median)' names the unit 'ms', but "
-        "'launch_us' is in \u00b5s; a header's unit is its field's") in done.stderr.splitlines(), done.stderr
+        "'launch_us' shows microseconds; a header's unit is its field's") in done.stderr.splitlines(), done.stderr
     runs.write_text(runs.read_text().replace("ms a launch", "\u00b5s a launch"))
     assert "[names]" not in cli_run("check", "--no-cache", "--repo", str(named)).stderr
 
 
 @pytest.mark.parametrize("names, message", [
     ('launches = "launches per second"', "names the unit 'per second', but 'launches' has no unit (a count or a name)"),
-    ('weak_per_100k = "weak per million"', "names the unit 'per million', but 'weak_per_100k' is in per 100000"),
+    ('weak_per_100k = "weak per million"', "names the unit 'per million', but 'weak_per_100k' shows a rate per 100,000"),
     ('ci = "97.5% upper bound per 100,000"', "names the unit 'per 100,000', but 'ci' has no unit (a count or a name)"),
 ])
 def test_a_header_with_another_unit_is_refused(names: str, message: str):

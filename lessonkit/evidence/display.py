@@ -36,6 +36,15 @@ _SUFFIX_UNITS = (("_per_s", "per s"), ("_per_100k", "per 100000"), ("_fraction",
 TIME_UNITS = frozenset({"s", "ms", "\u00b5s", "per s"})
 
 
+_DESCRIBED = {"fraction": "a fraction", "percent": "a percentage", "per 100000": "a rate per 100,000",
+              "s": "seconds", "ms": "milliseconds", "\u00b5s": "microseconds", "per s": "a rate per second"}
+
+
+def describe(unit: str) -> str:
+    """A unit as a message says what a figure in it shows: 'microseconds', 'a rate per 100,000'."""
+    return _DESCRIBED.get(unit, unit)
+
+
 def unit_by_name(name: str) -> str | None:
     """The unit a field's name says by its suffix, or None."""
     for suffix, unit in _SUFFIX_UNITS:
@@ -176,7 +185,7 @@ def parse_display(data: dict, source: str, commands: dict[str, str] | None = Non
         unit = display.unit(key)
         for word, typed in typed_units(header):
             if typed != unit:
-                whose = f"{key!r} is in {unit}" if unit else f"{key!r} has no unit (a count or a name)"
+                whose = f"{key!r} shows {describe(unit)}" if unit else f"{key!r} has no unit (a count or a name)"
                 raise LessonError(source, key_line(text, "names", None, key) if text else None,
                                   f"[names]: {key} = {header!r} names the unit {word!r}, but {whose}; "
                                   "a header's unit is its field's")

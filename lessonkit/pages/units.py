@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, replace
 from decimal import Decimal
 
-from lessonkit.evidence.display import UNIT_WORD, typed_unit
+from lessonkit.evidence.display import UNIT_WORD, describe, typed_unit
 from lessonkit.pages.claims import Found, Sample, number, show_number
 
 _SCALES = {"percent": (Decimal(100), "percent"), "per 100000": (Decimal(100000), "per 100000")}
@@ -99,4 +99,4 @@ def unit_problem(unit: str | None, after: str) -> str | None:
     if unit is None:
         return (f"the figure has no unit (a count, or a ratio of two values in one unit), and {word!r} after "
                 "it gives it one; remove the unit, or claim a field in that unit")
-    return f"the figure shows a value in {unit}, and {word!r} after it is another unit"
+    return f"the figure shows {describe(unit)}, and {word!r} after it is another unit"
