@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from lessonkit import cache
+from lessonkit.cache import Store
 from lessonkit.evidence.manifest import (
     Manifest,
     TranscriptEntry,
@@ -27,7 +28,7 @@ from lessonkit.evidence.manifest import (
     sha256_file,
     write_manifest,
 )
-from lessonkit.site.check import Site
+from lessonkit.site.check import CheckedSite, Site
 
 REPO = Path(__file__).resolve().parent.parent
 HOOKS = REPO / "hooks" / "lessonkit_hooks.py"
@@ -342,6 +343,14 @@ def run_page(repo: Path, text: str):
 def errs(repo: Path, text: str) -> list[str]:
     """The errors of `text` as the page docs/p.md, as messages."""
     return [str(e) for e in run_page(repo, text).errors]
+
+
+def checked(repo: Path, text: str, path: str = "docs/p.md") -> list[str]:
+    """Every error `lessonkit check` reports for `text` as the page file `path` of the repository at
+    `repo`, as messages: its Markdown's, then the audit's of the page as the site renders it."""
+    site = CheckedSite(repo, store=Store(None), keep="errors")
+    site.refresh()
+    return [str(e) for e in site.page_text(text, path).errors]
 
 
 # Debian's chromium, driven by Playwright for the browser tests (tests/test_browser.py,

@@ -16,15 +16,15 @@ from pathlib import Path
 
 import markdown
 import pytest
-from conftest import REPO
+from conftest import REPO, checked, errs
 
 from lessonkit.cache import Store
 from lessonkit.errors import LessonErrors
 from lessonkit.pages.fold import shown, skeleton
 from lessonkit.pages.frontmatter import read_front_matter
-from lessonkit.site.check import check_site
+from lessonkit.site.check import Site, check_site
 from lessonkit.site.mdext import LessonkitExtension
-from lessonkit.site.rendered import RenderedCheck
+from lessonkit.site.rendered import Renderer, rendering_key
 from lessonkit.site.verify import CHECKED_MARK, START_MARK, verify_site
 
 ENV = dict(os.environ, NO_MKDOCS_2_WARNING="1", DISABLE_MKDOCS_2_WARNING="true", PYTHONPATH=str(REPO))
@@ -40,8 +40,9 @@ FIGURE_121 = ("docs/p.md:3: figure '121' is typed, not produced: no claim, direc
 
 
 def audit(repo: Path, text: str) -> list[str]:
-    """Every error of `text` as the page docs/p.md, its Markdown's and its rendered HTML's."""
-    return [str(e) for e in RenderedCheck(repo).check(text, "docs/p.md")[1]]
+    """Every error of `text` as the page docs/p.md, its Markdown's and its rendered HTML's, as
+    `lessonkit check` reports them."""
+    return checked(repo, text)
 
 
 # -- figures -------------------------------------------------------------------------------------
@@ -263,14 +264,14 @@ def test_the_markdown_extension_audits_the_page(demo_repo: Path):
 
 
 def test_verify_site_audits_a_built_page(demo_repo: Path, tmp_path: Path):
-    check = RenderedCheck(demo_repo)
     source = (demo_repo / "docs/index.md").read_text()
-    result, errors = check.check(source, "docs/index.md")
-    assert errors == []
+    assert checked(demo_repo, source, "docs/index.md") == []
+    result = Site.load(demo_repo).page(source, "docs/index.md")
+    renderer = Renderer(rendering_key(demo_repo))
     site = tmp_path / "site"
     (site / "search").mkdir(parents=True)
     (site / "search/search_index.json").write_text('{"docs": [{"location": ""}]}')  # the build's list of pages
-    page = f"<html><nav>Day 120</nav>{START_MARK}{result.fill(check.render(result))}{CHECKED_MARK}</html>"
+    page = f"<html><nav>Day 120</nav>{START_MARK}{result.fill(renderer.render(result))}{CHECKED_MARK}</html>"
     (site / "index.html").write_text(page)
     (site / "evidence/demo").mkdir(parents=True)  # the recording the page shows, as a build publishes it
     (site / "evidence/demo/race.txt").write_bytes((demo_repo / "evidence/demo/race.txt").read_bytes())
@@ -289,6 +290,25 @@ def test_the_build_fails_on_what_only_the_audit_sees(demo_repo: Path):
     assert done.returncode != 0
     assert ("docs/index.md:12: a reader sees compute-sanitizer output '========= Error: Race reported "
             "between Read access' that no transcript produced") in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("typed, error", [
+    ("The error had 120 hazards.", FIGURE_120.replace("docs/p.md:3", "docs/index.md:12")),
+    ("> ========= Error: Race reported between Read access",
+     ("docs/index.md:12: a reader sees compute-sanitizer output '========= Error: Race reported between Read "
+      "access' that no transcript produced; show what a run printed with {{ transcript RUN }}")),
+])
+def test_check_fails_on_what_only_the_audit_sees(demo_repo: Path, typed: str, error: str):
+    """`lessonkit check` renders each page and audits it as the build does: a page edit that no rule
+    of the Markdown refuses fails check, named at its line, from cold and from the cache."""
+    from test_cli import cli_run
+
+    page = demo_repo / "docs/index.md"
+    assert errs(demo_repo, page.read_text() + "\n" + typed + "\n") == []  # the Markdown's rules pass it
+    page.write_text(page.read_text() + "\n" + typed + "\n")
+    for args in (("--no-cache",), (), ()):  # the second plain run answers from the cache on disk
+        done = cli_run("check", "--repo", str(demo_repo), *args)
+        assert done.returncode == 1 and done.stderr.splitlines() == [error, "1 error found"], done.stderr
 
 
 def test_a_row_label_bound_to_its_claims_is_checked(demo_repo: Path):

@@ -114,6 +114,29 @@ def test_an_edited_page_gets_a_new_result(settled: Path):
     assert check(settled) == uncached(settled) != []
 
 
+def test_a_page_checked_for_its_rendering_is_checked_again_when_its_front_matter_or_the_rendering_changes(
+        settled: Path):
+    """check audits a page as rendered, so its result also depends on the page's front matter (its
+    narrative declarations) and on mkdocs.yml's extensions: editing either is a new key."""
+    page = settled / "docs/index.md"
+    body = page.read_text().replace("{{ 3 @ race:#reports }}", "{{ 2 @ race:#reports }}") + "Day 120.\n"
+    page.write_text('---\nnarrative:\n  "day 120": the day of the course\n---\n' + body)
+    wait_settled(settled)
+    assert check(settled) == uncached(settled) == []
+    page.write_text('---\nnarrative:\n  "day 121": the day of the course\n---\n' + body)  # the same body
+    wait_settled(settled)
+    want = uncached(settled)
+    assert [line.split(": ", 1)[1][:13] for line in want[:-1]] == ["figure '120' ", "narrative fig"]
+    assert check(settled) == want
+    site = CheckedSite(settled, keep="errors")
+    site.check()
+    with_toc = settled / "mkdocs.yml"
+    with_toc.write_text(with_toc.read_text().replace("  - admonition\n", "  - admonition\n  - toc\n"))
+    wait_settled(settled)
+    again = CheckedSite(settled, keep="errors")
+    assert [str(e) for e in again.check()] == want[:-1] and again.checks == 1  # rendered anew, not served
+
+
 def test_editing_lessonkit_ignores_every_entry(settled: Path, tmp_path_factory, monkeypatch):
     core = tmp_path_factory.mktemp("core") / "lessonkit"
     shutil.copytree(REPO / "lessonkit", core, ignore=shutil.ignore_patterns("__pycache__"))

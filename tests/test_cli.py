@@ -44,7 +44,7 @@ def test_a_broken_runs_toml_is_the_one_error_not_the_claims_on_its_sets(demo_rep
     record_set(demo_repo, "demo", {"race": RACE, "bare": BARE}, set_name="demo-b")
     (demo_repo / "docs/index.md").write_text(
         "# Demo\n\n{{ evidence demo }}\n\n"
-        "At 256 threads {{ 7 @ race:rows[threads=256].mismatches }} elements were wrong.\n\n"
+        "At the largest block {{ 7 @ race:rows[threads=256].mismatches }} elements were wrong.\n\n"
         "{{ table bare:rows rows=kernel cols=threads cell=mismatches }}\n\n"
         "racecheck: `{{ RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning) @ race:summary in demo = demo-b }}`.\n")
     assert cli_run("check", "--no-cache", "--repo", str(demo_repo)).returncode == 0

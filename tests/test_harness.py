@@ -239,9 +239,9 @@ PAGE = """\
 
 {{ evidence trials }}
 
-Trial 2 got {{ 5 @ bare:trials[trial=2].wrong }} of {{ 100 @ bare:trials[trial=2].of }} wrong
+Trial {{ 2 @ bare:trials[trial=2].trial }} got {{ 5 @ bare:trials[trial=2].wrong }} of {{ 100 @ bare:trials[trial=2].of }} wrong
 (largest error {{ 0.25 @ bare:trials[trial=2].max_err }}); seed {{ 62 @ bare:seed }}, and
-{{ 1.75 @ bare:sizes[size=4096].ms }} ms at 4096.
+{{ 1.75 @ bare:sizes[size=4096].ms }} ms at the larger size.
 """
 
 

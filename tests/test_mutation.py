@@ -1,9 +1,10 @@
 """The mutation test: every figure a lesson page shows is checked.
 
 For each lesson page (a page that cites evidence), every run of digits in its Markdown that a
-reader sees is changed by one, one at a time, and the page is checked as a build checks it: its
-Markdown expanded and checked, the HTML rendered and audited (lessonkit.site.rendered, in process,
-no site build per change). Each change must fail the check, except:
+reader sees is changed by one, one at a time, and the page is checked as `lessonkit check` checks
+it (CheckedSite.page_text, without the cache on disk): its Markdown expanded and checked, the HTML
+rendered as the site renders it and audited, as a build audits it. Each change must fail the
+check, except:
 
 - the figures the page declares narrative in its front matter (`narrative:`), which are not the
   evidence's and are counted apart;
@@ -23,13 +24,13 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from lessonkit.pages.audit import NARRATIVE, audit_page
+from lessonkit.cache import Store
+from lessonkit.pages.audit import NARRATIVE
 from lessonkit.pages.figures import FIGURE_RE
 from lessonkit.pages.fold import shown, skeleton
 from lessonkit.pages.readertext import read_html
 from lessonkit.pages.scan import LineIndex, scan
-from lessonkit.site.check import Site, docs_pages, strip_front_matter
-from lessonkit.site.rendered import RenderedCheck
+from lessonkit.site.check import CheckedSite, docs_pages, strip_front_matter
 from lessonkit.textio import FRONT_MATTER_RE
 
 _DIGITS_RE = re.compile(r"""[0-9]+""")
@@ -98,18 +99,19 @@ def _candidates(source: str) -> list[tuple[int, int, str]]:
     return sorted(found)
 
 
-def _reader_text(check: RenderedCheck, site: Site, source: str, path: str) -> str:
+def _reader_text(check: CheckedSite, source: str, path: str) -> str:
+    """What a reader sees of the page (the renderer `check` audits, over the expanded Markdown)."""
     body, offset = strip_front_matter(source)
-    return "\n".join(line.text for line in read_html(check.render(site.page(body, path, offset))).lines)
+    html = check.renderer.render(check.site.page(body, path, offset))
+    return "\n".join(line.text for line in read_html(html).lines)
 
 
-def mutate_page(check: RenderedCheck, path: Path, shown_path: str) -> Tally:
-    """Change each figure of the page by one and check it; what was caught."""
+def mutate_page(check: CheckedSite, path: Path, shown_path: str) -> Tally:
+    """Change each figure of the page by one and check it as `lessonkit check` does; what was caught."""
     source = path.read_text(encoding="utf-8")
     m = FRONT_MATTER_RE.match(source)
     narrative = _narrative_spans(source, m.end() if m else 0)
-    site = check.site
-    before = _reader_text(check, site, source, shown_path)
+    before = _reader_text(check, source, shown_path)
     tally = Tally()
     for start, end, kind in _candidates(source):
         digits = source[start:end]
@@ -118,15 +120,9 @@ def mutate_page(check: RenderedCheck, path: Path, shown_path: str) -> Tally:
         if any(a <= start and end <= b for a, b in narrative):
             tally.narrative += 1
             continue
-        body, offset = strip_front_matter(mutant)
-        result = site.page(body, shown_path, offset)
-        if result.errors:
-            caught = True
-        else:
-            html = check.render(result)
-            if kind == "text" and "\n".join(line.text for line in read_html(html).lines) == before:
-                continue  # not a figure a reader sees
-            caught = bool(audit_page(html, mutant, shown_path, result, site.evidence.sets))
+        caught = bool(check.page_text(mutant, shown_path).errors)
+        if not caught and kind == "text" and _reader_text(check, mutant, shown_path) == before:
+            continue  # not a figure a reader sees
         if kind == "range" and not caught:
             tally.range_ends += 1
             continue
@@ -139,10 +135,17 @@ def mutate_page(check: RenderedCheck, path: Path, shown_path: str) -> Tally:
     return tally
 
 
+def checker(repo: Path) -> CheckedSite:
+    """`lessonkit check`'s way of checking pages (transcripts left out: the runs' own output, not
+    audited, not mutated), without the cache on disk."""
+    check = CheckedSite(repo, store=Store(None), keep="errors")
+    check.refresh()
+    return check
+
+
 def lesson_pages() -> list[tuple[str, Path]]:
     """The site's pages that cite evidence (lessons): those the audit reads."""
-    site = Site.load(REPO)
-    site.transcripts = False
+    site = checker(REPO).site
     pages = []
     for shown_path, path in docs_pages(REPO):
         body, offset = strip_front_matter(path.read_text(encoding="utf-8"))
@@ -153,16 +156,14 @@ def lesson_pages() -> list[tuple[str, Path]]:
 
 
 @pytest.fixture(scope="module")
-def check() -> RenderedCheck:
-    site = Site.load(REPO)
-    site.transcripts = False  # the transcripts are the runs' own output: not audited, not mutated
-    return RenderedCheck(REPO, site)
+def check() -> CheckedSite:
+    return checker(REPO)
 
 
 @pytest.mark.parametrize("shown_path, path", lesson_pages(), ids=lambda p: str(p))
-def test_every_figure_a_lesson_shows_is_checked(check: RenderedCheck, shown_path: str, path: Path):
+def test_every_figure_a_lesson_shows_is_checked(check: CheckedSite, shown_path: str, path: Path):
     source = path.read_text(encoding="utf-8")
-    assert check.check(source, shown_path)[1] == [], "the page must pass before it is mutated"
+    assert check.page_text(source, shown_path).errors == [], "the page must pass before it is mutated"
     tally = mutate_page(check, path, shown_path)
     print(f"\n{shown_path}: caught {tally.caught}/{tally.total} figures changed by one "
           f"({tally.narrative} declared narrative and {tally.range_ends} range ends not counted)")
@@ -178,8 +179,8 @@ def test_the_mutations_on_a_fixture_page(demo_repo: Path):
                     "race:reports[severity=Error].hazards }} hazards, the warning "
                     "{{ 8 @ race:reports[severity=Warning].hazards }} of them.\n\n"
                     "Step 41 of the lesson.\n")
-    check = RenderedCheck(demo_repo)
-    assert check.check(page.read_text(), "docs/p.md")[1] == []
+    check = checker(demo_repo)
+    assert check.page_text(page.read_text(), "docs/p.md").errors == []
     tally = mutate_page(check, page, "docs/p.md")
     assert (tally.caught, tally.total, tally.narrative, tally.range_ends) == (2, 3, 1, 2)
     assert [s.split(" (")[0] for s in tally.survivors] == ["docs/p.md:11: 41 -> 42 passed"]

@@ -245,16 +245,3 @@ def test_an_escaped_directive_fails_a_strict_check(demo_repo: Path):
     done = cli_run("check", "--repo", str(demo_repo), "--strict")
     assert done.returncode == 1 and "docs/day5.md:3: warning: '\\{{ evidence demo }}' is escaped" in done.stderr
     assert cli_run("check", "--repo", str(demo_repo), "--no-strict").returncode == 0
-
-
-def test_a_check_for_errors_alone_finds_what_a_build_finds_and_renders_nothing(demo_repo: Path):
-    wrong = PAGE.replace("{{ 2 @ race:#reports }}", "{{ 3 @ race:#reports }}")
-    site = Site.load(demo_repo)
-    for text in (PAGE, wrong):
-        full = site.page(text, "docs/p.md")
-        site.errors_only = True
-        alone = site.page(text, "docs/p.md")
-        site.errors_only = False
-        assert alone.errors == full.errors and alone.claims == full.claims and alone.cited == full.cited
-        assert full.markdown and alone.markdown == "" and alone.unmarked == []
-    assert any("claim '3'" in str(e) for e in alone.errors)

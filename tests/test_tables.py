@@ -216,3 +216,61 @@ def test_sig_rounds_a_fraction_as_a_rounded_claim_would(demo_repo: Path):
     assert ('| <span class="lk-v">a</span> | <span class="lk-v">~0.000037</span> | <span class="lk-v">~1.00</span> | '
             '<span class="lk-v">100</span> |') in md
     assert "sig='x'" in errs(demo_repo, page.replace("sig=2", "sig=x"))[0]
+
+
+# -- what a run never launched -------------------------------------------------------------------------
+
+BARE_K2 = BARE + "     32 | k2     |          3 |         5 | no\n"  # the output check runs a second kernel
+
+
+@pytest.fixture
+def two_kernels(demo_repo: Path) -> Path:
+    """racecheck launched kernel k alone; the output check launched k and k2."""
+    record_set(demo_repo, "demo", {"race": RACE, "bare": BARE_K2})
+    return demo_repo
+
+
+def test_a_zero_count_over_a_kernel_the_run_never_launched_is_refused(two_kernels: Path):
+    claim = "{{ 0 @ race:#reports[kernel=k2] }}"
+    assert errs(two_kernels, "{{ evidence demo }}\n\nracecheck found " + claim + " reports in k2.\n") == [
+        ("docs/p.md:3: claim '0' (race:#reports[kernel=k2]): reports[kernel=k2] counts the records of kernel 'k2', "
+         "which evidence/demo/race.txt never names: the run did not launch it there (it names k), so a count of 0 "
+         "says nothing about k2; cite a run that launched it")]
+    # A kernel the run launched: its zero is a finding. A count of what the run did launch stands too.
+    assert errs(two_kernels, "{{ evidence demo }}\n\n{{ 0 @ race:#rows[kernel=k,mismatches=3] }} "
+                             "and {{ 1 @ bare:#rows[kernel=k2] }}.\n") == []
+    # The same over a comparison of sets and a generated figure.
+    record_set(two_kernels, "demo", {"race": RACE, "bare": BARE_K2}, set_name="demo-b")
+    assert "never names" in errs(two_kernels, "{{ evidence demo }}\n\n{{ 0 @ race:#reports[kernel=k2] in demo = "
+                                              "demo-b }}\n")[0]
+    assert "never names" in errs(two_kernels, "{{ evidence demo }}\n\n{{ value race:#reports[kernel=k2] }}\n")[0]
+
+
+def test_a_cell_whose_run_never_launched_its_kernel_says_not_run(two_kernels: Path):
+    page = "{{ evidence demo }}\n\n{{ table race:rows rows=kernel:k|k2 cols=threads cell=mismatches }}\n"
+    result = run_page(two_kernels, page)
+    assert result.errors == []
+    assert '| <span class="lk-v">k2</span> | <span class="lk-v">not run</span> | <span class="lk-v">not run</span> |' \
+        in result.markdown
+    # A kernel the run launched, with no record at that size: the empty text, not "not run".
+    result = run_page(two_kernels, page.replace("race:rows", "bare:rows").replace("cols=threads", "cols=threads:32|256"))
+    assert result.errors == []
+    assert '| <span class="lk-v">k2</span> | <span class="lk-v">3</span> | \u2013 |' in result.markdown
+
+
+@pytest.mark.parametrize("empty, said", [
+    ("none", "'none'"), ("0", "'0'"), ("zero", "'zero'"), ("no reports", "'no'"),
+])
+def test_an_empty_text_that_states_a_count_is_refused(two_kernels: Path, empty: str, said: str):
+    page = f'{{{{ evidence demo }}}}\n\n{{{{ table bare:rows rows=kernel cols=threads cell=mismatches empty="{empty}" }}}}\n'
+    assert errs(two_kernels, page) == [
+        (f"docs/p.md:3: table: empty={empty!r} states a count ({said}) in a cell that selects no record: no record is "
+        "not a count of zero; say what happened, or keep the default empty=\u2013")]
+
+
+def test_an_empty_text_may_not_say_not_run(two_kernels: Path):
+    page = '{{ evidence demo }}\n\n{{ table bare:rows rows=kernel cols=threads cell=mismatches empty="not run" }}\n'
+    assert errs(two_kernels, page) == [
+        ("docs/p.md:3: table: empty='not run' says 'not run': the table writes 'not run' itself in a cell whose run "
+        "never launched its kernel; empty= is for the cells of a kernel the run launched")]
+    assert errs(two_kernels, page.replace("not run", "not recorded at this size")) == []

@@ -226,8 +226,9 @@ COMMANDS: dict[str, Command] = {
         "check the site configuration and every page, region, claim and evidence set; exit 1 "
         "listing all errors", _check_site_arguments, _check,
         "Check what a build checks, without building: mkdocs.yml (the hooks and extensions that "
-        "keep every published page checked), every page under docs/, every code region, claim and "
-        "transcript on them, and every evidence set (hashes, freshness against the code, README "
+        "keep every published page checked), every page under docs/ (its Markdown, then the page "
+        "rendered with mkdocs.yml's extensions and audited as a build audits it), every code region, "
+        "claim and transcript on them, and every evidence set (hashes, freshness against the code, README "
         "commands). Lists every error, causes first, and exits 1; prints ok and exits 0 when "
         "everything agrees. Results are kept in .lessonkit-cache/, keyed by the contents they "
         "came from, so a second run re-checks only what changed."),

@@ -9,10 +9,15 @@
     bare-all = "output check"
     [formats]                    # a label for every value of a key that has none: "32 threads"
     threads = "{} threads"
-    [units]                      # a field's unit: fraction, percent, per 100000, s
-    o00_fraction = "fraction"
+    [units]                      # a field's unit, where its name does not say it
+    rate = "fraction"
 
 A label stands for exactly one value of its key, so two values may not share one.
+
+A field's unit is its [units] declaration, else what its name's suffix says (`unit_by_name`:
+`wall_s` seconds, `launch_us` microseconds, `weak_per_100k` per 100,000, `o00_fraction` a fraction,
+`instances_per_s` a rate per second); a declaration may not contradict the name. A unit word in
+a [names] header (`typed_units`) must be the field's unit: "ms a launch" over `launch_us` is refused.
 """
 
 from __future__ import annotations
@@ -21,8 +26,75 @@ import re
 from dataclasses import dataclass, field
 
 from lessonkit.errors import LessonError
+from lessonkit.evidence.tomlpos import key_line
 
-UNITS = ("fraction", "percent", "per 100000", "s")
+UNITS = ("fraction", "percent", "per 100000", "s", "ms", "\u00b5s", "per s")
+# What a field's name says its unit is, by its suffix (the first that fits).
+_SUFFIX_UNITS = (("_per_s", "per s"), ("_per_100k", "per 100000"), ("_fraction", "fraction"),
+                 ("_ms", "ms"), ("_us", "\u00b5s"), ("_s", "s"))
+# Seconds and rates per second change from run to run of unchanged code: a claim on one is a range or ~V.
+TIME_UNITS = frozenset({"s", "ms", "\u00b5s", "per s"})
+
+
+_DESCRIBED = {"fraction": "a fraction", "percent": "a percentage", "per 100000": "a rate per 100,000",
+              "s": "seconds", "ms": "milliseconds", "\u00b5s": "microseconds", "per s": "a rate per second"}
+
+
+def describe(unit: str) -> str:
+    """A unit as a message says what a figure in it shows: 'microseconds', 'a rate per 100,000'."""
+    return _DESCRIBED.get(unit, unit)
+
+
+def unit_by_name(name: str) -> str | None:
+    """The unit a field's name says by its suffix, or None."""
+    for suffix, unit in _SUFFIX_UNITS:
+        if name.endswith(suffix):
+            return unit
+    return None
+
+
+# A unit a reader reads in text: each alternative's canonical unit is worked out by `_canonical`.
+_NUMBER_WORDS = {"hundred": 100, "thousand": 1000, "ten thousand": 10**4, "hundred thousand": 10**5,
+                 "million": 10**6, "billion": 10**9}
+UNIT_WORD = (r"""(?P<unit>%|\u2030|percent\b|per\s+cent\b|per\s+(?:\d[\d,]*|ten\s+thousand|hundred\s+thousand|"""
+             r"""hundred|thousand|million|billion)\b|per\s+(?:second|sec|s)\b|/s\b|"""
+             r"""milliseconds?\b|msecs?\b|ms\b|microseconds?\b|usecs?\b|[\u00b5\u03bc]s\b|us\b|"""
+             r"""nanoseconds?\b|nsecs?\b|ns\b|seconds?\b|secs?\b|s\b)""")
+_UNIT_WORD_RE = re.compile(UNIT_WORD, re.IGNORECASE)
+
+
+def typed_unit(word: str) -> str:
+    """The canonical unit of a unit word a reader reads (as `UNIT_WORD` matches it): 'ms' for
+    'milliseconds', 'per 1000000' for 'per million', 'percent' for '%' and 'per 100'."""
+    text = " ".join(word.lower().split())
+    if text in ("%", "percent", "per cent"):
+        return "percent"
+    if text == "\u2030":
+        return "per 1000"
+    if text in ("per second", "per sec", "per s", "/s"):
+        return "per s"
+    if text.startswith("per "):
+        amount = text[4:]
+        n = _NUMBER_WORDS.get(amount) or int(amount.replace(",", ""))
+        return "percent" if n == 100 else f"per {n}"
+    for unit, words in (("ms", ("ms", "msec", "msecs", "millisecond", "milliseconds")),
+                        ("\u00b5s", ("\u00b5s", "\u03bcs", "us", "usec", "usecs", "microsecond", "microseconds")),
+                        ("ns", ("ns", "nsec", "nsecs", "nanosecond", "nanoseconds"))):
+        if text in words:
+            return unit
+    return "s"
+
+
+def typed_units(text: str) -> list[tuple[str, str]]:
+    """Every unit word of a header, as (the word, its canonical unit); a unit right after a figure
+    belongs to that figure ("97.5% upper bound"), not to the column."""
+    found = []
+    for m in _UNIT_WORD_RE.finditer(text):
+        before = text[:m.start()].rstrip()
+        if before[-1:].isdigit() or (m.start() and text[m.start() - 1].isalnum()):
+            continue
+        found.append((m.group("unit"), typed_unit(m.group("unit"))))
+    return found
 
 
 @dataclass(frozen=True)
@@ -55,8 +127,8 @@ class Display:
         return {key, self.name(key)}
 
     def unit(self, key: str) -> str | None:
-        """A field's declared unit, or None."""
-        return self.units.get(key)
+        """A field's unit: declared, else what its name says (`unit_by_name`), else None."""
+        return self.units.get(key) or unit_by_name(key)
 
 
 _NUMBER_RE = re.compile(r"""\d+(?:[.,]\d+)*""")
@@ -79,7 +151,7 @@ def _foreign_word(key: str, value: str, label: str, own: str, everyone: dict[str
     return None
 
 
-def parse_display(data: dict, source: str, commands: dict[str, str] | None = None) -> Display:
+def parse_display(data: dict, source: str, commands: dict[str, str] | None = None, text: str = "") -> Display:
     """The display tables of a parsed runs.toml; LessonError for a malformed one.
 
     A label may not type a figure of its own: a number in a value's label is in the value
@@ -125,5 +197,19 @@ def parse_display(data: dict, source: str, commands: dict[str, str] | None = Non
     units = strings(data.get("units", {}), "units")
     for key, unit in units.items():
         if unit not in UNITS:
-            raise LessonError(source, None, f"[units]: {key} = {unit!r} is not a unit; use one of: {', '.join(UNITS)}")
-    return Display(names, labels, formats, units)
+            raise LessonError(source, key_line(text, "units", None, key) if text else None,
+                              f"[units]: {key} = {unit!r} is not a unit; use one of: {', '.join(UNITS)}")
+        if unit_by_name(key) not in (None, unit):
+            raise LessonError(source, key_line(text, "units", None, key) if text else None,
+                              f"[units]: {key} = {unit!r}, but its name says {unit_by_name(key)!r}; a field's "
+                              "unit is what its name says: remove the declaration, or rename the field")
+    display = Display(names, labels, formats, units)
+    for key, header in names.items():
+        unit = display.unit(key)
+        for word, typed in typed_units(header):
+            if typed != unit:
+                whose = f"{key!r} shows {describe(unit)}" if unit else f"{key!r} has no unit (a count or a name)"
+                raise LessonError(source, key_line(text, "names", None, key) if text else None,
+                                  f"[names]: {key} = {header!r} names the unit {word!r}, but {whose}; "
+                                  "a header's unit is its field's")
+    return display

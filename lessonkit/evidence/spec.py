@@ -184,7 +184,7 @@ def parse_spec(text: str, source: str) -> LessonSpec:
                                   f"no run of this file; runs: {', '.join(r.name for r in runs)}")
     harness = parse_harness(data.get("harness"), text, source)
     display = parse_display(data, source, {name: r.command for r in runs
-                                           for name in (r.name, *(a.name for a in r.artifacts))})
+                                           for name in (r.name, *(a.name for a in r.artifacts))}, text)
     return LessonSpec(lesson, source, inputs, dict(build), tuple(runs), compare, harness, display)
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -166,15 +166,17 @@ def _toolkit(text: str, skel: str, start: int, end: int,
 
 # -- the audit ---------------------------------------------------------------------------------
 
-def audit_page(html: str, source: str, path: str, result: PageResult,
+def audit_page(html: str | Callable[[], str], source: str, path: str, result: PageResult,
                sets: Mapping[str, EvidenceSet], course: Course | None = None) -> list[LessonError]:
     """The audit's errors for one rendered page (`source`: the page's file, front matter included;
-    `sets`: every set of the site; `course`: the course's narrative phrases)."""
+    `sets`: every set of the site; `course`: the course's narrative phrases); `html` may be a
+    function that renders the page, called only when the audit reads the page."""
     errors: list[LessonError] = []
     cited = _cited(result, sets)
     narrative, skip = _front_matter(source, path, errors)
     narrative += [_Narrative(p.key, p.pattern, p.reason, p.line, course=True) for p in (course.phrases if course else ())]
     finder = SourceFinder(source, skip)
+    html = html if isinstance(html, str) else html()
     text = read_html(html)
     for line in text.lines:
         for context, start, end in result.unmarked:

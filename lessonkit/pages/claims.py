@@ -5,7 +5,9 @@ run, and every record a `KEY=*` filter selects):
 - exact `V`: every value is V, textually ("193,700" may stand for 193700);
 - range `LOW–HIGH` (an en dash, U+2013): every value is a number from LOW to HIGH, and the
   range is not loose (see `allowed_width`);
-- rounded `~V`: every value rounds to V at V's last significant digit.
+- rounded `~V`: every value rounds to V at V's last significant digit, and what that admits is
+  no looser than a range may be (`~10,000` admits [5,000, 15,000): too loose unless the values
+  spread that far; two significant digits always say enough).
 A timing (a value named `wall_s` or `…_s`, seconds or a rate per second) changes between runs
 of unchanged code, so it takes a range or a rounded value, never an exact one.
 The page shows the author's text; `accepted_value` is the value `lessonkit accept` writes.
@@ -114,10 +116,6 @@ def parse_claim_value(text: str) -> ClaimValue:
         if value is None:
             raise ClaimValueError(f"cannot read {body!r} as a number; a rounded claim is ~V, e.g. ~30 or ~0.06")
         unit = _unit(body)
-        if value == 0 and unit > 1:
-            raise ClaimValueError(f"{text!r} admits anything from {show_number(-unit / 2)} to "
-                                  f"{show_number(unit / 2)}: a rounded zero says nothing at that unit; "
-                                  "write 0, ~0, or a range such as 0" + EN_DASH + "5")
         return ClaimValue(text, "rounded", value - unit / 2, value + unit / 2, unit)
     if EN_DASH in text:
         low_text, _, high_text = (p.strip() for p in text.partition(EN_DASH))
@@ -146,7 +144,8 @@ def _unit(text: str) -> Decimal:
 
 
 def allowed_width(claim: ClaimValue, values: list[Decimal]) -> tuple[Decimal, Decimal]:
-    """(the widest a range may be, the observed spread): max(4 × spread, half its larger end's magnitude)."""
+    """(the widest a range, or what a rounded claim admits, may be; the observed spread):
+    max(4 × spread, half its larger end's magnitude)."""
     spread = max(values) - min(values) if values else Decimal(0)
     half_end = max(abs(claim.low), abs(claim.high)) / 2
     return max(4 * spread, half_end), spread
@@ -222,7 +221,8 @@ def _problem(claim: ClaimValue, sample: Sample) -> str | None:
             return None
     elif claim.kind == "rounded":
         numbers = [number(f.text) for f in values]
-        if all(n is not None and claim.low <= n < claim.high for n in numbers):
+        if all(n is not None and claim.low <= n < claim.high for n in numbers) \
+                and claim.unit <= allowed_width(claim, numbers)[0]:  # type: ignore[arg-type]
             return None
     where = sample.where()
     span = _span(sample)
@@ -258,9 +258,16 @@ def _problem(claim: ClaimValue, sample: Sample) -> str | None:
         return f"is {kind}, but {where} gives {bad.text!r}{f' ({at})' if at else ''}, which is not a number"
     numbers = span[2]
     if claim.kind == "rounded":
-        if all(claim.low <= n < claim.high for n in numbers):
-            return None
-        return f"does not hold: {gives}; {claim.text} means {claim.meaning()}"
+        if not all(claim.low <= n < claim.high for n in numbers):
+            return f"does not hold: {gives}; {claim.text} means {claim.meaning()}"
+        widest, spread = allowed_width(claim, numbers)
+        if claim.unit > widest:
+            return (f"is too loose: {claim.text} admits {claim.meaning()}, {show_number(claim.unit)} wide, and a "
+                    f"rounded figure may admit at most {show_number(widest)} here, as a range may (the larger of "
+                    f"4 × the observed spread, {show_number(spread)}, and half its larger end, "
+                    f"{show_number(max(abs(claim.low), abs(claim.high)) / 2)}); write it with two significant "
+                    f"digits, or as a range; {gives}")
+        return None
     outside = [f for f, n in zip(values, numbers) if not claim.low <= n <= claim.high]
     if outside:
         if len(values) == 1:

@@ -45,13 +45,18 @@ def evidence_figures(ev: EvidenceSet) -> dict[str, str]:
     if known is not None:
         return known
     found: dict[str, str] = {}
+    read: set[str] = set()  # texts already read: recordings repeat most of their values
 
     def add(value: Any, where: str) -> None:
         if isinstance(value, bool) or value is None:
             return
-        if isinstance(value, (int, float)):
-            value = repr(value) if isinstance(value, float) else str(value)
-        if isinstance(value, str):
+        if isinstance(value, int):  # canonical already: its digits, without a sign
+            found.setdefault(str(abs(value)), where)
+            return
+        if isinstance(value, float):
+            value = repr(value)
+        if isinstance(value, str) and value not in read:
+            read.add(value)
             for m in FIGURE_RE.finditer(value):
                 found.setdefault(canonical(m.group()), where)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import yaml
@@ -18,6 +19,7 @@ from lessonkit.errors import LessonError
 from lessonkit.textio import FRONT_MATTER_RE
 
 _YAML = "tag:yaml.org,2002:"
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml where PyYAML has it: the same reading, faster
 # What YAML makes of a plain key that is not text, as a message names it.
 _KINDS = {"int": "a number", "float": "a number", "bool": "a truth value", "null": "null",
           "timestamp": "a date"}
@@ -32,16 +34,19 @@ class FrontMatter:
     errors: tuple[LessonError, ...] = ()
 
 
+@lru_cache(maxsize=64)
 def read_front_matter(source: str, path: str) -> FrontMatter:
-    """The front matter of the page file's text `source` (`path`: as messages name the page)."""
+    """The front matter of the page file's text `source` (`path`: as messages name the page); read
+    once per text (a check reads it for the page and again for its audit). Its `meta` is shared:
+    read it, never change it."""
     m = FRONT_MATTER_RE.match(source)
     if not m:
         return FrontMatter()
     lines = m.group().count("\n")
     text = m.group("yaml") or ""
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        meta = yaml.safe_load(text)
+        root = yaml.compose(text, Loader=_LOADER)
+        meta = yaml.load(text, Loader=_LOADER)
     except yaml.YAMLError as exc:
         return FrontMatter({}, lines, (LessonError(path, 1, f"cannot read the front matter: {exc}", rank=0),))
     return FrontMatter(meta if isinstance(meta, dict) else {}, lines, tuple(_key_errors(root, path)))

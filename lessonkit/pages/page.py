@@ -35,7 +35,7 @@ from lessonkit.pages.render import (
 )
 from lessonkit.pages.rules import check_summaries
 from lessonkit.pages.scan import LineIndex, OutLine, Span, Token, scan, stands_alone, structure
-from lessonkit.pages.state import PageResult, PageState
+from lessonkit.pages.state import PageResult, PageState, ShownClaim
 from lessonkit.pages.tablerules import check_table_labels
 from lessonkit.pages.text import (
     check_escaped_directives,
@@ -296,6 +296,7 @@ def _inline(page: PageState, line: OutLine, token: Token, word: str | None, sour
         figure, claim = render_value(page, token.line, token.body)
         if claim is not None:
             line.spans.append(Span(len(line.text), len(line.text) + len(figure), claim))
+            _check_unit(page, token, claim, figure, source, text)
         line.text += figure
         return
     m = _last_at(token.body)
@@ -317,7 +318,12 @@ def _inline(page: PageState, line: OutLine, token: Token, word: str | None, sour
         shown = page.check_claim(token.line, value, ref_query, start, end)
     line.spans.append(Span(len(line.text), len(line.text) + len(value), shown))
     line.text += value
-    if shown.unit is not None:  # a unit typed after the claim must be the unit it shows
+    _check_unit(page, token, shown, value, source, text)
+
+
+def _check_unit(page: PageState, token: Token, shown: ShownClaim, figure: str, source: str, text: str) -> None:
+    """A unit typed right after a figure must be the unit it shows (none, for a count)."""
+    if shown.unit_known and figure[-1:].isdigit():
         line_end = text.find("\n", token.end)
         problem = unit_problem(shown.unit, visible_text(text[token.end:line_end if line_end != -1 else len(text)][:80]))
         if problem:

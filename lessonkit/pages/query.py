@@ -4,7 +4,9 @@
 A query on a run resolves over every recording of it. Filters are validated against an
 index built once per parsed transcript: an unknown key, or a value that no record of the
 evidence set has under that key, is an error with a suggestion, so a misspelt filter can
-never count zero quietly.
+never count zero quietly. Nor can a kernel the run never launched: a count filtered on
+`kernel=K` that is zero in a recording that names K nowhere (`launched`) is refused
+(`NotLaunched`), as a tool that never saw the kernel found nothing in it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from functools import cached_property, lru_cache
 from typing import Any
 
 from lessonkit.errors import LessonError
+from lessonkit.evidence.display import TIME_UNITS, unit_by_name
 from lessonkit.evidence.sets import EvidenceSet
 from lessonkit.evidence.transcript import Transcript
 from lessonkit.pages.claims import Found, Sample
@@ -24,6 +27,7 @@ from lessonkit.pages.verdicts import run_verdict, verdict_records
 
 WILDCARD = "*"
 VERDICTS = "verdicts"  # what a run said about each kernel (lessonkit.pages.verdicts)
+KERNEL = "kernel"  # the key whose values name the kernels a run launched
 
 _QUERY_RE = re.compile(
     r"""^(?P<count>\#)?(?P<name>[A-Za-z_][\w]*)
@@ -34,6 +38,10 @@ _QUERY_RE = re.compile(
 
 class QueryError(Exception):
     """A query that does not name what it should; the message says why."""
+
+
+class NotLaunched(QueryError):
+    """A count of a kernel's records in a recording of a run that never launched the kernel."""
 
 
 @dataclass(frozen=True)
@@ -53,8 +61,9 @@ class Query:
 
     @property
     def timing(self) -> bool:
-        """Whether it names seconds or a rate per second (`wall_s`, `campaign_s`, `instances_per_s`)."""
-        return not self.count and (self.field or self.name).endswith("_s")
+        """Whether its name says a time or a rate per second (`wall_s`, `launch_us`, `instances_per_s`:
+        lessonkit.evidence.display.unit_by_name)."""
+        return not self.count and unit_by_name(self.field or self.name) in TIME_UNITS
 
     @cached_property
     def wildcard(self) -> bool:
@@ -182,7 +191,7 @@ def resolve(ev: EvidenceSet, group: str | None, query: str) -> Sample:
         except QueryError as exc:
             known = ev.memo[key] = exc
     if isinstance(known, QueryError):
-        raise QueryError(str(known))
+        raise type(known)(str(known))
     return known
 
 
@@ -223,9 +232,14 @@ def _resolve(ev: EvidenceSet, group: str | None, query: str) -> Sample:
     _checked_filters(ev, group, q, indexes)
     found_list: list[Found] = []
     filters, wanted, wildcard = q.filters or (), q.field, q.wildcard
-    for path, index in zip(paths, indexes):
+    kernel = next((v for k, v in filters if k == KERNEL and v != WILDCARD), None) if q.count else None
+    for name, path, index in zip(names, paths, indexes):
         chosen = index.select(filters)
         if q.count:
+            if not chosen and kernel is not None and kernel not in (named := launched(ev.transcript(name))):
+                raise NotLaunched(f"{q.selection()} counts the records of kernel {kernel!r}, which {path} never "
+                                  f"names: the run did not launch it there (it names {_known(named)}), so a "
+                                  f"count of 0 says nothing about {kernel}; cite a run that launched it")
             found_list.append(Found(str(len(chosen)), path))
             continue
         if not wildcard and len(chosen) != 1:
@@ -242,6 +256,17 @@ def _resolve(ev: EvidenceSet, group: str | None, query: str) -> Sample:
         where = ev.transcript_path(names[0]) if len(names) == 1 else f"{len(names)} recordings of {group}"
         raise QueryError(f"{q.selection()} selects no record in {where}")
     return Sample(tuple(found_list), group, len(names), q.timing)
+
+
+def launched(parsed: Transcript) -> frozenset[str]:
+    """The kernels a recording names in any of its records (its table, a tool's findings, a JSON
+    list): those its run launched, as far as the recording shows. Worked out once per transcript."""
+    known = parsed.derived.get("launched")
+    if known is None:
+        names = {v for collection in parsed.collections()
+                 for v in _index(parsed, collection).by_value.get(KERNEL, ())} - {show(None)}
+        known = parsed.derived["launched"] = frozenset(names)
+    return known
 
 
 def select_records(ev: EvidenceSet, group: str, collection: str,

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from lessonkit.errors import LessonError
-from lessonkit.evidence.display import Display
+from lessonkit.evidence.display import TIME_UNITS, Display
 from lessonkit.evidence.sets import EvidenceSet
 from lessonkit.evidence.spec import load_spec
 from lessonkit.evidence.unrecorded import Unrecorded
@@ -86,6 +86,7 @@ class ShownClaim:
     unknowable: bool = False  # its set cannot be read: what it cites is not known
     unit: str | None = None  # the unit of what it shows (lessonkit.pages.units)
     across: tuple[str, str] | None = None  # the two sets a comparison claim compares (lessonkit.pages.crossclaims)
+    unit_known: bool = False  # `unit` is known (None then means it has none: a count, a ratio)
 
 
 @dataclass
@@ -246,12 +247,17 @@ class PageState:
         if isinstance(scaled, str):
             outcome(self.error(index, f"claim {written!r} ({shown}): {scaled}"))
             return ShownClaim(claim, parsed_query, run, unit=unit)
+        if declared in TIME_UNITS and not scaled.timing:  # a time its name does not say: declared
+            scaled = replace(scaled, timing=True)
         verdict = judge(claim, scaled)
         if verdict.holds:
             outcome()
         else:
             outcome(self.error(index, f"claim {written!r} ({shown}) {verdict.problem}"), verdict.fix)
-        return ShownClaim(claim, parsed_query, run, unit=unit)
+        # Its unit is known when one is declared or named, and known to be none for a count; a
+        # field that names none may be in any unit.
+        known = not transform.ops and (unit is not None or (parsed_query is not None and parsed_query.count))
+        return ShownClaim(claim, parsed_query, run, unit=unit, unit_known=known)
 
 
 def shorten(text: str, limit: int = 60) -> str:

@@ -11,8 +11,10 @@ separators, rounded ones of seven and more as 3e10), or, for a text that differs
 with how many recordings say it; texts that differ between the records of one recording are an
 error naming the cell. `cell="{wrong_launches} / {launches}"` composes fields; a part in brackets
 is left out when a field in it is none: `"{mismatches}[, from {first_bad}]"`. With `sig=N`, a
-value that is not whole and the same in every recording is shown rounded, `~0.00018`. A cell that
-selects nothing shows `empty="…"` (default "–"). Headers and labels come from the lesson's
+value that is not whole and the same in every recording is shown rounded, `~0.00018`. A cell whose
+run never launched the kernel it selects (lessonkit.pages.query.launched) shows "not run"; any
+other cell that selects nothing shows `empty="…"` (default "–"), which says what happened and
+never states a count ("none", "0", "zero") or "not run". Headers and labels come from the lesson's
 display declarations (lessonkit.evidence.display); every figure is marked as produced.
 """
 
@@ -25,15 +27,32 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING
 
 from lessonkit.errors import LessonError
+from lessonkit.evidence.display import Display
 from lessonkit.evidence.sets import EvidenceSet
 from lessonkit.pages.claims import ClaimValue, Sample, accepted_value, number
-from lessonkit.pages.query import QueryError, parse_query, resolve, select_records, show
+from lessonkit.pages.query import (
+    KERNEL,
+    NotLaunched,
+    QueryError,
+    launched,
+    parse_query,
+    resolve,
+    select_records,
+    show,
+)
 from lessonkit.pages.render import produced
+from lessonkit.pages.units import unit_problem
 
 if TYPE_CHECKING:
     from lessonkit.pages.state import PageState
 
 RUN = "run"
+NOT_RUN = "not run"  # a cell whose run never launched the kernel it selects
+# What an `empty=` text may not say: a count (a figure, a number word, "none"), or "not run",
+# which the table writes itself where it is true.
+_EMPTY_COUNT_RE = re.compile(r"""\d|\b(?:none|zero|nil|nothing|no|one|two|three|four|five|six|seven|eight|"""
+                             r"""nine|ten|dozen|hundred|thousand|million)\b""", re.IGNORECASE)
+_EMPTY_NOT_RUN_RE = re.compile(r"""\bnot\s+(?:run|launched)\b|\bnever\s+(?:ran|run|launched)\b""", re.IGNORECASE)
 _FIELD_RE = re.compile(r"""\{(?P<field>[A-Za-z_]\w*)\}""")
 _OPTIONAL_RE = re.compile(r"""\[(?P<part>[^\[\]]*)\]""")
 # A rounded figure of seven digits or more ("~30000000000") reads better as 3e10.
@@ -98,12 +117,18 @@ def _table(page: PageState, index: int, parts: list[str]) -> str:
         raise Refused("say which key makes the rows (rows=KEY) and what a cell shows (cell=FIELD)")
     if "cols" in options and len(cells) > 1:
         raise Refused("with cols=KEY a table shows one cell=; without cols, one column per cell=")
-    for cell in cells:
-        _check_template(cell)
     display = page.display(sources[0].ev)
+    for cell in cells:
+        _check_template(cell, display)
     row_key, row_values = _axis(options["rows"], sources)
     col_key, col_values = _axis(options["cols"], sources) if "cols" in options else (None, [])
     empty = options.get("empty", "\u2013")
+    if m := _EMPTY_COUNT_RE.search(empty):
+        raise Refused(f"empty={empty!r} states a count ({m.group()!r}) in a cell that selects no record: no record "
+                      "is not a count of zero; say what happened, or keep the default empty=\u2013")
+    if m := _EMPTY_NOT_RUN_RE.search(empty):
+        raise Refused(f"empty={empty!r} says {m.group()!r}: the table writes {NOT_RUN!r} itself in a cell whose run "
+                      "never launched its kernel; empty= is for the cells of a kernel the run launched")
     sig = options.get("sig")
     if sig is not None and not (sig.isdigit() and 1 <= int(sig) <= 6):
         raise Refused(f"sig={sig!r}: give the significant digits a fraction is shown with, 1 to 6")
@@ -156,7 +181,7 @@ def _source(page: PageState, index: int, text: str) -> _Source:
     return _Source(ev, run, m.group("collection"), filters)
 
 
-def _check_template(cell: str) -> None:
+def _check_template(cell: str, display: Display) -> None:
     if "{" not in cell:
         if not re.fullmatch(r"[A-Za-z_]\w*", cell):
             raise Refused(f"cell={cell!r} is neither a field nor a template such as \"{{a}} / {{b}}\"")
@@ -164,6 +189,10 @@ def _check_template(cell: str) -> None:
     typed = _FIELD_RE.sub("", cell)
     if any(c.isdigit() for c in typed):
         raise Refused(f"cell template {cell!r} types a figure; every figure in a cell comes from a field")
+    for m in _FIELD_RE.finditer(cell):  # a unit typed after a field must be the field's
+        problem = unit_problem(display.unit(m.group("field")), cell[m.end():].replace("[", "").replace("]", ""))
+        if problem:
+            raise Refused(f"cell template {cell!r}, after {{{m.group('field')}}}: {problem}")
 
 
 def _axis(option: str, sources: list[_Source]) -> tuple[str, list[str]]:
@@ -196,13 +225,23 @@ def _records(source: _Source) -> list[dict]:
 
 def _cell(page: PageState, sources: list[_Source], chosen: dict[str, str], cell: str, where: str,
           sig: int | None = None) -> str | None:
-    """The cell's text, or None when no source has a record for it."""
+    """The cell's text; NOT_RUN when no source has a record for it and a run never launched the
+    kernel it selects; None when no source has a record for it otherwise."""
+    not_run = False
     for source in sources:
         if chosen.get(RUN, source.run) != source.run:
             continue
         filters = dict(source.filters) | {k: v for k, v in chosen.items() if k != RUN}
         selection = ",".join(f"{k}={v}" for k, v in filters.items())
-        counts = _sample(source, f"#{source.collection}[{selection}]", where)
+        try:
+            counts = _sample(source, f"#{source.collection}[{selection}]", where)
+        except NotLaunched:
+            kernel = filters[KERNEL]
+            if any(kernel in launched(source.ev.transcript(n)) for n in source.ev.recordings(source.run)):
+                raise Refused(f"cell {where}: some recordings of {source.run} launched {kernel} and others did "
+                              "not; its rows and columns must select the same records in every recording") from None
+            not_run = True
+            continue
         if counts is None:
             continue
         numbers = {int(f.text) for f in counts.values}
@@ -215,7 +254,7 @@ def _cell(page: PageState, sources: list[_Source], chosen: dict[str, str], cell:
         values = {f: _value(source, f"{source.collection}[{selection}].{f}", where, sig) for f in fields}
         text = values[cell] if "{" not in cell else _fill(cell, values)
         return grouped(text)
-    return None
+    return NOT_RUN if not_run else None
 
 
 def _fill(template: str, values: dict[str, str]) -> str:
@@ -229,6 +268,8 @@ def _fill(template: str, values: dict[str, str]) -> str:
 def _sample(source: _Source, query: str, where: str) -> Sample | None:
     try:
         return resolve(source.ev, source.run, query)
+    except NotLaunched:
+        raise
     except QueryError as exc:
         if "matches no record" in str(exc):
             return None  # a row or column value another source has

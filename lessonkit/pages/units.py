@@ -1,5 +1,5 @@
-"""Units of a field, declared once (`[units]` in runs.toml: fraction, percent, per 100000, s), and
-what a claim may do with them.
+"""Units of a field (declared once under `[units]` in runs.toml, or said by its name's suffix:
+lessonkit.evidence.display), and what a claim may do with them.
 
 - A claim may ask for a scaled value instead of the author doing the arithmetic:
   `{{ 4.1 @ RUN:rows[…].rate as percent }}` or `{{ 4.1 % @ RUN:rows[…].rate }}` on a fraction,
@@ -7,7 +7,9 @@ what a claim may do with them.
   for a figure derived from a recorded one: `{{ 32 @ RUN:tiling[…].full_tiles - 2 }}` (the tile
   before last), `{{ 32 @ RUN:line_bytes / 4 }}` (words a line).
 - A unit typed right after a claim must be the unit of what the claim shows: `%` after a
-  fraction would show a rate a hundred times too small, so it is refused.
+  fraction would show a rate a hundred times too small, "ms" after microseconds a time a
+  thousand times too long, "per million" after a rate per 100,000 one ten times too small; and a
+  figure with no unit (a count) takes none.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import re
 from dataclasses import dataclass, replace
 from decimal import Decimal
 
+from lessonkit.evidence.display import UNIT_WORD, describe, typed_unit
 from lessonkit.pages.claims import Found, Sample, number, show_number
 
 _SCALES = {"percent": (Decimal(100), "percent"), "per 100000": (Decimal(100000), "per 100000")}
@@ -23,14 +26,7 @@ _SUFFIX_RE = re.compile(r"""^(?P<query>.*?)(?:\s+as\s+(?P<scale>percent|per\s+10
                         r"""|(?P<ops>(?:\s+[-+*/]\s*\d+)+))\s*$""")
 _OP_RE = re.compile(r"""(?P<op>[-+*/])\s*(?P<k>\d+)""")
 # What a reader takes for a unit right after a figure.
-_UNIT_AFTER_RE = re.compile(r"""^\s?(?P<unit>%|\u2030|percent\b|per\s+100,?000\b|per\s+cent\b|ms\b|\u00b5s\b|us\b|ns\b"""
-                            r"""|s\b|seconds?\b)""", re.IGNORECASE)
-_ALLOWED = {
-    "fraction": set(),
-    "percent": {"%", "percent", "per cent"},
-    "per 100000": {"per 100000", "per 100,000"},
-    "s": {"s", "second", "seconds"},
-}
+_UNIT_AFTER_RE = re.compile(r"""^\s?""" + UNIT_WORD, re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -89,16 +85,18 @@ def shown_unit(declared: str | None, transform: Transform) -> str | None:
 
 
 def unit_problem(unit: str | None, after: str) -> str | None:
-    """What is wrong with the unit typed right after a claim that shows `unit`, or None."""
-    if unit is None:
-        return None
+    """What is wrong with the unit typed right after a figure that shows `unit` (None: a figure
+    with no unit, a count), or None."""
     m = _UNIT_AFTER_RE.match(after)
     if not m:
         return None
-    typed = " ".join(m.group("unit").lower().split())
-    if typed in _ALLOWED.get(unit, set()):
+    word = " ".join(m.group("unit").split())
+    if typed_unit(word) == unit:
         return None
     if unit == "fraction":
-        return (f"the claim shows a fraction, and {typed!r} after it would make a reader read it as one; ask for "
+        return (f"the figure shows a fraction, and {word!r} after it would make a reader read it as one; ask for "
                 "the scaled value instead: {{ V @ RUN:QUERY as percent }} (or as per 100000)")
-    return f"the claim shows a value in {unit}, and {typed!r} after it is another unit"
+    if unit is None:
+        return (f"the figure has no unit (a count, or a ratio of two values in one unit), and {word!r} after "
+                "it gives it one; remove the unit, or claim a field in that unit")
+    return f"the figure shows {describe(unit)}, and {word!r} after it is another unit"

@@ -16,7 +16,7 @@ import re
 from lessonkit.errors import LessonError
 from lessonkit.pages.claims import Sample
 from lessonkit.pages.crossclaims import compound, ratio
-from lessonkit.pages.query import QueryError, resolve
+from lessonkit.pages.query import QueryError, parse_query, resolve
 from lessonkit.pages.state import PageState, ShownClaim
 from lessonkit.pages.tables import Refused, figure, grouped
 
@@ -61,10 +61,14 @@ def _render(page: PageState, index: int, text: str) -> tuple[str, ShownClaim]:
                       "or show each set's figure with its own value")
     operands = form.operands if form is not None else (text,)
     resolved = [_operand(page, index, o, text) for o in operands]
+    unit, known = None, True  # a ratio's unit: none
     try:
         if len(resolved) == 1:
             ev, group, query = resolved[0]
             sample: Sample = resolve(ev, group, query)
+            q = parse_query(query)
+            unit = None if q.count else page.display(ev).unit(q.field or q.name)
+            known = unit is not None or q.count  # a count's: none; a field that names none: any
         else:
             (ev, g1, q1), (ev2, g2, q2) = resolved
             if ev is not ev2:
@@ -75,7 +79,7 @@ def _render(page: PageState, index: int, text: str) -> tuple[str, ShownClaim]:
     except LessonError as exc:
         raise Refused(f"cannot be read: {exc}") from None
     shown = html.escape(grouped(figure(sample, "the figure", sig)), quote=False)  # a transcript's text is data
-    return shown, ShownClaim(None, None, (resolved[0][0].name, resolved[0][1]))
+    return shown, ShownClaim(None, None, (resolved[0][0].name, resolved[0][1]), unit=unit, unit_known=known)
 
 
 def _operand(page: PageState, index: int, text: str, whole: str):

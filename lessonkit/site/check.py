@@ -44,6 +44,7 @@ from lessonkit.site.inputs import (
     name_words,
     region_files,
 )
+from lessonkit.site.rendered import Renderer, Rendering, rendering_key
 from lessonkit.textio import FRONT_MATTER_RE, read_text
 
 
@@ -54,7 +55,6 @@ class Site:
     repo: Path
     evidence: Evidence
     transcripts: bool = True  # render transcript blocks; off when only the errors are wanted
-    errors_only: bool = False  # no page Markdown at all: only errors, claims and citations (`check`)
 
     @classmethod
     def load(cls, repo: Path, read: ReadSets | None = None) -> Site:
@@ -71,8 +71,7 @@ class Site:
     def page(self, markdown: str, path: str, line_offset: int = 0) -> PageResult:
         """Expand and check one page's Markdown (`path` as messages name it)."""
         return process_page(markdown, path, self.repo, self.evidence.sets,
-                            self.evidence.unreadable, line_offset, self.transcripts, self.evidence.unrecorded,
-                            self.errors_only)
+                            self.evidence.unreadable, line_offset, self.transcripts, self.evidence.unrecorded)
 
 
 def strip_front_matter(text: str) -> tuple[str, int]:
@@ -83,6 +82,16 @@ def strip_front_matter(text: str) -> tuple[str, int]:
     rest = text[m.end():]
     stripped = rest.lstrip("\n")
     return stripped, text.count("\n") - stripped.count("\n")
+
+
+def _split_page(text: str, path: str) -> tuple[str, int, str]:
+    """A page file's text without its front matter, the lines removed, and the text removed;
+    LessonErrors when its front matter cannot be read as every engine reads it."""
+    front = read_front_matter(text, path)
+    if front.errors:
+        raise LessonErrors(front.errors)
+    body, offset = strip_front_matter(text)
+    return body, offset, text[:len(text) - len(body)]
 
 
 def check_lesson_readmes(repo: Path) -> list[LessonError]:
@@ -153,8 +162,9 @@ def available_cpus() -> int:
 
 
 # Pages per worker process below which checking them in one process is quicker than starting
-# workers (a page of Day 62's size takes some 50 ms to check; a forked worker some 10 ms to start).
-PAGES_PER_JOB = 4
+# workers (a page of Day 62's size takes some 250 ms to check, rendered and audited; a forked
+# worker some 10 ms to start, and it parses again the recordings its pages share with another's).
+PAGES_PER_JOB = 2
 
 # The site the forked workers check pages of (set in the parent just before it forks).
 _FORKED: CheckedSite | None = None
@@ -185,8 +195,10 @@ class CheckedSite:
 
     With a cache on disk (`store`, lessonkit.cache), a new process starts from what an earlier
     one derived from the same files: the site's own errors, and each page's result (`keep` =
-    "pages", for a build) or only its errors (`keep` = "errors", for `check`, whose page results
-    then carry no transcript HTML). The evidence is loaded only when a page must be checked.
+    "pages", for a build, which audits each page's HTML with `audit`) or only its errors (`keep` =
+    "errors", for `check`: a page's errors are then its Markdown's and the audit's of the page
+    rendered as the site renders it, lessonkit.site.rendered). The evidence is loaded only when a
+    page must be checked.
     """
 
     repo: Path
@@ -215,6 +227,8 @@ class CheckedSite:
     _specs: list[tuple[str, tuple[int, ...] | None]] = field(default_factory=list)  # runs.toml of that scan
     _specs_settled: bool = True   # whether every one of them had settled by that scan
     _manifests: ReadSets | None = None  # the manifests as the last refresh read them, for the next load
+    _rendering: Rendering = field(default_factory=lambda: Rendering(b"", ""))  # as of the last refresh
+    _renderer: tuple[Rendering, Renderer] | None = None  # the renderer made for that, on first use
 
     def __post_init__(self) -> None:
         if self.store is None:
@@ -229,7 +243,6 @@ class CheckedSite:
             read, self._manifests = self._manifests, None
             self._site = Site.load(self.repo, read)
             self._site.transcripts = self.keep == "pages"  # "errors": no transcript HTML
-            self._site.errors_only = self.keep == "errors"  # nor any Markdown: nothing renders it
             self.reloads += 1
             sets = self._site.evidence.sets
             if before is not None:  # a set whose files are unchanged keeps its parsed transcripts
@@ -245,6 +258,8 @@ class CheckedSite:
         errors are those the cache on disk holds for these contents, or computed (and stored)."""
         use_hash_store(self.hashes if self.store.folder is not None else None)
         self._manifests = None
+        if self.keep == "errors":
+            self._rendering = rendering_key(self.repo)
         now = time.time_ns()
         scans = self._rescan()
         if self._tree and scans == self._scans and all(
@@ -311,7 +326,7 @@ class CheckedSite:
         return (sitecache.scan(self.repo / "evidence"),
                 sitecache.scan(self.repo / "code", skip_compiled=True))
 
-    def _inputs(self, markdown: str, offset: int, source: tuple[str, str]) -> PageInputs:
+    def _inputs(self, markdown: str, offset: int, source: tuple[str, str], front: str = "") -> PageInputs:
         """The inputs of a page about to be checked, taken before it is (a later edit shows as a change).
 
         A set counts when its name appears as a word of its own inside double braces
@@ -325,7 +340,7 @@ class CheckedSite:
             tuple(sorted((n, self._set_digests.get(n, MISSING)) for n in names)),
             tuple(sorted((f, self.digests.digest(self.repo / "code" / f))
                          for f in region_files(markdown)
-                         | {f"{self._lessons.get(n, n)}/runs.toml" for n in names})))
+                         | {f"{self._lessons.get(n, n)}/runs.toml" for n in names})), front)
 
     def _holds(self, inputs: PageInputs) -> bool:
         """Whether a page's earlier result still holds for today's evidence and code."""
@@ -335,8 +350,10 @@ class CheckedSite:
 
     def _disk_key(self, inputs: PageInputs, path: str) -> str:
         files = sitecache.code_files(self.repo, (f for f, _ in inputs.files))
-        return sitecache.page_key(self.repo, path, inputs.offset, inputs.markdown, inputs.catalog,
-                                  inputs.sets, files)
+        key = sitecache.page_key(self.repo, path, inputs.offset, inputs.markdown, inputs.catalog,
+                                 inputs.sets, files)
+        # `check` audits the page as rendered: its front matter and the rendering count too.
+        return cache.digest("checked", key, inputs.front, self._rendering.key) if self.keep == "errors" else key
 
     def _unchanged_since_refresh(self, inputs: PageInputs) -> bool:
         """Whether the files a page's result was derived from had settled before the last refresh
@@ -390,18 +407,18 @@ class CheckedSite:
         return key, result
 
     def _known(self, markdown: str, path: str, line_offset: int, source: Path | None,
-               source_digest: str | None) -> PageResult | tuple[PageInputs, str]:
+               source_digest: str | None, front: str = "") -> PageResult | tuple[PageInputs, str]:
         """The page's earlier result, kept in memory or on disk, when none of its inputs changed
         (then kept in memory); else its inputs, taken now, and its key on disk ("" without one)."""
         assert self._tree, "call refresh() first"
         cached = self._pages.get(path)
         if (cached is not None and cached[0].markdown == markdown and cached[0].offset == line_offset
-                and self._holds(cached[0])):
+                and cached[0].front == front and self._holds(cached[0])):
             return cached[1]
         if source is not None and source_digest is None:
             source_digest = self.digests.digest(source)
         inputs = self._inputs(markdown, line_offset,
-                              (os.fspath(source), source_digest or "") if source else ("", ""))
+                              (os.fspath(source), source_digest or "") if source else ("", ""), front)
         key, result = self._stored(inputs, path) if self.store.folder is not None else ("", None)
         if result is not None:
             self._pages[path] = (inputs, result)
@@ -409,19 +426,24 @@ class CheckedSite:
         return inputs, key
 
     def page(self, markdown: str, path: str, line_offset: int = 0, source: Path | None = None,
-             source_digest: str | None = None) -> PageResult:
+             source_digest: str | None = None, front: str = "") -> PageResult:
         """The page's result: the earlier one when none of its inputs changed, else a new check.
 
         `source` is the page's file and `source_digest` its identity taken before it was read
         (taken now if not given), so `needs_check` can tell when it was edited since. With
-        `keep` = "errors", a result read from the disk holds only the page's errors.
+        `keep` = "errors" (`check`), the result holds only the page's errors: its Markdown's, then
+        the audit's of the page rendered as the site renders it (lessonkit.site.rendered), `front`
+        being the file's text above `markdown` (its front matter), as a build reports them.
         """
-        known = self._known(markdown, path, line_offset, source, source_digest)
+        known = self._known(markdown, path, line_offset, source, source_digest, front)
         if isinstance(known, PageResult):
             return known
         inputs, key = known
         result = self.site.page(markdown, path, line_offset)
         self.checks += 1
+        if self.keep == "errors":
+            result = PageResult("", result.errors + self._audit_rendered(path, result, front + markdown),
+                                cited=result.cited, looked_up=result.looked_up, sources=result.sources)
         # Sets looked up or cited, and code files read, that the text did not show as inputs
         # (a set name that is not one word, a region directive over several lines; not
         # expected): depend on them all the same, and keep nothing on disk.
@@ -440,6 +462,26 @@ class CheckedSite:
         self._pages[path] = (inputs, result)
         return result
 
+    def _audit_rendered(self, path: str, result: PageResult, source: str) -> list[LessonError]:
+        """The audit's errors (lessonkit.pages.audit) for the page's result rendered as the site
+        renders it: what the hooks' `audit` finds in a build's HTML, without a build."""
+        from lessonkit.pages.audit import audit_page  # imported here: a warm check audits nothing
+
+        return audit_page(lambda: self.renderer.render(result), source, path, result, self.site.evidence.sets,
+                          load_course(self.repo))
+
+    @property
+    def renderer(self) -> Renderer:
+        """The site's Markdown renderer (mkdocs.yml's extensions) as of the last refresh."""
+        if self._renderer is None or self._renderer[0] != self._rendering:
+            try:
+                self._renderer = (self._rendering, Renderer(self._rendering))
+            except Exception as exc:  # an extension that cannot be loaded as listed
+                raise LessonError("mkdocs.yml", None, f"cannot render the pages with its markdown_extensions "
+                                  f"({type(exc).__name__}: {exc}); the build cannot either: fix the extension "
+                                  "or its options", rank=0) from exc
+        return self._renderer[1]
+
     def audit(self, path: str, html: str, source: str) -> list[LessonError]:
         """The rendered-page audit's errors (lessonkit.pages.audit) for page `path`, checked first with `page`:
         `html` as rendered, `source` the page's file (front matter included). An earlier audit of the
@@ -454,8 +496,7 @@ class CheckedSite:
         try:
             errors = sitecache.decode_errors(data)
         except (TypeError, KeyError, ValueError):
-            # Imported here: a build audits, `check` never does, and need not load the audit.
-            from lessonkit.pages.audit import audit_page
+            from lessonkit.pages.audit import audit_page  # here: a warm build audits nothing
 
             errors = audit_page(html, source, path, result, self.site.evidence.sets, course)
             if self._unchanged_since_refresh(inputs):
@@ -469,39 +510,42 @@ class CheckedSite:
         return (cached is None or cached[0].source != (os.fspath(source), self.digests.digest(source))
                 or not self._holds(cached[0]))
 
-    def _read(self, source: Path, path: str) -> tuple[str, int, str]:
-        """A page file's text with its front matter stripped, the lines stripped, and the file's
-        identity taken before it was read; LessonError (at `path`) when it is not UTF-8,
-        LessonErrors when its front matter cannot be read as every engine reads it."""
+    def _read(self, source: Path, path: str) -> tuple[str, int, str, str]:
+        """`_split_page` of a page file's text, and the file's identity taken before it was read;
+        LessonError (at `path`) when it is not UTF-8, LessonErrors as `_split_page`."""
         digest = self.digests.digest(source)
-        text = read_text(source, path)
-        front = read_front_matter(text, path)
-        if front.errors:
-            raise LessonErrors(front.errors)
-        body, offset = strip_front_matter(text)
-        return body, offset, digest
+        return (*_split_page(read_text(source, path), path), digest)
 
     def check_page_file(self, path: str, source: Path) -> PageResult:
         """Read page `path` from `source` (front matter stripped) and check it; a page that is not
         UTF-8, or whose front matter has a key that is not text, has those errors alone, until its
         file changes."""
         try:
-            body, offset, digest = self._read(source, path)
+            body, offset, front, digest = self._read(source, path)
         except (LessonError, LessonErrors) as exc:
             digest = self.digests.digest(source)
             result = PageResult("", exc.errors if isinstance(exc, LessonErrors) else [exc])
             self._pages[path] = (self._inputs("", 0, (os.fspath(source), digest)), result)
             return result
-        return self.page(body, path, offset, source, digest)
+        return self.page(body, path, offset, source, digest, front)
+
+    def page_text(self, text: str, path: str) -> PageResult:
+        """Check `text` as the whole file of page `path` (front matter included), as
+        `check_page_file` checks a file: for a text that is not on disk (the mutation test)."""
+        try:
+            body, offset, front = _split_page(text, path)
+        except LessonErrors as exc:
+            return PageResult("", exc.errors)
+        return self.page(body, path, offset, front=front)
 
     def _stored_page_file(self, path: str, source: Path) -> bool:
         """Whether page `path`'s result for its file as it is now is known without checking it (in
         memory or on disk; then kept, as `page` keeps it): no evidence is loaded to find out."""
         try:
-            body, offset, digest = self._read(source, path)
+            body, offset, front, digest = self._read(source, path)
         except (LessonError, LessonErrors):
             return False  # check_page_file reports it
-        return isinstance(self._known(body, path, offset, source, digest), PageResult)
+        return isinstance(self._known(body, path, offset, source, digest, front), PageResult)
 
     def site_errors(self) -> list[LessonError]:
         """Errors that belong to no page (the course's narrative phrases, evidence integrity and
@@ -556,6 +600,8 @@ class CheckedSite:
 
         global _FORKED
         self.site  # noqa: B018  loaded here, once, for every worker to share
+        if self.keep == "errors":
+            self.renderer  # noqa: B018  and the renderer with its extensions' modules
         _FORKED = self
         gc.freeze()  # what is loaded now stays where it is: a worker's collections do not copy it
         try:

@@ -110,7 +110,9 @@ def name_words(markdown: str) -> set[str]:
 @dataclass(frozen=True)
 class PageInputs:
     """What a page's result was computed from: its text, its source file, the sets it cites or
-    names, the code files of its regions, and the list of sets (a page naming no set says which exist)."""
+    names, the code files of its regions, and the list of sets (a page naming no set says which
+    exist); for `check`, which audits the page as rendered, also the file's text above the
+    Markdown (its front matter, where the page declares its narrative figures)."""
 
     markdown: str
     offset: int
@@ -118,3 +120,4 @@ class PageInputs:
     catalog: str
     sets: tuple[tuple[str, str], ...]
     files: tuple[tuple[str, str], ...]
+    front: str = ""

@@ -1,25 +1,30 @@
-"""One page checked as a reader gets it, in process and without a site build: its Markdown expanded
-and checked (lessonkit.pages.page), rendered by Python-Markdown with the extensions the site's
-mkdocs.yml lists, and the HTML audited (lessonkit.pages.audit). The hooks and lessonkit.site.mdext
-do the same inside a build; the tests and the mutation test call this for speed.
+"""A page rendered as the site renders it, in process and without a site build: the expanded Markdown
+(lessonkit.pages.page) converted by Python-Markdown with the extensions the site's mkdocs.yml lists.
+
+`lessonkit check` renders each page it must check with this and audits the HTML
+(lessonkit.pages.audit) as the hooks and lessonkit.site.mdext audit the HTML of a build, so
+check finds what a build finds. `rendering_key` identifies what the rendering depends on besides
+the page (mkdocs.yml and the installed Markdown packages) without importing them, for the cache.
 """
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
+import os
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-import markdown
 import yaml
 
-from lessonkit.errors import LessonError
-from lessonkit.pages.audit import audit_page
-from lessonkit.pages.narrative import load_course
+from lessonkit.pages.narrative import COURSE_FILE
 from lessonkit.pages.state import PageResult
-from lessonkit.site.check import Site, strip_front_matter
-from lessonkit.textio import read_text
 
-_OURS = ("lessonkit.site.mdext", "lessonkit.mdext")  # done here directly
+_OURS = ("lessonkit.site.mdext", "lessonkit.mdext")  # done by lessonkit directly, never by the renderer
+# What a site needs (lessonkit.site.config.REQUIRED_EXTENSIONS) when no mkdocs.yml can be read.
+_FALLBACK = ["pymdownx.superfences", "pymdownx.highlight"]
+# The packages whose code renders a page: a new install of one is a new rendering.
+_PACKAGES = ("markdown", "pymdownx", "pygments")
 
 
 class _Tolerant(yaml.SafeLoader):
@@ -30,14 +35,21 @@ _Tolerant.add_multi_constructor("", lambda loader, suffix, node: (
     loader.construct_scalar(node) if isinstance(node, yaml.ScalarNode) else None))
 
 
-def site_extensions(repo: Path) -> tuple[list[str], dict[str, Any]]:
-    """The Markdown extensions mkdocs.yml lists (without lessonkit's own) and their options."""
-    config = yaml.load(read_text(repo / "mkdocs.yml", "mkdocs.yml"), Loader=_Tolerant) or {}
+def site_extensions(config_bytes: bytes) -> tuple[list[str], dict[str, Any]]:
+    """The Markdown extensions mkdocs.yml (its bytes) lists, without lessonkit's own, and their
+    options; the extensions every site needs when it cannot be read (`check` reports why)."""
+    try:
+        config = yaml.load(config_bytes.decode("utf-8"), Loader=_Tolerant) if config_bytes else None
+    except (UnicodeDecodeError, yaml.YAMLError, RecursionError):  # lessonkit.site.config says why
+        config = None
+    if config is None:
+        return list(_FALLBACK), {}
     names: list[str] = []
     options: dict[str, Any] = {}
-    for item in config.get("markdown_extensions") or []:
-        name, opts = (next(iter(item.items())) if isinstance(item, dict) else (item, None))
-        if name in _OURS:
+    items = config.get("markdown_extensions") if isinstance(config, dict) else None
+    for item in items if isinstance(items, list) else []:
+        name, opts = (next(iter(item.items())) if isinstance(item, dict) and item else (item, None))
+        if not isinstance(name, str) or name in _OURS:
             continue
         names.append(name)
         if isinstance(opts, dict):
@@ -45,22 +57,49 @@ def site_extensions(repo: Path) -> tuple[list[str], dict[str, Any]]:
     return names, options
 
 
-class RenderedCheck:
-    """Check pages of one repository as rendered: `check(source, path)` for each."""
+class Rendering(NamedTuple):
+    """What a page's rendering depends on besides the page: mkdocs.yml's bytes (b"" when there is
+    none), and `key`, a sha256 over them and each installed rendering package (its file and stat:
+    a reinstall is a new key)."""
 
-    def __init__(self, repo: Path, site: Site | None = None) -> None:
-        self.site = site or Site.load(repo)
-        names, options = site_extensions(repo)
+    config: bytes
+    key: str
+
+
+def rendering_key(repo: Path) -> Rendering:
+    """The site's `Rendering` now, without importing the rendering packages; `Renderer` renders by
+    exactly these bytes of mkdocs.yml. The key covers narrative.yml too: a page's audit reads it."""
+    try:
+        config = (repo / "mkdocs.yml").read_bytes()
+    except OSError:
+        config = b""
+    h = hashlib.sha256(config)
+    try:  # the course's narrative phrases: the audit of every page reads them
+        h.update(b"\0narrative\0" + (repo / COURSE_FILE).read_bytes())
+    except OSError:
+        h.update(b"\0narrative\0")
+    for name in _PACKAGES:
+        spec = importlib.util.find_spec(name)
+        origin = spec.origin if spec is not None and spec.origin else ""
+        try:
+            st = os.stat(origin)
+            h.update(f"\0{name}\0{origin}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}".encode())
+        except OSError:
+            h.update(f"\0{name}\0{origin}".encode())
+    return Rendering(config, h.hexdigest())
+
+
+class Renderer:
+    """Python-Markdown with the site's extensions, reused from page to page."""
+
+    def __init__(self, rendering: Rendering) -> None:
+        """Python-Markdown for `rendering` (`rendering_key`)."""
+        import markdown  # imported here: a check that renders nothing (a warm one) does not pay for it
+
+        names, options = site_extensions(rendering.config)
         self.md = markdown.Markdown(extensions=names, extension_configs=options)
 
     def render(self, result: PageResult) -> str:
         """The page's HTML as an engine renders the expanded Markdown (transcript slots left empty)."""
         self.md.reset()
         return self.md.convert(result.markdown)
-
-    def check(self, source: str, path: str) -> tuple[PageResult, list[LessonError]]:
-        """The page's result and every error of it: its Markdown's, then the audit's of its HTML."""
-        body, offset = strip_front_matter(source)
-        result = self.site.page(body, path, offset)
-        return result, result.errors + audit_page(self.render(result), source, path, result,
-                                                  self.site.evidence.sets, load_course(self.site.repo))
