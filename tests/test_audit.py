@@ -293,7 +293,7 @@ def test_the_build_fails_on_what_only_the_audit_sees(demo_repo: Path):
 
 
 @pytest.mark.parametrize("typed, error", [
-    ("The error had 120 hazards.", FIGURE_120.replace("docs/p.md:3", "docs/index.md:12")),
+    ("The error had 120 hazards.", FIGURE_120.replace("docs/p.md:3", "docs/index.md:12").replace("has 120", "had 120")),
     ("> ========= Error: Race reported between Read access",
      ("docs/index.md:12: a reader sees compute-sanitizer output '========= Error: Race reported between Read "
       "access' that no transcript produced; show what a run printed with {{ transcript RUN }}")),

@@ -13,12 +13,14 @@ from conftest import (
     README,
     RUNS,
     SOURCE,
+    checked,
     mkdocs_yml,
     record_set,
     write_tree,
 )
 
-from lessonkit.site.rendered import RenderedCheck
+from lessonkit.site.check import Site
+from lessonkit.site.rendered import Renderer, rendering_key
 
 # No figure in it: a label's figures must be its value's, and this must pass every other rule.
 HOSTILE = "<script>alert('x')</script><i>y</i>"
@@ -46,10 +48,9 @@ PAGE = ("{{ evidence demo }}\n\n"
 
 
 def rendered(repo: Path) -> str:
-    check = RenderedCheck(repo)
-    result, errors = check.check(PAGE, "docs/index.md")
-    assert [str(e) for e in errors] == []
-    return result.fill(check.render(result))
+    assert checked(repo, PAGE, "docs/index.md") == []
+    result = Site.load(repo).page(PAGE, "docs/index.md")
+    return result.fill(Renderer(rendering_key(repo)).render(result))
 
 
 def test_a_hostile_string_is_escaped_in_every_place_it_lands(tmp_path: Path):
