@@ -133,6 +133,10 @@ def test_a_broken_course_file_is_one_located_error(demo_repo: Path, text: str, e
 
 def test_a_toolkit_is_named_with_a_version_the_evidence_was_recorded_with(demo_repo: Path):
     assert audit(demo_repo, HEAD + "Recorded with CUDA 13.0 and nvcc 13.0.88.\n") == []
+    assert audit(demo_repo, HEAD + "Checked by compute-sanitizer 2025.3 (Compute Sanitizer 2025.3.1.0).\n") == []
+    assert audit(demo_repo, HEAD + "Checked by compute-sanitizer 2024.1.\n") == [
+        ("docs/p.md:3: 'compute-sanitizer 2024.1' names a version no evidence set was recorded with; the sets "
+        "were recorded with compute-sanitizer 2025.3.1.0")]
     assert audit(demo_repo, HEAD + "Recorded with CUDA 11.8.\n") == [
         ("docs/p.md:3: 'CUDA 11.8' names a version no evidence set was recorded with; the sets were recorded "
         "with CUDA 13.0.88")]
@@ -356,3 +360,11 @@ def test_a_count_word_is_declared_with_the_words_around_it(demo_repo: Path):
     assert audit(demo_repo, '---\nnarrative:\n  "two races of the sketch": races in the drawing, not a run\n---\n'
                  + page) == []
     assert "is a figure without a word" in audit(demo_repo, '---\nnarrative:\n  "two": a count\n---\n' + page)[0]
+
+
+def test_a_summary_whose_every_figure_is_a_claim_passes(demo_repo: Path):
+    claimed = ("It ends with RACECHECK SUMMARY: {{ 2 @ race:hazards_displayed }} hazards displayed "
+               "({{ 1 @ race:#reports[severity=Error] }} error, {{ 1 @ race:#reports[severity=Warning] }} warning).\n")
+    assert audit(demo_repo, HEAD + claimed) == []
+    typed = claimed.replace("{{ 1 @ race:#reports[severity=Warning] }}", "3")  # not the recorded summary
+    assert "is not, verbatim, a summary line" in audit(demo_repo, HEAD + typed)[0]

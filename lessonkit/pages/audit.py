@@ -132,11 +132,15 @@ def _exempt(line: Line, start: int, end: int, narrative: list[_Narrative], skel:
 
 
 # A toolkit named with its version: the version must be one an evidence set was recorded with.
-_TOOLKIT_RE = re.compile(r"""(?<![^\W_])(?P<tool>cuda|nvcc|compute-sanitizer|sanitizer)(?:\s+(?:toolkit|release))?\s+
-                             (?P<version>[0-9ols]+(?:\.[0-9ols]+)*)(?![.,]?[0-9ols])""", re.VERBOSE)
-# (on a skeleton, where the digits 0, 1 and 5 read as o, l and s: lessonkit.pages.fold)
-_TOOLKIT_FIELDS = {"cuda": "nvcc", "nvcc": "nvcc", "compute-sanitizer": "compute_sanitizer",
-                   "sanitizer": "compute_sanitizer"}
+# Read on a skeleton (lessonkit.pages.fold), where the digits 0, 1 and 5 read as o, l and s and
+# an i as an l: the names are written as skeletons too.
+_TOOLKIT_FIELDS = {skeleton("cuda"): "nvcc", skeleton("nvcc"): "nvcc",
+                   skeleton("compute-sanitizer"): "compute_sanitizer", skeleton("compute sanitizer"): "compute_sanitizer",
+                   skeleton("sanitizer"): "compute_sanitizer"}
+_TOOLKIT_RE = re.compile(r"""(?<![^\W_])(?P<tool>{tools})(?:\s+(?:{extra}))?\s+
+                             (?P<version>[0-9ols]+(?:\.[0-9ols]+)*)(?![.,]?[0-9ols])""".format(
+    tools="|".join(sorted(map(re.escape, _TOOLKIT_FIELDS), key=len, reverse=True)),
+    extra="|".join((skeleton("toolkit"), skeleton("release")))), re.VERBOSE)
 
 
 def _recorded_versions(sets: Mapping[str, EvidenceSet]) -> dict[str, set[str]]:
@@ -219,13 +223,18 @@ def _tool_lines(text: ReaderText, cited: _Cited, finder: SourceFinder, report: A
             if quote is not None and not line.folded_within(m.start(), m.start() + len(quote)):
                 line.produced.append((m.start(), m.start() + len(quote)))  # checked: its figures too
                 continue
+            close = line.text.find(")", m.end())
+            extent = line.text[m.end():close + 1 if 0 <= close < m.end() + 120 else m.end() + 80]
+            figures = [f for f in FIGURE_RE.finditer(extent)]
+            if figures and all(line.is_produced(m.end() + f.start(), m.end() + f.end()) for f in figures):
+                continue  # a summary whose every figure is a claim: checked figure by figure
             shown_text = line.text[m.start():m.start() + 80].strip()
             line.produced.append((m.start(), m.start() + len(shown_text)))  # one error for the line, not each figure
             report(finder.phrase(skel[m.start():m.end()], m.group()),
                    f"a reader sees the summary line {shown_text!r}, which no claim or transcript produced and "
                    "which is not, verbatim in plain characters, the summary of a run the page cites; the "
                    "evidence says " + (" | ".join(sorted(cited.summaries)[:3]) or "no summary")
-                   + "; write it as a claim: {{ QUOTE @ RUN:summary }}")
+                   + "; write it as a claim, {{ QUOTE @ RUN:summary }}, or write each of its figures as a claim")
         for m in _REPORT_RE.finditer(skel):
             start = m.start() + (len(m.group()) - len(m.group().lstrip()))
             if line.is_produced(start, m.end()):

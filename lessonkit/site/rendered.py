@@ -22,6 +22,7 @@ from lessonkit.pages.state import PageResult
 
 _OURS = ("lessonkit.site.mdext", "lessonkit.mdext")  # done by lessonkit directly, never by the renderer
 # What a site needs (lessonkit.site.config.REQUIRED_EXTENSIONS) when no mkdocs.yml can be read.
+_ALWAYS = ("toc", "tables", "fenced_code")  # mkdocs.config.config_options.MarkdownExtensions builtins
 _FALLBACK = ["pymdownx.superfences", "pymdownx.highlight"]
 # The packages whose code renders a page: a new install of one is a new rendering.
 _PACKAGES = ("markdown", "pymdownx", "pygments")
@@ -54,7 +55,9 @@ def site_extensions(config_bytes: bytes) -> tuple[list[str], dict[str, Any]]:
         names.append(name)
         if isinstance(opts, dict):
             options[name] = opts
-    return names, options
+    # MkDocs (and ProperDocs, Zensical) load these whatever mkdocs.yml lists, before its own.
+    short = {n.removeprefix("markdown.extensions.") for n in names}
+    return [n for n in _ALWAYS if n not in short] + names, options
 
 
 class Rendering(NamedTuple):

@@ -23,10 +23,12 @@ set's manifest records, and the folder may hold nothing else.
 from __future__ import annotations
 
 import argparse
+import difflib
 import html
 import json
 import re
 import sys
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -180,8 +182,99 @@ def verify_site(site_dir: Path, repo: Path | None = None) -> list[LessonError]:
             errors.append(LessonError(shown, None, "was checked by lessonkit but is not a page of this build "
                                       f"({not_listed}): left by an earlier build; build "
                                       "into an empty folder (mkdocs build --clean)"))
+    if repo is not None:
+        programs = program_pages(repo)
+        errors.extend(unproduced_pages(site_dir, listed | programs))
     if repo is not None and not errors:
         errors.extend(audit_site(site_dir, repo))
+        if not errors:  # the pages are the build's: their search entries must be what they make
+            errors.extend(search_errors(site_dir, listed, programs))
+    return errors
+
+
+# What a build writes besides the pages of docs/: the theme's not-found page, and each lesson's
+# program page (lessonkit.site.programs), which shows files, not checked prose.
+_NOT_FOUND = "404.html"
+
+
+def program_pages(repo: Path) -> set[str]:
+    """Where a build puts each lesson's program page (code/LESSON/, lessonkit.site.programs)."""
+    lessons = [p.parent.name for p in (repo / "code").glob("*/runs.toml")]
+    return {f"code/{n}/index.html" for n in lessons} | {f"code/{n}.html" for n in lessons}
+
+
+def unproduced_pages(site_dir: Path, made: set[str]) -> list[LessonError]:
+    """Every HTML page under `site_dir` that the build does not make (`made`: the pages of docs/ and
+    the programs' pages): a page added after it."""
+    errors = []
+    for page in sorted(site_dir.rglob("*.html")):
+        rel = page.relative_to(site_dir).as_posix()
+        if rel in made or rel == _NOT_FOUND:
+            continue
+        if CHECKED_MARK.strip() in page.read_text(encoding="utf-8", errors="replace"):
+            continue  # a checked page left by an earlier build: reported as such above
+        errors.append(LessonError(f"{site_dir.as_posix()}/{rel}", None, "is a page the build did not make: no "
+                                  "page of docs/ or the nav is built there, and it is not the theme's 404 "
+                                  "page nor a lesson's program page; remove it, or add its Markdown to docs/ "
+                                  "and build again"))
+    return errors
+
+
+def _material_sections(content: str) -> list[tuple[str | None, str, str]] | None:
+    """(section id, title, text) of each section Material's search makes of a page's content, as
+    its search plugin makes them (its own parser); None when Material is not installed."""
+    try:
+        from material.plugins.search.plugin import Parser
+    except ImportError:
+        return None
+    parser = Parser()
+    parser.feed(content)
+    parser.close()
+    return [(section.id, "".join(section.title).strip(), "".join(section.text).strip())
+            for section in parser.data if not section.is_excluded()]
+
+
+def search_errors(site_dir: Path, listed: set[str], programs: set[str] = frozenset()) -> list[LessonError]:
+    """Each entry of Material's search index (search/search_index.json) that the build did not
+    make: one that points at no page of the build, or whose text is not what Material's search
+    makes of that page's built content (a figure edited in the index, an entry added)."""
+    index = site_dir / "search" / "search_index.json"
+    if not index.is_file():
+        return []  # another engine's index (Zensical's), or none
+    shown = index.as_posix()
+    try:
+        data = json.loads(index.read_text(encoding="utf-8"))
+        entries = data.get("docs", [])
+        material = "fields" in (data.get("config") or {})  # Material's index; MkDocs' own search differs
+    except (ValueError, AttributeError) as exc:
+        return [LessonError(shown, None, f"is not the search index a build writes: {exc}")]
+    locations = {}  # how an entry names a page: x/ with directory URLs, x/index.html or x.html without
+    for rel in listed | set(programs):
+        locations[rel] = locations[rel.removesuffix("index.html")] = rel
+    made: dict[str, list[str] | None] = {}
+    errors = []
+    for k, entry in enumerate(entries if isinstance(entries, list) else []):
+        location = str(entry.get("location", "")) if isinstance(entry, dict) else ""
+        page = location.split("#", 1)[0]
+        if page not in locations:
+            errors.append(LessonError(shown, None, f"entry {k} points at {location!r}, which is no page of this "
+                                      "build: the index was edited after the build; build the site again"))
+            continue
+        if page not in made:
+            built = site_dir / locations[page]
+            sections = _material_sections(page_content(built.read_text(encoding="utf-8", errors="replace"))) \
+                if built.is_file() else []
+            made[page] = None if sections is None or not material else [text for _, _, text in sections]
+        texts = made[page]
+        if texts is None:
+            continue  # without Material, only where entries point is checked
+        text = str(entry.get("text", ""))
+        if text in texts:
+            texts.remove(text)  # each section once
+        else:
+            errors.append(LessonError(shown, None, f"entry {k} ({location!r}) holds a text Material's search does "
+                                      f"not make of its page as built ({text[:80]!r}): the index was edited after "
+                                      "the build; build the site again"))
     return errors
 
 
@@ -212,9 +305,11 @@ def audit_site(site_dir: Path, repo: Path) -> list[LessonError]:
         CheckedSite,
         docs_pages,
     )
+    from lessonkit.site.rendered import Renderer, rendering_key
 
     session = CheckedSite(repo)
     session.refresh()
+    renderer = Renderer(rendering_key(repo))
     errors: list[LessonError] = []
     docs = repo / "docs"
     recordings: dict[str, tuple[Published, str]] = {}  # path in the site -> (recording, a page showing it)
@@ -222,7 +317,8 @@ def audit_site(site_dir: Path, repo: Path) -> list[LessonError]:
         built = built_page(site_dir, path.relative_to(docs).as_posix())
         if built is None:
             continue  # not published: nothing a reader sees
-        for item in session.check_page_file(shown, path).published:
+        result = session.check_page_file(shown, path)
+        for item in result.published:
             recordings.setdefault(item.path, (item, shown))
         try:
             source = read_text(path, shown)
@@ -230,8 +326,65 @@ def audit_site(site_dir: Path, repo: Path) -> list[LessonError]:
             errors.append(exc)
             continue
         html = page_content(built.read_text(encoding="utf-8", errors="replace"))  # our own output
-        errors.extend(session.audit(shown, html, source))
+        found = session.audit(shown, html, source)
+        errors.extend(found)
+        if not found:  # a page the audit passes is then held to what the repository renders
+            errors.extend(rendering_errors(built, html, result.fill(renderer.render(result))))
     return errors + recording_errors(site_dir, repo, recordings)
+
+
+class _Tokens(HTMLParser):
+    """A page's content as a sequence of tags (with their attributes) and runs of text, white space
+    collapsed. Left out, because engines differ in them and a reader reads none of them: a relative
+    link's or image's target (x.md, ../x/, x.html; an absolute one, a fragment and a scheme such as
+    javascript: stay in), a search engine's hints (data-search-*), and the classes of the spans
+    inside code, which colour its tokens and differ between versions of Pygments."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.out: list[tuple[str, ...]] = []
+        self.code = 0  # how many <code> elements are open
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        kept = tuple(sorted((k, v or "") for k, v in attrs
+                            if not (k in ("href", "src") and v and ":" not in v and not v.startswith("#"))
+                            and not k.startswith("data-search")
+                            and not (self.code and tag == "span" and k == "class")))
+        self.out.append(("<", tag) + tuple(f"{k}={v}" for k, v in kept))
+        self.code += tag == "code"
+
+    def handle_endtag(self, tag: str) -> None:
+        self.code -= tag == "code" and self.code > 0
+        self.out.append(("</", tag))
+
+    def handle_data(self, data: str) -> None:
+        text = " ".join(data.split())
+        if text:
+            self.out.append(("", text))
+
+
+def _tokens(text: str) -> list[tuple[str, ...]]:
+    parser = _Tokens()
+    parser.feed(text)
+    parser.close()
+    return parser.out
+
+
+def rendering_errors(built: Path, html: str, expected: str) -> list[LessonError]:
+    """An error when the built page's content (`html`) differs from what its Markdown renders to
+    (`expected`): a figure, a table cell or a script changed or added after the build."""
+    got, want = _tokens(html), _tokens(expected)
+    if got == want:
+        return []
+    matcher = difflib.SequenceMatcher(a=want, b=got, autojunk=False)
+    op, a0, a1, b0, b1 = next(o for o in matcher.get_opcodes() if o[0] != "equal")
+    def shown(tokens: list[tuple[str, ...]]) -> str:
+        return " ".join(t[1] if not t[0] else f"{t[0]}{' '.join(t[1:])}>" for t in tokens)[:100]
+    what = {"replace": f"shows {shown(got[b0:b1])!r} where its Markdown renders {shown(want[a0:a1])!r}",
+            "insert": f"shows {shown(got[b0:b1])!r}, which its Markdown does not render",
+            "delete": f"lacks {shown(want[a0:a1])!r}, which its Markdown renders"}[op]
+    return [LessonError(built.as_posix(), None, f"was changed after the build: it {what}; build the site "
+                        "again from the repository")]
 
 
 def recording_errors(site_dir: Path, repo: Path, recordings: dict[str, tuple[Published, str]]) -> list[LessonError]:
