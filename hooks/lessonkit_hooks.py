@@ -217,9 +217,11 @@ def on_page_markdown(markdown, *, page, config, files):
 
 
 def _note_programs(page, result) -> None:
-    """Put in the page's meta the programs it shows, for the theme's Source link (overrides/main.html)."""
-    lessons = [name for name in lessonkit.site.programs.page_programs(result, _state["session"].set_lessons)
-               if name in _state.get("programs", {})]
+    """Put in the page's meta the programs it shows, for the theme's Source link (overrides/main.html).
+    The home page quotes lessons to introduce them; it has no program of its own."""
+    lessons = [] if page.is_homepage else [
+        name for name in lessonkit.site.programs.page_programs(result, _state["session"].set_lessons)
+        if name in _state.get("programs", {})]
     page.meta["lessonkit_programs"] = [
         {"url": lessonkit.site.programs.program_folder(name),
          "label": "Source" if len(lessons) == 1 else f"Source: {name}",

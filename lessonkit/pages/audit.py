@@ -59,11 +59,12 @@ class _Cited:
     figures: dict[str, str]
     summaries: set[str]
     languages: set[str]
+    unknowable: bool = False  # a set the page cites cannot be read: its summaries are not known
 
 
 def _cited(result: PageResult, sets: Mapping[str, EvidenceSet]) -> _Cited:
     names = sorted({s for s, _ in result.cited} | {n for n in result.looked_up if n in sets})
-    cited = _Cited({}, set(), set())
+    cited = _Cited({}, set(), set(), any(c.skipped for c in result.claims))
     for name in names:
         ev = sets[name]
         for figure, where in evidence_figures(ev).items():
@@ -219,6 +220,9 @@ def _tool_lines(text: ReaderText, cited: _Cited, finder: SourceFinder, report: A
             rest = line.text[m.end():m.end() + 60]
             if not any(c.isdigit() for c in rest) or line.is_produced(m.start(), m.end()):
                 continue
+            if cited.unknowable:  # the set's summaries cannot be read: its own error is the one cause
+                line.produced.append((m.start(), len(line.text)))
+                continue
             quote = next((s for s in cited.summaries if line.text.startswith(s, m.start())), None)
             if quote is not None and not line.folded_within(m.start(), m.start() + len(quote)):
                 line.produced.append((m.start(), m.start() + len(quote)))  # checked: its figures too
@@ -300,12 +304,15 @@ def _figures(text: ReaderText, cited: _Cited, narrative: list[_Narrative], versi
             if any(a <= m.start() and m.end() <= b for a, b in examples):
                 continue
             skel = skel if skel is not None else skeleton(line.text)
+            if _exempt(line, m.start(), m.end(), narrative, skel):
+                continue  # a release the page names on purpose (a later one, cited) is declared so
             named, wrong = _toolkit(line.text, skel, m.start(), m.end(), versions)
             where_line = finder.figure(m.group(), line.text, m.start(), m.end())
             if wrong:
-                report(where_line, wrong)
+                report(where_line, wrong + "; if the page names a release it did not record on purpose, "
+                       f"declare the phrase in the front matter: {NARRATIVE}: {{\"{line.text[max(0, m.start() - 20):m.end()].strip()}\": \"why\"}}")
                 continue
-            if named or _exempt(line, m.start(), m.end(), narrative, skel):
+            if named:
                 continue
             figure = canonical(m.group())
             held = cited.figures.get(figure)
