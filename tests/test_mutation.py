@@ -1,33 +1,43 @@
-"""The mutation test: every figure a lesson page shows is checked.
+"""The mutation test: every figure a reader sees, on every page of the site, is checked.
 
-For each lesson page (a page that cites evidence), every run of digits in its Markdown that a
-reader sees is changed by one, one at a time, and the page is checked as `lessonkit check` checks
-it (CheckedSite.page_text, without the cache on disk): its Markdown expanded and checked, the HTML
-rendered as the site renders it and audited, as a build audits it. Each change must fail the
-check, except:
+For each page under docs/ (lessons, reference pages and the home page), every run of digits in
+its Markdown that a reader sees is changed twice, one change at a time: by one, and to a value
+that no recording of any evidence set holds. Each changed page is checked as `lessonkit check`
+checks it (CheckedSite.page_text, without the cache on disk): its Markdown expanded and checked,
+the HTML rendered as the site renders it and audited. Each change must fail the check, except:
 
-- the figures the page declares narrative in its front matter (`narrative:`), which are not the
-  evidence's and are counted apart;
-- the ends of a claimed range (`{{ 180000–210000 @ … }}`): moved by one, a range that held still
-  bounds every recording, so the statement stays true; they are counted apart too.
+- a figure inside a phrase declared narrative (the page's front matter, or the course's
+  narrative.yml), inside a directive shown as an example (`\\{{ … }}`, escaped), or inside a code
+  block titled as not the lesson's program: declared, by the author, as no measurement; these
+  are counted apart;
+- an end of a claimed range moved by one (`{{ 180000–210000 @ … }}`): a range that held still
+  bounds every recording, so the statement stays true; counted apart too (moved to a value no
+  recording holds, it must fail like any other figure).
 
-A change that leaves what a reader sees as it was (a digit in a link target, a comment, a query)
-is not a figure of the page and is not counted. The test prints caught/total per lesson.
+A change that leaves what a reader sees as it was (a digit in a link target, a comment, a
+query) is not a figure of the page and is not counted. Count words ("three reports") are not
+changed here; tests/test_audit.py holds them. The test prints caught/total per page. The checks
+run in as many processes as the machine has CPUs (two in CI).
 """
 
 from __future__ import annotations
 
+import os
 import re
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from multiprocessing import get_context
 from pathlib import Path
 
 import pytest
+import yaml
 from conftest import REPO
 
 from lessonkit.cache import Store
-from lessonkit.pages.audit import NARRATIVE
-from lessonkit.pages.figures import FIGURE_RE
+from lessonkit.pages.audit import NARRATIVE, SKETCH_MARK
+from lessonkit.pages.figures import FIGURE_RE, canonical, evidence_figures
 from lessonkit.pages.fold import shown, skeleton
+from lessonkit.pages.narrative import compile_phrase, load_course
 from lessonkit.pages.readertext import read_html
 from lessonkit.pages.scan import LineIndex, scan
 from lessonkit.site.check import CheckedSite, docs_pages, strip_front_matter
@@ -36,6 +46,8 @@ from lessonkit.textio import FRONT_MATTER_RE
 _DIGITS_RE = re.compile(r"""[0-9]+""")
 _DIRECTIVES = ("region", "transcript", "evidence", "provenance", "commands")
 _NOT_SHOWN_RE = re.compile(r"""<!--.*?-->|\]\([^)]*\)|<[^<>]*>""", re.DOTALL)  # comments, link targets, tags
+_EXAMPLE_RE = re.compile(r"""\\\{\{.*?\}\}""", re.DOTALL)  # a directive shown as an example
+_FENCE_RE = re.compile(r"""^[ \t]*(?P<fence>`{3,}|~{3,})(?P<info>.*)$""", re.MULTILINE)
 
 
 @dataclass
@@ -44,36 +56,47 @@ class Tally:
 
     caught: int = 0
     total: int = 0
-    narrative: int = 0
+    declared: int = 0
     range_ends: int = 0
     survivors: list[str] = field(default_factory=list)
 
 
-def _narrative_spans(source: str, body_start: int) -> list[tuple[int, int]]:
-    """Where in `source` the figures the front matter declares narrative stand."""
-    import yaml
-
+def _declared_spans(source: str, repo: Path) -> list[tuple[int, int]]:
+    """Where in `source` the figures stand that the page or the course declares no measurement:
+    narrative phrases, directives shown as examples, code blocks titled as not the program."""
     m = FRONT_MATTER_RE.match(source)
+    body = m.end() if m else 0
     meta = yaml.safe_load(m.group("yaml") or "") if m else None
-    declared = (meta or {}).get(NARRATIVE) or {}
-    folded = skeleton(shown(source))
-    spans = []
-    if len(folded) != len(source):
-        return spans  # NFKC changed lengths: no page of ours does; then nothing counts as narrative
-    for key in declared:
-        phrase = skeleton(shown(str(key)))
-        at = folded.find(phrase, body_start)
-        while at != -1:
-            end = at + len(phrase)
-            if not (at and folded[at - 1].isalnum() and phrase[0].isalnum()) \
-                    and not (end < len(folded) and folded[end].isalnum() and phrase[-1].isalnum()):
-                spans.append((at, end))
-            at = folded.find(phrase, at + 1)
+    keys = [str(k) for k in ((meta or {}).get(NARRATIVE) or {})]
+    patterns = [compile_phrase(k, placeholder=False) for k in keys]
+    patterns += [p.pattern for p in load_course(repo).phrases]
+    spans = [(e.start(), e.end()) for e in _EXAMPLE_RE.finditer(source, body)]
+    # Phrases are matched on the folded text, paragraph by paragraph (a phrase may span lines): where
+    # NFKC changes a paragraph's length (a mathematical digit) its positions are not the file's, and
+    # nothing in it counts as declared.
+    for para in re.finditer(r"""(?:[^\n]+\n?)+""", source[body:]):
+        text = para.group()
+        folded = skeleton(shown(text))
+        if len(folded) == len(text):
+            at = body + para.start()
+            spans += [(at + p.start(), at + p.end()) for pattern in patterns for p in pattern.finditer(folded)]
+    opened: re.Match | None = None
+    for f in _FENCE_RE.finditer(source, body):
+        if f.group("fence")[0] == "`" and "`" in f.group("info"):
+            continue  # a code span at the start of a line, not a fence (CommonMark: no ` in its info)
+        if opened is None:
+            opened = f
+        elif f.group("fence").startswith(opened.group("fence")[0]) and len(f.group("fence")) >= \
+                len(opened.group("fence")) and not f.group("info").strip():
+            if SKETCH_MARK in opened.group("info").replace("\u2019", "'").lower():
+                spans.append((opened.start(), f.end()))
+            opened = None
     return spans
 
 
-def _candidates(source: str) -> list[tuple[int, int, str]]:
-    """Every digit run of the page's Markdown that may show: (start, end, 'claim' | 'range' | 'text')."""
+def _candidates(source: str) -> list[tuple[int, int, str, int, int]]:
+    """Every digit run of the page's Markdown that may show: (start, end, 'claim' | 'range' | 'text',
+    and the start and end of the whole figure it is part of)."""
     m = FRONT_MATTER_RE.match(source)
     start = m.end() if m else 0
     tokens, _ = scan(source, LineIndex(source))
@@ -88,51 +111,32 @@ def _candidates(source: str) -> list[tuple[int, int, str]]:
             continue
         value = body[:at]
         kind = "range" if "\u2013" in value else "claim"
-        for d in _DIGITS_RE.finditer(value):
-            found.append((token.start + 2 + d.start(), token.start + 2 + d.end(), kind))
+        for f in FIGURE_RE.finditer(value):
+            for d in _DIGITS_RE.finditer(f.group()):
+                found.append((token.start + 2 + f.start() + d.start(), token.start + 2 + f.start() + d.end(), kind,
+                              token.start + 2 + f.start(), token.start + 2 + f.end()))
     hidden = [(h.start(), h.end()) for h in _NOT_SHOWN_RE.finditer(source)]
     for figure in FIGURE_RE.finditer(source, start):  # a figure as the audit reads one (not sm_90, H200)
         if any(a <= figure.start() < b for a, b in inside) or any(a <= figure.start() < b for a, b in hidden):
             continue
-        last = list(_DIGITS_RE.finditer(figure.group("whole") + figure.group("tail")))[-1]
-        found.append((figure.start() + last.start(), figure.start() + last.end(), "text"))
+        number = figure.group("whole") + figure.group("tail")
+        last = list(_DIGITS_RE.finditer(number))[-1]
+        found.append((figure.start() + last.start(), figure.start() + last.end(), "text",
+                      figure.start(), figure.start() + len(number)))
     return sorted(found)
 
 
-def _reader_text(check: CheckedSite, source: str, path: str) -> str:
-    """What a reader sees of the page (the renderer `check` audits, over the expanded Markdown)."""
-    body, offset = strip_front_matter(source)
-    html = check.renderer.render(check.site.page(body, path, offset))
-    return "\n".join(line.text for line in read_html(html).lines)
+def absent(figure: str, held: set[str]) -> str:
+    """A whole number, longer than `figure`, that no recording holds."""
+    value = int("9" * (len(figure.replace(",", "").replace(".", "")) + 1) + "7")
+    while str(value) in held or canonical(str(value)) in held:
+        value = value * 10 + 7
+    return str(value)
 
 
-def mutate_page(check: CheckedSite, path: Path, shown_path: str) -> Tally:
-    """Change each figure of the page by one and check it as `lessonkit check` does; what was caught."""
-    source = path.read_text(encoding="utf-8")
-    m = FRONT_MATTER_RE.match(source)
-    narrative = _narrative_spans(source, m.end() if m else 0)
-    before = _reader_text(check, source, shown_path)
-    tally = Tally()
-    for start, end, kind in _candidates(source):
-        digits = source[start:end]
-        mutant = source[:start] + str(int(digits) + 1) + source[end:]
-        line = source.count("\n", 0, start) + 1
-        if any(a <= start and end <= b for a, b in narrative):
-            tally.narrative += 1
-            continue
-        caught = bool(check.page_text(mutant, shown_path).errors)
-        if not caught and kind == "text" and _reader_text(check, mutant, shown_path) == before:
-            continue  # not a figure a reader sees
-        if kind == "range" and not caught:
-            tally.range_ends += 1
-            continue
-        tally.total += 1
-        if caught:
-            tally.caught += 1
-        else:
-            tally.survivors.append(f"{shown_path}:{line}: {digits} -> {int(digits) + 1} passed "
-                                   f"({source[max(start - 30, 0):end + 30]!r})")
-    return tally
+# -- checking, in worker processes ------------------------------------------------------------
+
+_WORKER: dict[str, CheckedSite] = {}
 
 
 def checker(repo: Path) -> CheckedSite:
@@ -143,16 +147,61 @@ def checker(repo: Path) -> CheckedSite:
     return check
 
 
-def lesson_pages() -> list[tuple[str, Path]]:
-    """The site's pages that cite evidence (lessons): those the audit reads."""
-    site = checker(REPO).site
-    pages = []
-    for shown_path, path in docs_pages(REPO):
-        body, offset = strip_front_matter(path.read_text(encoding="utf-8"))
-        result = site.page(body, shown_path, offset)
-        if result.cited or any(n in site.evidence.sets for n in result.looked_up):
-            pages.append((shown_path, path))
-    return pages
+def _caught(job: tuple[str, str, str]) -> bool:
+    repo, text, path = job
+    check = _WORKER.get(repo)
+    if check is None:
+        check = _WORKER[repo] = checker(Path(repo))
+    return bool(check.page_text(text, path).errors)
+
+
+def _reader_text(check: CheckedSite, source: str, path: str) -> str:
+    """What a reader sees of the page (the renderer `check` audits, over the expanded Markdown)."""
+    body, offset = strip_front_matter(source)
+    html = check.renderer.render(check.site.page(body, path, offset))
+    return "\n".join(line.text for line in read_html(html).lines)
+
+
+def mutate_page(check: CheckedSite, repo: Path, path: Path, shown_path: str) -> Tally:
+    """Change each figure of the page by one and to a value no recording holds, check each as
+    `lessonkit check` does; what was caught."""
+    source = path.read_text(encoding="utf-8")
+    declared = _declared_spans(source, repo)
+    held = {f for ev in check.site.evidence.sets.values() for f in evidence_figures(ev)}
+    tally = Tally()
+    jobs: list[tuple[int, int, str, str, str]] = []  # start, end, kind, new digits, mutant
+    seen_figures: set[int] = set()
+    for start, end, kind, fstart, fend in _candidates(source):
+        if any(a <= start and end <= b for a, b in declared):
+            tally.declared += 1
+            continue
+        digits = source[start:end]
+        jobs.append((start, end, kind, str(int(digits) + 1), source[:start] + str(int(digits) + 1) + source[end:]))
+        if fstart not in seen_figures:  # once a figure: the whole of it to a value no recording holds
+            seen_figures.add(fstart)
+            new = absent(source[fstart:fend], held)
+            jobs.append((fstart, fend, kind, new, source[:fstart] + new + source[fend:]))
+    workers = max(1, min(len(os.sched_getaffinity(0)), 4))
+    with ProcessPoolExecutor(workers, mp_context=get_context("fork")) as pool:
+        caught = list(pool.map(_caught, [(str(repo), mutant, shown_path) for *_, mutant in jobs], chunksize=8))
+    before = None
+    for (start, end, kind, new, mutant), hit in zip(jobs, caught):
+        if not hit and kind == "text":
+            before = before if before is not None else _reader_text(check, source, shown_path)
+            if _reader_text(check, mutant, shown_path) == before:
+                continue  # not a figure a reader sees
+        by_one = source[start:end].isdigit() and new == str(int(source[start:end]) + 1)
+        if kind == "range" and by_one and not hit:
+            tally.range_ends += 1
+            continue
+        tally.total += 1
+        if hit:
+            tally.caught += 1
+        else:
+            line = source.count("\n", 0, start) + 1
+            tally.survivors.append(f"{shown_path}:{line}: {source[start:end]} -> {new} passed "
+                                   f"({source[max(start - 30, 0):end + 30]!r})")
+    return tally
 
 
 @pytest.fixture(scope="module")
@@ -160,27 +209,35 @@ def check() -> CheckedSite:
     return checker(REPO)
 
 
-@pytest.mark.parametrize("shown_path, path", lesson_pages(), ids=lambda p: str(p))
-def test_every_figure_a_lesson_shows_is_checked(check: CheckedSite, shown_path: str, path: Path):
+@pytest.mark.parametrize("shown_path, path", docs_pages(REPO), ids=lambda p: str(p))
+def test_every_figure_a_page_shows_is_checked(check: CheckedSite, shown_path: str, path: Path):
     source = path.read_text(encoding="utf-8")
     assert check.page_text(source, shown_path).errors == [], "the page must pass before it is mutated"
-    tally = mutate_page(check, path, shown_path)
-    print(f"\n{shown_path}: caught {tally.caught}/{tally.total} figures changed by one "
-          f"({tally.narrative} declared narrative and {tally.range_ends} range ends not counted)")
-    assert tally.survivors == []
+    tally = mutate_page(check, REPO, path, shown_path)
+    print(f"\n{shown_path}: caught {tally.caught}/{tally.total} changed figures (by one and to a value no "
+          f"recording holds; {tally.declared} figures declared and {tally.range_ends} range ends moved by one "
+          "not counted)")
+    assert tally.survivors == [], "\n".join(tally.survivors)
 
 
 def test_the_mutations_on_a_fixture_page(demo_repo: Path):
-    """On a small page: claims and a typed figure the evidence holds are caught, a narrative figure
-    and a range's ends are counted apart, and a page figure no check covers survives, named."""
+    """On a small page: claims and typed figures are caught twice each, a narrative figure and a
+    range's ends moved by one are counted apart, and a figure in a code span that nothing checks
+    survives, named."""
     page = demo_repo / "docs/p.md"
-    page.write_text("---\nnarrative:\n  day 62: the day of the course\n---\n# Day 62\n\n{{ evidence demo }}\n\n"
+    page.write_text("---\nnarrative:\n  step 41 of the lesson: a step's number\n---\n# Racecheck\n\n"
+                    "{{ evidence demo }}\n\n"
                     "racecheck found {{ 2 @ race:#reports }} reports with {{ 100\u2013130 @ "
                     "race:reports[severity=Error].hazards }} hazards, the warning "
                     "{{ 8 @ race:reports[severity=Warning].hazards }} of them.\n\n"
-                    "Step 41 of the lesson.\n")
+                    "This is step 41 of the lesson.\n")
     check = checker(demo_repo)
     assert check.page_text(page.read_text(), "docs/p.md").errors == []
-    tally = mutate_page(check, page, "docs/p.md")
-    assert (tally.caught, tally.total, tally.narrative, tally.range_ends) == (2, 3, 1, 2)
-    assert [s.split(" (")[0] for s in tally.survivors] == ["docs/p.md:11: 41 -> 42 passed"]
+    tally = mutate_page(check, demo_repo, page, "docs/p.md")
+    # 2 and 8, twice each; 100 and 130 to a value no recording holds (by one: range ends apart)
+    assert (tally.caught, tally.total, tally.declared, tally.range_ends) == (6, 6, 1, 2)
+    bare = page.read_text().replace("This is step 41 of the lesson.", "The lesson has `41` steps.")
+    page.write_text(bare.replace("  step 41 of the lesson: a step's number\n", ""))
+    tally = mutate_page(check, demo_repo, page, "docs/p.md")
+    assert tally.survivors == []  # even in a code span, a typed figure is refused: no survivor to name
+    assert tally.survivors == []
