@@ -12,8 +12,9 @@ from pathlib import Path
 
 from lessonkit.errors import LessonError
 
-# A page's YAML front matter, as MkDocs reads it: `---` lines around it at the top of the file.
-FRONT_MATTER_RE = re.compile(r"""\A---[ \t]*\n(?P<yaml>.*?\n)?(?:---|\.\.\.)[ \t]*\n""", re.DOTALL)
+# A page's YAML front matter, as MkDocs reads it: `---` lines around it at the top of the file,
+# after a byte-order mark if the file starts with one (MkDocs and Zensical drop it).
+FRONT_MATTER_RE = re.compile(r"""\A\ufeff?---[ \t]*\n(?P<yaml>.*?\n)?(?:---|\.\.\.)[ \t]*\n""", re.DOTALL)
 
 
 # What a message about bad bytes says is expected: of a file an author writes, and of evidence.

@@ -337,7 +337,7 @@ def _parses(monkeypatch) -> list[str]:
     seen: list[str] = []
     real = evidence.parse_transcript
     monkeypatch.setattr(evidence, "parse_transcript",
-                        lambda text, shown, harness=None: seen.append(shown) or real(text, shown, harness))
+                        lambda text, shown, harness=None, **how: seen.append(shown) or real(text, shown, harness, **how))
     monkeypatch.setattr(evidence, "_parse_cache", {})
     return seen
 

@@ -139,6 +139,19 @@ def test_transcript_outside_evidence_with_tool_lines_notes_the_lesson_option(tmp
                            "program's own lines; give --lesson LESSON for its values\n")
 
 
+def test_transcript_of_a_recording_whose_tool_run_holds_no_tool_output(demo_repo: Path):
+    from conftest import BARE, record_set
+    record_set(demo_repo, "demo", {"race": BARE, "bare": BARE})  # race runs compute-sanitizer; bare, ./demo
+    race = cli_run("transcript", "evidence/demo/race.txt", cwd=demo_repo)
+    assert (race.returncode, race.stdout) == (1, "")
+    assert race.stderr == ("evidence/demo/race.txt: holds no compute-sanitizer output (no line starts =========, "
+                           "and no usage it prints when it refuses its command line), yet its run invokes "
+                           "compute-sanitizer, which always prints one or the other; expected the transcript of "
+                           "that run\n")
+    bare = cli_run("transcript", "evidence/demo/bare.txt", cwd=demo_repo)
+    assert (bare.returncode, json.loads(bare.stdout)["mode"]) == (0, "all")
+
+
 def test_transcript_read_by_a_harness_that_reads_nothing_of_it(tmp_path: Path):
     (tmp_path / "t.txt").write_text("hello\n")
     done = cli_run("transcript", str(tmp_path / "t.txt"), "--lesson", "day62-racecheck")

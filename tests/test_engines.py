@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -244,6 +245,82 @@ def test_extension_counts_lines_under_front_matter(demo_repo: Path):
     with pytest.raises(LessonErrors) as caught:
         convert(demo_repo, PAGE.replace("{{ 120 @", "{{ 121 @"))  # the engine strips the front matter
     assert str(caught.value) == WRONG_CLAIM.replace("index.md:7:", "index.md:10:") + "\n1 error found"
+
+
+# A '{{' never closed, late in a page that the engines read differently: front matter (blank lines in and
+# after it, a '{{' in its YAML), then blocks that Markdown extensions move or wrap (admonitions, details,
+# HTML with Markdown inside, attribute lists, a table, fences). Every path names the '{{''s own line.
+LATE_OPEN = "The end: {{ 3 @ race:#reports"
+FRONT_AND_BLOCKS = """---
+title: Demo
+
+description: "about {{ braces in YAML"
+---
+
+
+""" + PAGE + """
+!!! note "A note"
+    Text in a note.
+
+<div markdown="1">
+**Bold** inside HTML.
+
+| a | b |
+|---|---|
+| x | y |
+</div>
+
+```text
+int main() { return x; }
+```
+
+Paragraph with attributes.
+{: .lead }
+
+??? info "Folded"
+    Folded text.
+
+<details><summary>More</summary>
+Raw HTML block.
+</details>
+
+""" + LATE_OPEN + """
+is left open here.
+"""
+
+
+def as_zensical_gives(data: bytes) -> str:
+    """The text Zensical 0.0.73 hands the extension (seen with it): the byte-order mark dropped, front
+    matter cut where its lines end in '\n' or '\r\n' (with '\r' alone it is not seen), and the
+    rest as written, blank lines and line ends included."""
+    text = data.decode("utf-8-sig")
+    front = re.match(r"---[ \t]*\r?\n.*?\r?\n---[ \t]*\r?\n", text, re.DOTALL)
+    return text[front.end():] if front else text
+
+
+@pytest.mark.parametrize("ending, mark", [("\n", b""), ("\r\n", b""), ("\r", b""), ("\n", b"\xef\xbb\xbf")],
+                         ids=["LF", "CRLF", "CR", "BOM"])
+def test_a_brace_never_closed_is_named_at_its_own_line_by_check_the_hooks_and_the_extension(
+        demo_repo: Path, ending: str, mark: bytes):
+    line = FRONT_AND_BLOCKS.split("\n").index(LATE_OPEN) + 1
+    want = (f"docs/index.md:{line}: '{LATE_OPEN.removeprefix('The end: ')}' is never closed: no '}}}}' before the end of the page; "
+            "close it, or write \\{{ for literal braces")
+    data = mark + FRONT_AND_BLOCKS.replace("\n", ending).encode()
+    (demo_repo / "mkdocs.yml").write_text(mkdocs_yml("  - attr_list\n  - md_in_html\n  - tables\n"))
+    (demo_repo / "docs/index.md").write_bytes(data)
+    checked = subprocess.run([sys.executable, "-m", "lessonkit", "check", "--no-cache"], cwd=demo_repo,
+                             capture_output=True, text=True, env=ENV, timeout=120)
+    assert (checked.returncode, checked.stderr) == (1, f"{want}\n1 error found\n")
+    built = engine_build(demo_repo, "mkdocs")
+    assert built.returncode == 1 and f"\n{want}\n1 error found" in built.stderr
+    with pytest.raises(LessonErrors) as caught:
+        convert(demo_repo, as_zensical_gives(data), docs_dir="docs")
+    if ending == "\r":  # the front matter is the page's text to this engine: its '{{' is too, at its own line
+        want = ("docs/index.md:4: '{{ braces in YAML\"' is never closed: no '}}' before the end of its paragraph "
+                "(line 5); close it, or write \\{{ for literal braces\n" + want + "\n2 errors found")
+    else:
+        want += "\n1 error found"
+    assert str(caught.value) == want
 
 
 def test_extension_fails_on_stale_evidence(demo_repo: Path):

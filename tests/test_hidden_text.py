@@ -137,6 +137,19 @@ def test_markup_that_hides_styles_or_scripts_text(demo_repo: Path, markup: str):
         "remove it (the site's stylesheet and script are in docs/assets/)")
 
 
+@pytest.mark.parametrize("text", ["`<` <b hidden>x</b>", "`<a` then <i style=x>y</i>"])
+def test_markup_that_hides_text_after_code_that_shows_its_opening_character(demo_repo: Path, text: str):
+    # The form tried at each '<' once read from the '<' in the code span over the tag after it, and
+    # finding that match in code, went on past the tag.
+    found = errs(demo_repo, f"{CLAIM} hazards. {text}")
+    assert len(found) == 1 and "hides, styles or scripts text on the page" in found[0], found
+
+
+def test_a_reference_repeated_on_a_line_is_reported_once(demo_repo: Path):
+    said = "character reference '&#82;' spells 'R'; write 'R' itself, so that the checks read the text a reader sees"
+    assert errs(demo_repo, "&#82;&#82; and &#82;\n&#82;") == [f"docs/p.md:1: {said}", f"docs/p.md:2: {said}"]
+
+
 def test_markup_words_in_prose_and_code_pass(demo_repo: Path):
     text = ("The hidden state of a warp; its style of scheduling. A <b>bold</b> word, `<span hidden>` in code, "
             "&lt;tag&gt; &amp; &quot;q&quot; &nbsp; &minus;1 &#8211; fine.")

@@ -356,10 +356,10 @@ _MENTION_ALPHABET = st.sampled_from(["racecheck", "RACECHEC", "RaceCheck", "ERRO
 @given(st.lists(st.tuples(st.lists(_MENTION_ALPHABET, max_size=8).map("".join), st.booleans()), max_size=12))
 def test_lines_that_may_mention_a_summary_are_those_a_line_by_line_search_finds(lines):
     from lessonkit.pages import rules
-    from lessonkit.pages.scan import OutLine
+    from lessonkit.pages.scan import Lines, OutLine
     out = [OutLine(i, text, generated=generated) for i, (text, generated) in enumerate(lines)]
     want = [i for i, line in enumerate(out) if not line.generated and rules._MAYBE_MENTION_RE.search(line.text)]
-    assert rules._mentioning(out) == want
+    assert rules._mentioning(Lines.of(out)) == want
 
 
 @given(st.lists(_MENTION_ALPHABET, max_size=12).map("".join))
@@ -378,3 +378,152 @@ def test_the_visible_text_alone_is_the_text_visible_gives(text):
     from lessonkit.pages.text import visible, visible_text
     shown, where = visible(text)
     assert visible_text(text) == shown and len(where) == len(shown)
+
+
+# The page checks read a page in time linear in its length (tests/test_fuzz.py times a megabyte): each
+# fast path below is held to the plain definition it replaced, which read line by line or tried a
+# regular expression at every place.
+
+_PAGE_ALPHABET = ["a", " ", "\n", "`", "``", "```", "~~~", "[", "]", "(", ")", "![", "](", "<b>", "<", ">", "&amp;",
+                  "&#82;", "\u200b", "\u00e9", "*", "\\", "|", "-", ":", "1", ".", "error summary 2", "\t"]
+
+
+@given(st.lists(st.sampled_from(["`", "``", "```", "a", " ", "\n"]), max_size=16).map("".join))
+def test_code_spans_are_those_the_regular_expression_finds(text):
+    from lessonkit.pages.text import CODE_SPAN_RE, code_spans
+    assert code_spans(text) == [m.span() for m in CODE_SPAN_RE.finditer(text)]
+
+
+def _visible_by_regex(text: str) -> tuple[str, list[int]]:
+    """visible() as it was first written: one regular expression, every form tried at every place."""
+    import html
+    import re
+
+    from lessonkit.pages.text import _BREAKING_TAG_RE, CHAR_REF_RE, CODE_SPAN_RE, is_invisible
+    token = re.compile(
+        rf"""(?P<code>{CODE_SPAN_RE.pattern}) | (?P<image>!\[[^\]]*\]\([^()]*\))
+          | (?P<link>\[(?=[^\]]*\]\([^()]*\))|\]\([^()]*\)) | (?P<tag><[^<>]*>) | (?P<mark>[*_`\\])
+          | (?P<ref>{CHAR_REF_RE.pattern}) | (?P<other>[^\x00-\x7f])""", re.VERBOSE)
+    shown: list[str] = []
+    where: list[int] = []
+    i = 0
+    for m in token.finditer(text):
+        shown.append(text[i:m.start()])
+        where.extend(range(i, m.start()))
+        i = m.end()
+        kind = m.lastgroup
+        if kind == "code":
+            ticks = len(m.group("ticks"))
+            shown.append(text[m.start() + ticks:m.end() - ticks])
+            where.extend(range(m.start() + ticks, m.end() - ticks))
+        elif kind == "ref" and len(html.unescape(m.group())) == 1 and not is_invisible(html.unescape(m.group())):
+            shown.append(html.unescape(m.group()))
+            where.append(m.start())
+        elif kind == "tag" and _BREAKING_TAG_RE.match(m.group()) or kind == "other" and not is_invisible(m.group()):
+            shown.append(" " if kind == "tag" else m.group())
+            where.append(m.start())
+    shown.append(text[i:])
+    where.extend(range(i, len(text)))
+    return "".join(shown), where
+
+
+@settings(max_examples=1000)
+@given(st.one_of(st.lists(st.sampled_from(_PAGE_ALPHABET), max_size=24).map("".join),
+                 st.lists(st.sampled_from(["[", "]", "(", ")", "![", "](", "a", "*", "`"]), max_size=24).map("".join)))
+def test_the_visible_text_is_what_one_regular_expression_finds(text):
+    from lessonkit.pages.text import visible
+    assert visible(text) == _visible_by_regex(text)
+
+
+def _lines(parts: list[tuple[str, bool]]):
+    from lessonkit.pages.scan import Lines, OutLine
+    return Lines.of([OutLine(i, text, generated=generated) for i, (text, generated) in enumerate(parts)])
+
+
+_LINE_PARTS = st.lists(st.tuples(st.lists(st.sampled_from(_PAGE_ALPHABET + ["````", "~~~~", "```x```", "  ```"]),
+                                          max_size=6).map("".join), st.booleans()), max_size=14)
+
+
+@given(_LINE_PARTS)
+def test_fenced_lines_are_those_a_line_by_line_reading_finds(parts):
+    from lessonkit.pages.scan import _FENCE_RE, fenced
+    out = _lines(parts)
+    want, fence = [], ""
+    for line in out:  # the reading fenced() replaced
+        m = _FENCE_RE.match(line.text)
+        if line.generated:
+            want.append(False)
+        elif fence:
+            want.append(True)
+            if m and m.group("fence")[0] == fence[0] and len(m.group("fence")) >= len(fence) \
+                    and not line.text.strip().strip(fence[0]):
+                fence = ""
+        else:
+            want.append(bool(m))
+            fence = m.group("fence") if m else ""
+    assert fenced(out) == want
+
+
+@given(_LINE_PARTS, st.sampled_from([r"error", r"^[ \t]*`{3}", r"[&<]", r"\d", r"^(?:[^=\n]*=){2}"]))
+def test_the_lines_a_search_over_the_page_finds_are_those_a_line_by_line_search_finds(parts, pattern):
+    import re
+    out = _lines(parts)
+    want = [i for i, (text, generated) in enumerate(parts)
+            if not generated and re.compile(pattern).search(text.replace("\n", " "))]
+    assert list(out.find(re.compile(pattern, re.MULTILINE))) == want
+
+
+@given(st.text(alphabet="ab\n", max_size=30), st.lists(st.integers(0, 30), max_size=10))
+def test_a_line_index_answers_as_the_table_of_line_starts_does(text, offsets):
+    import bisect
+
+    from lessonkit.pages.scan import LineIndex
+    starts = [0] + [i + 1 for i, c in enumerate(text) if c == "\n"]
+    lines = LineIndex(text)
+    for offset in (min(o, len(text)) for o in offsets):  # forward and back, as a scan may ask
+        assert lines.line(offset) == bisect.bisect_right(starts, offset) - 1
+
+
+@given(st.lists(st.sampled_from(["a", " ", ".", "!", "?", ")", "\"", "*", "error summary 1", "x.", "\n"]),
+                max_size=16).map("".join), st.data())
+def test_a_quote_s_sentence_is_the_one_a_search_from_the_start_finds(text, data):
+    from lessonkit.pages import rules
+    from lessonkit.pages.scan import OutLine
+    mentions = [m for m in rules.SUMMARY_MENTION_RE.finditer(text)]
+    if not mentions:
+        return
+    m = data.draw(st.sampled_from(mentions))
+    end = data.draw(st.integers(m.end(), len(text)))
+    first = 0  # the definition the cached sentence ends replaced
+    for found in rules._SENTENCE_END_RE.finditer(text, 0, m.start()):
+        first = found.end()
+    last = rules._SENTENCE_END_RE.search(text, end)
+    assert rules._Paragraph(OutLine(0, text)).sentence(m.start(), end) == (first, last.end() if last else len(text))
+
+
+_PROSE = st.sampled_from(["a", "error summary 1", "  b", "-", "1.", "x\n- y"])  # lines that go on a paragraph
+_BREAKS = st.sampled_from(["", " ", "- x", "1. x", "> q", "| r", "```", "<div>", "<!-- c"])
+
+
+@settings(max_examples=300)
+@given(st.lists(st.tuples(st.one_of(_PROSE, _PROSE, _PROSE, _BREAKS), st.sampled_from([False] * 9 + [True])),
+                min_size=1, max_size=40))
+def test_a_paragraph_is_the_one_a_line_by_line_walk_finds(parts):
+    from lessonkit.pages import rules
+    from lessonkit.pages.scan import fenced
+    out = _lines(parts)
+    in_fence = fenced(out)
+    for i in range(len(parts)):
+        if out[i].generated or in_fence[i] or not out[i].text.strip():
+            continue
+        j = i  # the walk back and forth the searches replaced
+        while j > 0 and not rules._BLOCK_START_RE.match(out[j].text) and not out[j - 1].generated \
+                and not in_fence[j - 1] and out[j - 1].text.strip():
+            j -= 1
+        k = j + 1
+        while k < len(out) and not out[k].generated and not in_fence[k] \
+                and not rules._BLOCK_START_RE.match(out[k].text):
+            k += 1
+        paragraph = rules._paragraph_around(out, in_fence, i, None, out.with_spans())
+        assert (paragraph.first, paragraph.first + len(paragraph.bases)) == (j, k)
+        assert paragraph.joined.text == " ".join([out[j].text] + [out[m].text.lstrip() for m in range(j + 1, k)])

@@ -428,3 +428,38 @@ def test_a_text_with_nothing_to_read_is_an_error_where_output_is_required(harnes
         parse_transcript(text, "t.txt", harness, require_output=True)
     assert str(info.value) == message
     assert parse_transcript("mode: all\n", "t.txt", DAY62, require_output=True).scalars["mode"] == "all"
+
+
+# In an evidence set: a recording of a run whose runs.toml command invokes compute-sanitizer holds the
+# tool's output (it prints its banner and summary, or, refusing its command line, its usage); a
+# recording of a plain program may hold none.
+
+REFUSED = ("unrecognised option '--initcheck-address-space'\n"
+           "Usage: compute-sanitizer [options] [your-program] [your-program-options]\n")
+NO_TOOL = ("evidence/demo/race.txt: holds no compute-sanitizer output (no line starts =========, and no usage it "
+           "prints when it refuses its command line), yet its run invokes compute-sanitizer, which always prints one "
+           "or the other; expected the transcript of that run; re-record it: ")
+
+
+def test_a_tool_run_s_recording_without_the_tool_s_output_is_an_error(demo_repo):
+    from conftest import BARE, record_set, run_page
+
+    from lessonkit.evidence.sets import load_evidence_set
+    record_set(demo_repo, "demo", {"race": BARE, "bare": BARE})  # the race run's program output alone
+    ev = load_evidence_set(demo_repo, "demo")
+    with pytest.raises(LessonError) as info:
+        ev.transcript("race")
+    assert str(info.value).startswith(NO_TOOL) and "scripts/refresh.py demo" in str(info.value)
+    assert ev.transcript("bare").scalars["mode"] == "all"  # ./demo: its own lines, and no tool
+    assert [str(e) for e in run_page(demo_repo, "{{ 2 @ demo/race:#reports }} and {{ all @ demo/bare:mode }}").errors] \
+        == [f"docs/p.md:1: claim '2' (demo/race:#reports) cannot be checked: {info.value}"]
+
+
+def test_a_tool_run_s_recording_of_the_tool_refusing_its_command_line_is_read(demo_repo):
+    from conftest import BARE, record_set
+
+    from lessonkit.evidence.sets import load_evidence_set
+    record_set(demo_repo, "demo", {"race": REFUSED, "bare": BARE})
+    assert load_evidence_set(demo_repo, "demo").transcript("race").reports == ()
+    with pytest.raises(LessonError):
+        parse_transcript(REFUSED.replace("Usage: compute-sanitizer", "Usage: sanitizer"), "t.txt", require_tool=True)

@@ -163,31 +163,36 @@ def _transcript(args: argparse.Namespace) -> int:
     if args.file.endswith(".json"):
         parsed = parse_json_transcript(text, args.file)
     else:
-        harness, recorded = _harness_for(args)
+        harness, recorded, tool_run = _harness_for(args)
         if not recorded and args.lesson is None:
             print(f"note: {args.file} is not in an evidence set, so no lesson's [harness] reads the "
                   "program's own lines; give --lesson LESSON for its values", file=sys.stderr)
-        # A recording is what its set says it is; any other file must hold something this reads.
-        parsed = parse_transcript(text, args.file, harness, require_output=not recorded)
+        # A recording is what its set says it is (a run of compute-sanitizer's holds its output); any
+        # other file must hold something this reads.
+        parsed = parse_transcript(text, args.file, harness, require_output=not recorded, require_tool=tool_run)
     print(json.dumps(parsed.to_json(), indent=2, default=str))
     return EXIT_OK
 
 
-def _harness_for(args: argparse.Namespace) -> tuple[HarnessFormat | None, bool]:
-    """The harness format of --lesson, or of the lesson whose evidence set holds the file; and
-    whether the file is in an evidence set."""
+def _harness_for(args: argparse.Namespace) -> tuple[HarnessFormat | None, bool, bool]:
+    """The harness format of --lesson, or of the lesson whose evidence set holds the file; whether
+    the file is in an evidence set; and whether it records a run that invokes compute-sanitizer."""
     from lessonkit.evidence.manifest import MANIFEST, read_manifest
     from lessonkit.evidence.spec import load_spec
 
     path = Path(args.file).resolve()
     lesson = args.lesson
     recorded = path.parent.parent.name == "evidence" and (path.parent / MANIFEST).is_file()
-    if lesson is None and recorded:
-        lesson = read_manifest(path.parent, f"evidence/{path.parent.name}").lesson
+    manifest = read_manifest(path.parent, f"evidence/{path.parent.name}") if recorded else None
+    if lesson is None and manifest is not None:
+        lesson = manifest.lesson
     if lesson is None:
-        return None, recorded
+        return None, recorded, False
     repo = repo_root(args.repo, path.parent if args.lesson is None else Path.cwd())
-    return load_spec(repo / "code", lesson).harness, recorded
+    spec = load_spec(repo / "code", lesson)
+    entry = next((e for e in manifest.entries.values() if e.file == path.name), None) if manifest else None
+    run = spec.run(entry.group) if entry is not None else None
+    return spec.harness, recorded, run is not None and run.uses_sanitizer and entry.format == "text"
 
 
 def _recordings(args: argparse.Namespace) -> int:

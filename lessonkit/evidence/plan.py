@@ -105,7 +105,7 @@ def dry_run(repo: Path, lesson: str, set_name: str | None = None, only: list[str
     target = set_name or default_set_name(lesson, cuda_release)
     out(f"dry run of the refresh of {lesson}: nothing is run on a GPU and nothing is recorded")
     out(f"nvcc    {nvcc} ({version or 'no version printed'})")
-    if any("compute-sanitizer" in r.command for r in runs) and shutil.which("compute-sanitizer", path=(
+    if any(r.uses_sanitizer for r in runs) and shutil.which("compute-sanitizer", path=(
             env or {}).get("PATH")) is None and toolkit_dir is None:
         out("note    compute-sanitizer is not on PATH here; the GPU machine needs it for the runs that use it")
     out(f"build   {arch}: {line}")

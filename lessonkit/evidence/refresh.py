@@ -96,7 +96,7 @@ def preflight(runs: list[RunSpec], toolkit: Toolkit | None = None, lesson: str |
     """
     missing = []
     needed = ["nvcc", "nvidia-smi"]
-    if any("compute-sanitizer" in r.command for r in runs):
+    if any(r.uses_sanitizer for r in runs):
         needed.append("compute-sanitizer")
     tools = {tool: shutil.which(tool) for tool in needed}
     if toolkit is not None:

@@ -30,18 +30,18 @@ from lessonkit.evidence.manifest import (  # noqa: F401
 )
 from lessonkit.evidence.manifest import parse_manifest as _parse_manifest_text
 from lessonkit.evidence.spec import LessonSpec, load_spec
-from lessonkit.evidence.transcript import Transcript, parse_transcript
+from lessonkit.evidence.transcript import NO_TOOL_OUTPUT, Transcript, parse_transcript
 from lessonkit.evidence.unrecorded import Unrecorded, find_unrecorded
 from lessonkit.textio import WRITTEN_BY_REFRESH, decode_utf8
 
 OLD_PREFIX = ".old."         # evidence/.old.<set>: the previous set while a refresh swaps (fallback path)
 SCRATCH_PREFIX = ".refresh."  # evidence/.refresh.<set>.<pid>: a refresh's work in progress
 
-# Parsed transcripts by (sha256 of the file, format, harness format): a rebuild re-parses only
-# what changed, and bytes recorded twice (two sets, two lessons declaring the same harness) are
-# parsed once. Only a file that had settled and did not change while it was read is kept here,
-# with the size in bytes of what was parsed.
-_parse_cache: dict[tuple[str, str, HarnessFormat | None], tuple[Transcript, int]] = {}
+# Parsed transcripts by (sha256 of the file, format, harness format, whether the tool's output is
+# required): a rebuild re-parses only what changed, and bytes recorded twice (two sets, two lessons
+# declaring the same harness) are parsed once. Only a file that had settled and did not change while
+# it was read is kept here, with the size in bytes of what was parsed.
+_parse_cache: dict[tuple[str, str, HarnessFormat | None, bool], tuple[Transcript, int]] = {}
 
 
 @dataclass
@@ -59,6 +59,8 @@ class EvidenceSet:
     groups: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # How the lesson's program lines are read (its runs.toml's [harness]); None: they are not.
     harness: HarnessFormat | None = None
+    # The runs whose commands invoke compute-sanitizer (runs.toml): their text recordings must hold its output.
+    tool_runs: frozenset[str] = frozenset()
     _parsed: dict[str, Transcript] = field(default_factory=dict, repr=False, compare=False)
     _sizes: dict[str, int] = field(default_factory=dict, repr=False, compare=False)  # bytes, of texts read whole
     # What queries worked out from this set's recordings (lessonkit.pages.query), kept with them.
@@ -127,16 +129,22 @@ class EvidenceSet:
             size = self._sizes[name]
         return size
 
-    def _parse_key(self, name: str) -> tuple[tuple[str, str, HarnessFormat | None], os.stat_result] | None:
+    def _parse_key(self, name: str) -> tuple[tuple[str, str, HarnessFormat | None, bool], os.stat_result] | None:
         """What the parse cache knows recording `name`'s parse by (its bytes' sha256 and how it is
         read) and the stat that hash is of; None when the file cannot be stat'ed or read."""
         entry = self.entries[name]
         path = self._file(name)
         try:
             st = os.stat(path)
-            return (sha256_file(path, st), entry.format, self.harness if entry.format == "text" else None), st
+            text = entry.format == "text"
+            return (sha256_file(path, st), entry.format, self.harness if text else None, self._tool_run(name)), st
         except OSError:
             return None
+
+    def _tool_run(self, name: str) -> bool:
+        """Whether recording `name` is the text of a run that invokes compute-sanitizer."""
+        entry = self.entries[name]
+        return entry.format == "text" and entry.group in self.tool_runs
 
     def transcript(self, name: str) -> Transcript:
         """The parsed recording `name` (parsed once per content, across rebuilds)."""
@@ -155,7 +163,12 @@ class EvidenceSet:
         if entry.format == "json":
             parsed = parse_json_transcript(text, shown)
         elif entry.format == "text":
-            parsed = parse_transcript(text, shown, self.harness)
+            try:
+                parsed = parse_transcript(text, shown, self.harness, require_tool=self._tool_run(name))
+            except LessonError as exc:
+                if exc.message != NO_TOOL_OUTPUT:
+                    raise
+                raise replace(exc, message=f"{exc.message}; re-record it: {self.refresh_command(name)}") from None
         else:  # kept for readers and tools (XML records); quoted only as text
             parsed = Transcript(shown, tuple(text.splitlines()))
         if key is not None and st is not None and _unchanged(self._file(name), st):  # parsed = hashed bytes
@@ -201,9 +214,11 @@ def load_evidence_set(repo: Path, set_name: str, folder: Path | None = None) -> 
         raise LessonError(shown, None, "no such evidence set", rank=0)
     ev = _from_manifest(set_name, root, read_manifest(root, shown))
     try:
-        ev.harness = load_spec(repo / "code", ev.lesson).harness
+        spec = load_spec(repo / "code", ev.lesson)
     except LessonError:
-        pass  # load_all_evidence reports it; without a spec the program's lines are not read
+        return ev  # load_all_evidence reports it; without a spec the program's lines are not read
+    ev.harness = spec.harness
+    ev.tool_runs = frozenset(r.name for r in spec.runs if r.uses_sanitizer)
     return ev
 
 

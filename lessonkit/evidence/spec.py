@@ -45,6 +45,12 @@ class RunSpec:
     exclusive: bool = False  # the GPU to itself: no other run of the refresh overlaps it
     max_output: int = 16 * 1024 * 1024  # bytes of output (its transcript's size) past which nothing is recorded
 
+    @property
+    def uses_sanitizer(self) -> bool:
+        """Whether the command runs compute-sanitizer (one of its words is that program): then each of
+        its recordings holds the tool's output (lessonkit.evidence.transcript, require_tool)."""
+        return any(word.rsplit("/", 1)[-1] == "compute-sanitizer" for word in self.command.split())
+
     def passes_gate(self, exit_code: int | None) -> bool:
         """Whether a recording that ended with `exit_code` (None: timed out) may stand: a gated run must exit 0."""
         return not self.gate or exit_code == 0

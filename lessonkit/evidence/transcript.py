@@ -321,12 +321,14 @@ def common_indent(lines: tuple[str, ...]) -> int:
 
 
 def parse_transcript(text: str, source: str, harness: HarnessFormat | None = None,
-                     require_output: bool = False) -> Transcript:
+                     require_output: bool = False, require_tool: bool = False) -> Transcript:
     """Parse a transcript (tool lines and program output mixed) into a Transcript; the program's
     lines are read by `harness` (the lesson's declared format), or not at all without one. Lines
     indented alike (a CI log) are read without that indentation; `lines` keeps them as written.
     With `require_output`, a text in which nothing is read (no tool line, no program line the
-    harness reads) is a LessonError, not an empty transcript."""
+    harness reads) is a LessonError, not an empty transcript; with `require_tool` (a recording of
+    a run that invokes compute-sanitizer), so is a text without the tool's own output: a line
+    with its prefix, or the usage it prints when it refuses its command line."""
     lines = tuple(text.splitlines())
     indent = common_indent(lines)
     tool_lines = 0
@@ -344,6 +346,8 @@ def parse_transcript(text: str, source: str, harness: HarnessFormat | None = Non
         split = _split_tool_line(raw[indent:] if indent else raw)
         if split is None:
             current = _finish(current, reports, hazards, barriers, uninitialized)
+            if raw.startswith(_USAGE, indent):
+                tool_lines += 1  # the tool refused its command line: its output, not the program's
             if program is not None:
                 program.read(raw.strip(), number)
             continue
@@ -372,6 +376,8 @@ def parse_transcript(text: str, source: str, harness: HarnessFormat | None = Non
 
     _finish(current, reports, hazards, barriers, uninitialized)
     _summary_scalars(summaries, scalars)
+    if require_tool and not tool_lines:
+        raise LessonError(source, None, NO_TOOL_OUTPUT)
     if require_output and not tool_lines and not (program is not None and program.read_any()):
         raise LessonError(source, None, _NOTHING_READ if harness is None else _NOTHING_READ_BY_HARNESS)
     return Transcript(source, lines, reports=tuple(reports), hazards=tuple(hazards),
@@ -380,6 +386,10 @@ def parse_transcript(text: str, source: str, harness: HarnessFormat | None = Non
                       records=program.collections() if program is not None else {})
 
 
+_USAGE = "Usage: compute-sanitizer "  # what it prints, unprefixed, after refusing its command line
+NO_TOOL_OUTPUT = (f"holds no compute-sanitizer output (no line starts {PREFIX}, and no usage it prints "
+                   "when it refuses its command line), yet its run invokes compute-sanitizer, which always "
+                   "prints one or the other; expected the transcript of that run")
 _NOTHING_READ = (f"holds no compute-sanitizer output (no line starts {PREFIX}) and no harness format "
                  "was given to read the program's lines; expected a transcript of a compute-sanitizer run, "
                  "or --lesson LESSON to read the program's lines by code/LESSON/runs.toml's [harness]")

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from lessonkit.errors import LessonError, LessonErrors
 from lessonkit.pages.regions import Region, load_region
-from lessonkit.pages.scan import OutLine, Token
+from lessonkit.pages.scan import Lines, Token
 from lessonkit.pages.text import visible_text
 
 if TYPE_CHECKING:
@@ -25,17 +25,19 @@ _SOURCE_EXTENSIONS = ("cu", "cuh", "cpp", "cc", "c", "h", "hpp", "py")
 _HIGHLIGHT_RE = re.compile(r"""^(?P<line>\d+)(?:@(?P<claim>.+))?$""")
 _MARKER_LINE_RE = re.compile(r"""^@(?P<name>[A-Za-z0-9][A-Za-z0-9_.-]*?)\+(?P<offset>\d+)$""")
 _LITERAL_BRACES_RE = re.compile(r"""\{\{.*?\}\}""")  # `\{{ … }}`: a claim shown as an example, braces and all
-_DIGIT_RE = re.compile(r"""\d""")
 _LINE_REF_RE = re.compile(rf"""(?<![\w/.-])(?P<ref>[\w./-]+\.(?:{'|'.join(_SOURCE_EXTENSIONS)}):\d+)(?!\d)""")
 
 
-def check_typed_line_refs(page: PageState, out: list[OutLine], in_fence: list[bool]) -> None:
+# A line with a colon and a digit, typed or written as a character reference: it may hold a reference.
+_MAYBE_REF_LINE_RE = re.compile(r"""^(?=[^\n]*:)[^\n]*?[\d&]""", re.MULTILINE)
+
+
+def check_typed_line_refs(page: PageState, out: Lines, in_fence: list[bool]) -> None:
     """A `FILE.cu:NN` that a reader sees in prose and no claim produced is an error."""
-    for i, line in enumerate(out):
-        if line.generated or in_fence[i] or ":" not in line.text:
+    for i in out.find(_MAYBE_REF_LINE_RE):
+        line = out[i]
+        if in_fence[i]:
             continue
-        if "&" not in line.text and not _DIGIT_RE.search(line.text):
-            continue  # a reference needs a digit, typed or written as a character reference
         text = line.text
         for span in line.spans:  # a claim's value is checked; blank it out
             text = text[:span.start] + " " * (span.end - span.start) + text[span.end:]

@@ -34,7 +34,7 @@ from lessonkit.pages.render import (
     produced,
 )
 from lessonkit.pages.rules import check_summaries
-from lessonkit.pages.scan import LineIndex, OutLine, Span, Token, scan, stands_alone, structure
+from lessonkit.pages.scan import LineIndex, Lines, OutLine, Span, Token, fenced, scan, stands_alone
 from lessonkit.pages.state import PageResult, PageState, ShownClaim
 from lessonkit.pages.tablerules import check_table_labels
 from lessonkit.pages.text import (
@@ -79,9 +79,9 @@ def process_page(markdown: str, path: str, repo: Path, sets: dict[str, EvidenceS
                     and page.default_set not in page.unrecorded):
                 page.lookup(token.line, page.default_set)
     out = _expand(page, markdown, lines, tokens)
-    in_fence, _ = structure(out)
+    in_fence = fenced(out)
     check_hidden_text(page, out, in_fence)
-    check_escaped_directives(page, markdown)
+    check_escaped_directives(page, out, in_fence, markdown)
     check_typed_output(page, out, in_fence)
     check_reserved_marks(page, out, in_fence)
     check_table_labels(page, out, in_fence)
@@ -135,19 +135,34 @@ def _code_spans(text: str, ticks: str | None) -> tuple[list[tuple[int, int]], st
     return spans, ticks
 
 
-def _marked_markdown(out: list[OutLine], in_fence: list[bool], unmarked: list[tuple[str, int, int]]) -> str:
+def _ticks_before(out: Lines, in_fence: list[bool], i: int, after: tuple[int, str | None]) -> str | None:
+    """The backticks of a code span that an earlier line of line i's paragraph opened and left open
+    (a blank line, a code block or a directive's output ends a paragraph), read from the start of
+    the paragraph or from `after` (a line read already, and what was open after it)."""
+    texts, generated = out.texts, out.generated
+    k = i - 1
+    while k > after[0] and not in_fence[k] and k not in generated and texts[k].strip():
+        k -= 1
+    ticks = after[1] if k == after[0] else None  # else line k ended the paragraph
+    for j in range(k + 1, i):
+        if "`" in texts[j]:
+            ticks = _code_spans(texts[j], ticks)[1]
+    return ticks
+
+
+def _marked_markdown(out: Lines, in_fence: list[bool], unmarked: list[tuple[str, int, int]]) -> str:
     """The expanded page with every claim's value marked as produced (lessonkit.pages.render.produced), or,
     where HTML cannot hold a span (code, alt text, a tag), its context noted in `unmarked`."""
-    lines = []
-    ticks: str | None = None  # a code span's backticks still open from an earlier line of the paragraph
-    for i, line in enumerate(out):
+    texts = list(out.texts)
+    after: tuple[int, str | None] = (-1, None)  # a line read already, and the backticks still open after it
+    for i in out.with_spans():
+        line = out[i]
         text = line.text
-        if in_fence[i] or line.generated or not text.strip():
-            ticks = None
-        spans_here, ticks = ([], None) if in_fence[i] or line.generated else _code_spans(text, ticks)
-        if not line.spans:
-            lines.append(text)
-            continue
+        spans_here: list[tuple[int, int]] = []
+        ticks = None
+        if not in_fence[i] and not line.generated:
+            spans_here, ticks = _code_spans(text, _ticks_before(out, in_fence, i, after) if text.strip() else None)
+        after = (i, ticks)
         closed = spans_here + [(m.start(), m.end()) for m in _TAG_RE.finditer(text)] + _alt_texts(text)
         pieces, pos = [], 0
         for span in sorted(line.spans, key=lambda s: s.start):
@@ -166,8 +181,8 @@ def _marked_markdown(out: list[OutLine], in_fence: list[bool], unmarked: list[tu
             unmarked.append((text[left:right], span.start - left, span.end - left))
             pieces.append(value)
         pieces.append(text[pos:])
-        lines.append("".join(pieces))
-    return "\n".join(lines)
+        texts[i] = "".join(pieces)
+    return "\n".join(texts)
 
 
 class _Reads(dict):
@@ -198,16 +213,15 @@ def _directive_word(token: Token) -> str | None:
     return None
 
 
-def _expand(page: PageState, text: str, lines: LineIndex, tokens: list[Token]) -> list[OutLine]:
+def _expand(page: PageState, text: str, lines: LineIndex, tokens: list[Token]) -> Lines:
     """The page with claims replaced by their values and directives by what they pull in."""
-    out = [OutLine(0)]
+    out = Lines()
 
     def plain(segment: str, at: int) -> None:
-        first = lines.line(at) if segment else 0
-        for k, piece in enumerate(segment.split("\n")):
-            if k:
-                out.append(OutLine(first + k))
-            out[-1].text += piece.replace("\\{{", "{{")
+        pieces = segment.replace("\\{{", "{{").split("\n")
+        out[-1].text += pieces[0]
+        if len(pieces) > 1:
+            out.extend_plain(lines.line(at) + 1, pieces[1:])
 
     pos = 0
     for token in tokens:
@@ -232,7 +246,7 @@ def _expand(page: PageState, text: str, lines: LineIndex, tokens: list[Token]) -
             _check_edges(page, token, text)
         _inline(page, out[-1], token, word, text[token.start:token.end], text)
     plain(text[pos:], pos)
-    return out
+    return out.settle()
 
 
 _JOINING_SPACES = "\u00a0\u2007\u2009\u200a\u202f"  # spaces that group digits: "2 000"

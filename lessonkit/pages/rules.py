@@ -13,16 +13,25 @@ value must hold for that figure in every recording.
 from __future__ import annotations
 
 import bisect
+import itertools
+import operator
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 from lessonkit.errors import LessonError
 from lessonkit.evidence.transcript import Summary
 from lessonkit.pages.claims import Found, Sample, judge
-from lessonkit.pages.scan import OutLine, Span
+from lessonkit.pages.scan import Lines, OutLine, Span
 from lessonkit.pages.state import PageState, ShownClaim
-from lessonkit.pages.text import CHAR_REF_RE, SUMMARY_MENTION_RE, is_invisible, refused_ref, visible
+from lessonkit.pages.text import (
+    CHAR_REF_RE,
+    SUMMARY_MENTION_RE,
+    has_markup,
+    is_invisible,
+    refused_ref,
+    visible,
+)
 
 _MAYBE_MENTION_RE = re.compile(r"""racecheck|error|summary""", re.IGNORECASE)
 _MAYBE_MENTION_LOWER_RE = re.compile(r"""racecheck|error|summary""")  # the same, over lower-cased text
@@ -45,74 +54,88 @@ _PLAIN_NUMBER_RE = re.compile(r"""^[+-]?\d[\d,]*(?:\.\d+)?$""")
 
 # -- summaries -----------------------------------------------------------------------------------
 
-def check_summaries(page: PageState, out: list[OutLine], in_fence: list[bool]) -> None:
+def check_summaries(page: PageState, out: Lines, in_fence: list[bool]) -> None:
     """Every summary a line quotes is a summary line of every recording of a run its own sentence cites."""
-    paragraphs: dict[int, _Paragraph] = {}  # by the line each starts on: built once, read for each of its lines
+    paragraph: _Paragraph | None = None  # the last paragraph read: its lines that follow read it again
+    with_spans = out.with_spans()
     for i in _mentioning(out):
         first = out[i]
-        line, base, first_end, paragraph = (first, 0, len(first.text), None) if in_fence[i] \
-            else _paragraph_around(out, in_fence, i, paragraphs)
+        if in_fence[i]:  # a code line is its own paragraph
+            here, base, first_end = _Paragraph(first), 0, len(first.text)
+        else:
+            paragraph = here = _paragraph_around(out, in_fence, i, paragraph, with_spans)
+            base = here.bases[i - here.first]
+            first_end = base + len(first.text.lstrip() if i > here.first else first.text)
+        line = OutLine(first.src, here.joined.text, here.joined.spans)
         row = not in_fence[i] and first.text.lstrip().startswith("|")
         quoted: set[int] = set()  # where the quotes checked below begin
-        mentions = (SUMMARY_MENTION_RE.finditer(line.text) if paragraph is None
-                    else (m for m in paragraph.mentioned if m.start() >= base))
-        for m in mentions:
+        mentioned = here.mentioned
+        for k in range(bisect.bisect_left(here.mention_starts, base), len(mentioned)):
+            m = mentioned[k]
             if m.start() >= first_end:
                 break  # a mention on a later line is checked from that line
-            end = _QUOTE_END_RE.search(line.text, m.end())
-            stretch = line.text[m.start():end.start() if end else len(line.text)]
-            if not any(c.isdigit() for c in stretch[m.end() - m.start():]):
+            end = here.text.next_end(m.end())
+            if not here.text.has_digit(m.end(), end):
                 continue  # a mention with no figure ("the ERROR SUMMARY: line") quotes nothing
             quoted.add(m.start())
             whole = in_fence[i] or row  # a code line and a table row are their own sentence
-            sentence = (0, len(line.text)) if whole else _sentence(line.text, m.start(), m.start() + len(stretch))
-            _check_quote(page, line, m.start(), m.group("tool").upper(), _shown(stretch), sentence,
+            sentence = (0, len(line.text)) if whole else here.sentence(m.start(), end)
+            _check_quote(page, line, m.start(), m.group("tool").upper(), _quote(line.text, m.start(), end),
+                         here.claims_between(*sentence),
                          "its table row" if row else "its line" if in_fence[i] else "its sentence")
-        if paragraph is not None:
-            _check_disguised(page, line, base, first_end, quoted, paragraph)
+        if not in_fence[i]:
+            _check_disguised(page, line, base, first_end, quoted, here)
 
 
-def _mentioning(out: list[OutLine]) -> list[int]:
+def _mentioning(out: Lines) -> list[int]:
     """The lines not generated that may mention a summary (_MAYBE_MENTION_RE), in order: searched
-    over the page at once, from each hit on to the next line (no word it looks for holds a line
-    break), instead of line by line."""
-    texts = ["" if line.generated else line.text for line in out]
-    starts, at = [], 0
-    for line in texts:
-        starts.append(at)
-        at += len(line) + 1
-    text = "\n".join(texts)
-    pattern = _MAYBE_MENTION_RE
-    if "\u0130" not in text:  # then lower() keeps every character's place (only U+0130 lowers to two)
-        # Ignoring case, Python's re also matches KELVIN SIGN for k (lower() gives k) and LONG S for s.
-        text, pattern = text.lower().replace("\u017f", "s"), _MAYBE_MENTION_LOWER_RE
-    found: list[int] = []
-    m = pattern.search(text)
-    while m is not None:
-        found.append(bisect.bisect_right(starts, m.start()) - 1)
-        if found[-1] + 1 == len(starts):
-            break
-        m = pattern.search(text, starts[found[-1] + 1])
-    return found
+    over the page at once."""
+    return list(out.find_words(_MAYBE_MENTION_LOWER_RE, _MAYBE_MENTION_RE))
 
 
 _SENTENCE_END_RE = re.compile(r"""[.!?]["'\u201d\u2019)\]*_`]*(?=\s|$)""")
+_SENTENCE_CLOSERS = "\"'\u201d\u2019)]*_`"
+_DIGIT_OR_WIDE_RE = re.compile(r"""[0-9]|[^\x00-\x7f]""")  # a digit, or a character that may be one
+_WIDE_RE = re.compile(r"""[^\x00-\x7f]""")
+_COMMENT_OPEN_RE = re.compile(r"""<!--""")
 
 
-def _sentence(text: str, start: int, end: int) -> tuple[int, int]:
-    """The sentence of `text` holding text[start:end]: from the end of the one before to its own end."""
-    first = 0
-    for m in _SENTENCE_END_RE.finditer(text, 0, start):
-        first = m.end()
-    last = _SENTENCE_END_RE.search(text, end)
-    return first, last.end() if last else len(text)
+class _Text:
+    """Where a text's quotes end (a form whose every match is one character) and where its digits
+    (str.isdigit) are: found once, so that a text of thousands of quotes is read in time linear in
+    its length, not once for each quote."""
+
+    def __init__(self, text: str, ends: re.Pattern[str]) -> None:
+        self.text = text
+        self._ends_re = ends
+
+    @cached_property
+    def _ends(self) -> list[int]:
+        return [m.start() for m in self._ends_re.finditer(self.text)]
+
+    def next_end(self, at: int) -> int:
+        """Where a quote from `at` on ends (the first match from `at` on), or the text's end."""
+        k = bisect.bisect_left(self._ends, at)
+        return self._ends[k] if k < len(self._ends) else len(self.text)
+
+    @cached_property
+    def _digits(self) -> list[int]:
+        return [m.start() for m in _DIGIT_OR_WIDE_RE.finditer(self.text) if m.group().isdigit()]
+
+    def has_digit(self, start: int, end: int) -> bool:
+        """Whether text[start:end] holds a digit."""
+        k = bisect.bisect_left(self._digits, start)
+        return k < len(self._digits) and self._digits[k] < end
 
 
 @dataclass
 class _Paragraph:
-    """A paragraph joined as Markdown shows it, and what the summary rules read of it (each once)."""
+    """A paragraph joined as Markdown shows it (or a code line), where each of its lines starts in
+    it, and what the summary rules read of it, each worked out once."""
 
     joined: OutLine
+    first: int = 0  # its first line
+    bases: list[int] = field(default_factory=lambda: [0])  # where each of its lines starts in joined.text
 
     @cached_property
     def mentions(self) -> bool:
@@ -122,6 +145,12 @@ class _Paragraph:
         if "<" not in text and "&" not in text:  # no markup: only the letters count
             return "summary" in _LETTERS_RE.sub("", text).lower()
         return "summary" in _LETTERS_RE.sub("", _MARKUP_RE.sub("", text)).lower()
+
+    @cached_property
+    def unformatted(self) -> bool:
+        """Whether it holds nothing that visible() reads, nor a '<' (the visible text is the text, and
+        its quotes end where the text's do: no quote is disguised)."""
+        return "<" not in self.joined.text and not has_markup(self.joined.text)
 
     @cached_property
     def visible(self) -> tuple[str, list[int]]:
@@ -134,80 +163,181 @@ class _Paragraph:
         return list(SUMMARY_MENTION_RE.finditer(self.joined.text))
 
     @cached_property
+    def mention_starts(self) -> list[int]:
+        return [m.start() for m in self.mentioned]
+
+    @cached_property
     def visible_mentioned(self) -> list[re.Match[str]]:
         """The summary mentions of its visible text, in order."""
         return list(SUMMARY_MENTION_RE.finditer(self.visible[0]))
+
+    @cached_property
+    def visible_mention_columns(self) -> list[int]:
+        """Where each visible mention starts in joined.text."""
+        where = self.visible[1]
+        return [where[m.start()] for m in self.visible_mentioned]
+
+    @cached_property
+    def text(self) -> _Text:
+        """Its text's quote ends and digits."""
+        return _Text(self.joined.text, _QUOTE_END_RE)
+
+    @cached_property
+    def shown(self) -> _Text:
+        """Its visible text's quote ends and digits."""
+        return _Text(self.visible[0], _VISIBLE_END_RE)
+
+    @cached_property
+    def _hidden(self) -> list[tuple[int, int]]:
+        """(start, end) of what check_hidden_text reports in its text: comment openings, invisible
+        characters, refused character references."""
+        text = self.joined.text
+        found = [m.span() for m in _COMMENT_OPEN_RE.finditer(text)]
+        found += [m.span() for m in CHAR_REF_RE.finditer(text) if refused_ref(m.group())]
+        invisible = "".join(c for c in set(_WIDE_RE.findall(text)) if is_invisible(c))
+        if invisible:
+            found += [m.span() for m in re.finditer(f"[{re.escape(invisible)}]", text)]
+        return sorted(found)
+
+    def hidden_between(self, start: int, end: int) -> bool:
+        """Whether joined.text[start:end] holds a cause check_hidden_text reports."""
+        hidden = self._hidden
+        for k in range(bisect.bisect_left(hidden, (start,)), len(hidden)):
+            if hidden[k][0] >= end:
+                break
+            if hidden[k][1] <= end:  # (one that runs past the end is a few characters long: few are read)
+                return True
+        return False
+
+    @cached_property
+    def _span_starts(self) -> tuple[list[int], list[ShownClaim]]:
+        spans = sorted(self.joined.spans, key=lambda s: s.start)
+        return [s.start for s in spans], [s.claim for s in spans]
+
+    def claims_between(self, start: int, end: int) -> list[ShownClaim]:
+        """The claims whose values start in joined.text[start:end]."""
+        starts, claims = self._span_starts
+        return claims[bisect.bisect_left(starts, start):bisect.bisect_left(starts, end)]
+
+    @cached_property
+    def _sentence_ends(self) -> tuple[list[int], list[int]]:
+        found = list(_SENTENCE_END_RE.finditer(self.joined.text))
+        return [m.start() for m in found], [m.end() for m in found]
+
+    def sentence(self, start: int, end: int) -> tuple[int, int]:
+        """The sentence holding joined.text[start:end]: from the end of the one before to its own end."""
+        text = self.joined.text
+        starts, ends = self._sentence_ends
+        k = bisect.bisect_right(ends, start) - 1
+        first = ends[k] if k >= 0 else 0
+        k = start
+        while k > first and text[k - 1] in _SENTENCE_CLOSERS:
+            k -= 1
+        if k > first and text[k - 1] in ".!?":
+            first = start  # punctuation right before `start` ends a sentence there, as the text's end does
+        k = bisect.bisect_left(starts, end)
+        return first, ends[k] if k < len(ends) else len(text)
 
 
 def _check_disguised(page: PageState, line: OutLine, base: int, first_end: int, quoted: set[int],
                      paragraph: _Paragraph) -> None:
     """A summary quote that formatting splits for the checks but not for a reader
     ('**RACECHECK** SUMMARY: 0 …', '`RACECHECK SUMMARY:` 0 …', 'SUMMARY: <b>0</b> …') is refused."""
-    if not paragraph.mentions:
+    if paragraph.unformatted or not paragraph.mentions:
         return
     shown, where = paragraph.visible
-    for m in paragraph.visible_mentioned:
-        at = where[m.start()]
-        if at < base:
-            continue  # a mention on an earlier line was checked from that line
+    columns = paragraph.visible_mention_columns
+    for k in range(bisect.bisect_left(columns, base), len(columns)):  # not those of an earlier line
+        m, at = paragraph.visible_mentioned[k], columns[k]
         if at >= first_end:
             break
-        end = _VISIBLE_END_RE.search(shown, m.end())
-        stretch = shown[m.start():end.start() if end else len(shown)]
-        if at in quoted or not any(c.isdigit() for c in stretch[m.end() - m.start():]):
+        if at in quoted:
             continue
-        raw = line.text[at:where[m.start() + len(stretch) - 1] + 1]
-        if "<!--" in raw or any(is_invisible(c) for c in raw) \
-                or any(refused_ref(r.group()) for r in CHAR_REF_RE.finditer(raw)):
+        end = paragraph.shown.next_end(m.end())
+        if not paragraph.shown.has_digit(m.end(), end):
+            continue
+        if paragraph.hidden_between(at, where[end - 1] + 1):
             continue  # check_hidden_text reports the cause
-        page.error(line.src, f"formatting splits the summary quote {_shown(stretch)!r} for the checks but not for a "
+        page.error(line.src, f"formatting splits the summary quote {_quote(shown, m.start(), end)!r} for the checks but not for a "
                    "reader; write the quote as plain text or as one code span, so that it is checked against "
                    "the recordings")
 
 
-def _paragraph_around(out: list[OutLine], in_fence: list[bool], i: int,
-                      paragraphs: dict[int, _Paragraph]) -> tuple[OutLine, int, int, _Paragraph]:
-    """Line i's whole paragraph, joined as Markdown shows it, and where line i begins and ends in it.
-    The paragraph's `src` is line i's: the checks report the line a quote starts on. `paragraphs`
-    keeps each paragraph joined, by its first line."""
-    j = i
-    while j > 0 and not _BLOCK_START_RE.match(out[j].text) and not out[j - 1].generated \
-            and not in_fence[j - 1] and out[j - 1].text.strip():
-        j -= 1
-    if j not in paragraphs:
-        paragraphs[j] = _Paragraph(_paragraph_from(out, in_fence, j))
-    whole = paragraphs[j].joined
-    base = 0
-    for k in range(j, i):
-        base += len(out[k].text.lstrip() if k > j else out[k].text) + 1
-    end = base + len(out[i].text.lstrip() if i > j else out[i].text)
-    return OutLine(out[i].src, whole.text, whole.spans), base, end, paragraphs[j]
+# _BLOCK_START_RE over the whole page: each match is the start of a line that starts a block.
+_BLOCK_START_LINE_RE = re.compile(_BLOCK_START_RE.pattern.replace(r"\s", r"[^\S\n]"),
+                                  re.VERBOSE | re.IGNORECASE | re.MULTILINE)
 
 
-def _paragraph_from(out: list[OutLine], in_fence: list[bool], i: int) -> OutLine:
-    """Line i with the lines that continue its paragraph, joined as Markdown shows them (one space)."""
-    text, spans = out[i].text, list(out[i].spans)
-    j = i + 1
-    while j < len(out) and not out[j].generated and not in_fence[j] and not _BLOCK_START_RE.match(out[j].text):
-        rest = out[j].text.lstrip()
-        base = len(text) + 1 - (len(out[j].text) - len(rest))
-        spans += [Span(s.start + base, s.end + base, s.claim) for s in out[j].spans]
-        text = f"{text} {rest}"
-        j += 1
-    return OutLine(out[i].src, text, spans)
+def _paragraph_around(out: Lines, in_fence: list[bool], i: int, last: _Paragraph | None,
+                      with_spans: list[int]) -> _Paragraph:
+    """Line i's whole paragraph, joined as Markdown shows it: `last` (the paragraph read before) when
+    it holds line i, else the one found from the line that starts it."""
+    if last is not None and last.first <= i < last.first + len(last.bases):
+        return last
+    return _paragraph_from(out, in_fence, _paragraph_start(out, in_fence, i), with_spans)
 
 
-def _shown(stretch: str) -> str:
-    text = stretch.rstrip(" \t.:,")
-    while text.endswith(")") and text.count(")") > text.count("("):
-        text = text[:-1]
-    return text
+def _paragraph_start(out: Lines, in_fence: list[bool], i: int) -> int:
+    """The line that starts line i's paragraph: the last line up to i that starts a block, or the line
+    after the last blank, generated or fenced line before i. Searched for over the page's text in
+    windows before line i that grow fourfold: as far back as the paragraph goes, not line by line."""
+    text, starts = out.joined, out.starts
+    end = starts[i + 1] - 1
+    window = 8
+    while True:
+        low = max(0, i - window)
+        first = 0
+        found = None
+        for found in _BLOCK_START_LINE_RE.finditer(text, starts[low], end):
+            pass
+        if found is not None:
+            k = out.line_at(found.start())
+            first = k + 1 if not text[starts[k]:starts[k + 1] - 1].strip() else k
+        fences = in_fence[low:i]
+        if True in fences:
+            first = max(first, i - fences[::-1].index(True))
+        if first or low == 0:
+            return first
+        window *= 4
 
 
-def _check_quote(page: PageState, line: OutLine, at: int, tool: str, quote: str, sentence: tuple[int, int],
+def _paragraph_from(out: Lines, in_fence: list[bool], i: int, with_spans: list[int]) -> _Paragraph:
+    """Line i with the lines that continue its paragraph (up to a line that starts a block, a blank,
+    generated or fenced line), joined as Markdown shows them (one space); `with_spans`: the lines
+    with spans."""
+    texts, starts = out.texts, out.starts
+    block = _BLOCK_START_LINE_RE.search(out.joined, starts[i + 1]) if i + 1 < len(texts) else None
+    j = out.line_at(block.start()) if block is not None else len(texts)
+    try:
+        j = min(j, in_fence.index(True, i + 1))
+    except ValueError:
+        pass
+    pieces = [texts[i], *map(str.lstrip, texts[i + 1:j])]
+    bases = [0, *itertools.accumulate(map(operator.add, map(len, pieces[:-1]), itertools.repeat(1)))]
+    spans = list(out.spans(i))
+    for k in with_spans[bisect.bisect_right(with_spans, i):bisect.bisect_left(with_spans, j)]:
+        base = bases[k - i] - (len(texts[k]) - len(pieces[k - i]))
+        spans += [Span(s.start + base, s.end + base, s.claim) for s in out.spans(k)]
+    return _Paragraph(OutLine(out.srcs[i], " ".join(pieces), spans), i, bases)
+
+
+_QUOTE_SHOWN = 200  # the most of a quote that a message shows (a summary line is shorter)
+
+
+def _quote(text: str, start: int, end: int) -> str:
+    """text[start:end] as a message shows the quote: without trailing punctuation or an unmatched
+    ')', and cut short past _QUOTE_SHOWN characters."""
+    if end - start > _QUOTE_SHOWN:
+        return text[start:start + _QUOTE_SHOWN] + "…"
+    quote = text[start:end].rstrip(" \t.:,")
+    while quote.endswith(")") and quote.count(")") > quote.count("("):
+        quote = quote[:-1]
+    return quote
+
+
+def _check_quote(page: PageState, line: OutLine, at: int, tool: str, quote: str, claims: list[ShownClaim],
                  named: str) -> None:
-    """The quote at `at` is a summary of every recording of a run cited by a claim in `sentence`."""
-    claims = [s.claim for s in line.spans if sentence[0] <= s.start < sentence[1]]
+    """The quote at `at` is a summary of every recording of a run cited by a claim in its sentence (`claims`)."""
     cited = sorted({c.run for c in claims if c.run is not None})
     unknowable = any(c.unknowable for c in claims)
     said: list[str] = []

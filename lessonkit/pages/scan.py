@@ -1,4 +1,4 @@
-"""A page's text structure: `{{ … }}` tokens (which may span lines), headings, fences and table cells.
+"""A page's text structure: `{{ … }}` tokens (which may span lines), fences and table cells.
 
 Pure text: nothing here knows evidence. `scan` finds every unescaped `{{` and the `}}` that
 closes it within the same paragraph; a `{{` with no such `}}` is reported, never passed on.
@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import operator
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 _OPEN_RE = re.compile(r"""(?<!\\)\{\{""")
@@ -16,9 +18,6 @@ _BLANK_LINE_RE = re.compile(r"""\n[ \t\r]*\n""")
 # A fence may be indented (inside an admonition or a list); a backtick fence's info string has no
 # backtick, so "```x``` is the binary" is inline code, not a fence (CommonMark 4.5).
 _FENCE_RE = re.compile(r"""^[ \t]*(?P<fence>`{3,}(?=[^`]*$)|~{3,})""")
-_HEADING_RE = re.compile(r"""^[ ]{0,3}(?P<level>\#{1,6})(?:[ \t]+(?P<title>.*?))?[ \t#]*$""", re.VERBOSE)
-_SETEXT_RE = re.compile(r"""^[ ]{0,3}(?:=+|-+)[ \t]*$""")
-_NOT_PARAGRAPH_RE = re.compile(r"""^\s*(?:$|[-*+>|]|\d+[.)]\s|\#|<|!!!|\?\?\?)""")
 _BACKTICKS_RE = re.compile(r"""`+""")
 
 
@@ -44,14 +43,25 @@ class Unclosed:
 
 
 class LineIndex:
-    """Offsets of a text's lines, to turn an offset into a 0-based line number."""
+    """Turns an offset of a text into a 0-based line number: by counting the line breaks since the
+    offset asked for last when the questions go forward (as a page's scan does: nothing per line),
+    and by a table of where each line starts, made at the first question that goes back."""
 
     def __init__(self, text: str):
-        self.starts = [0] + [m.end() for m in re.finditer("\n", text)]
+        self.text = text
+        self._last = (0, 0)  # an offset asked for, and its line
+        self._starts: list[int] | None = None
 
     def line(self, offset: int) -> int:
         """The 0-based line holding `offset`."""
-        return bisect.bisect_right(self.starts, offset) - 1
+        at, line = self._last
+        if offset >= at:
+            line += self.text.count("\n", at, offset)
+            self._last = (offset, line)
+            return line
+        if self._starts is None:
+            self._starts = [0] + [m.end() for m in re.finditer("\n", self.text)]
+        return bisect.bisect_right(self._starts, offset) - 1
 
 
 def scan(text: str, lines: LineIndex) -> tuple[list[Token], list[Unclosed]]:
@@ -121,54 +131,174 @@ class OutLine:
     generated: bool = False  # a directive's output (a region, a table, a slot): not the author's prose
 
 
-@dataclass(frozen=True)
-class Section:
-    """The part of a page under one heading (or before the first): its first source line and title."""
+class Lines:
+    """The expanded page, line by line, kept as flat lists (each line's text and first source line),
+    with an OutLine made only for a line that is asked for (`lines[i]`): the page rules find the few
+    lines they read with one search over the page (`find`) instead of a Python loop over every line,
+    and a page of a million lines costs a few C-level passes, not a million objects.
 
-    first: int
-    title: str
+    While the page is expanded only the last line's text changes (through its OutLine); `settle`
+    ends that, after which a line's text is fixed and only its spans grow (bound table labels)."""
 
-    def named(self) -> str:
-        """How messages name it."""
-        return f"the section {self.title!r}" if self.title else "the page's opening section (above the first heading)"
+    def __init__(self, first: OutLine | None = None) -> None:
+        first = first or OutLine(0)
+        self.texts: list[str] = [first.text]
+        self.srcs: list[int] = [first.src]
+        self.generated: set[int] = {0} if first.generated else set()
+        self._made: dict[int, OutLine] = {0: first}
+        self._joined: str | None = None
+        self._starts: list[int] | None = None
+        self._lowered: tuple[str | None] | None = None
 
+    @classmethod
+    def of(cls, lines: list[OutLine]) -> Lines:
+        """Lines holding these OutLines (tests, and what is built line by line)."""
+        out = cls(lines[0] if lines else None)
+        for line in lines[1:]:
+            out.append(line)
+        return out.settle()
 
-def structure(out: list[OutLine]) -> tuple[list[bool], list[Section]]:
-    """Which expanded lines are inside a fenced code block, and the page's sections."""
-    in_fence: list[bool] = []
-    sections = [Section(0, "")]
-    fence = ""
-    prev: OutLine | None = None  # the line before, outside fences
-    for line in out:
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    def __getitem__(self, i: int) -> OutLine:
+        if i < 0:
+            i += len(self.texts)
+        line = self._made.get(i)
+        if line is None:
+            if not 0 <= i < len(self.texts):
+                raise IndexError(i)
+            line = self._made[i] = OutLine(self.srcs[i], self.texts[i], generated=i in self.generated)
+        return line
+
+    def __setitem__(self, i: int, line: OutLine) -> None:
+        i = i + len(self.texts) if i < 0 else i
+        self._made[i] = line
+        self.texts[i], self.srcs[i] = line.text, line.src
+        (self.generated.add if line.generated else self.generated.discard)(i)
+
+    def __iter__(self) -> Iterator[OutLine]:
+        return (self[i] for i in range(len(self.texts)))
+
+    def append(self, line: OutLine) -> None:
+        self._sync_last()
+        self._made[len(self.texts)] = line
+        self.texts.append(line.text)
+        self.srcs.append(line.src)
         if line.generated:
-            in_fence.append(False)
-            prev = line
-            continue
-        m = _FENCE_RE.match(line.text)
-        if fence:
-            in_fence.append(True)
-            if m and m.group("fence")[0] == fence[0] and len(m.group("fence")) >= len(fence) \
-                    and not line.text.strip().strip(fence[0]):
-                fence = ""
-            continue
-        if m:
-            fence = m.group("fence")
-            in_fence.append(True)
-            prev = None
-            continue
-        in_fence.append(False)
-        if h := _HEADING_RE.match(line.text):
-            sections.append(Section(line.src, (h.group("title") or "").strip()))
-        elif _SETEXT_RE.match(line.text) and len(in_fence) > 1 and not in_fence[-2] and prev is not None \
-                and not prev.generated and not _NOT_PARAGRAPH_RE.match(prev.text) and prev.src == line.src - 1:
-            sections.append(Section(prev.src, prev.text.strip()))  # "Title" over "=====" or "-----"
-        prev = line
-    return in_fence, sections
+            self.generated.add(len(self.texts) - 1)
+
+    def extend_plain(self, first_src: int, texts: list[str]) -> None:
+        """Plain lines (no claims yet), the first on source line `first_src`, the rest after it."""
+        self._sync_last()
+        self.texts += texts
+        self.srcs += range(first_src, first_src + len(texts))
+
+    def _sync_last(self) -> None:
+        last = self._made.get(len(self.texts) - 1)
+        if last is not None:
+            self.texts[-1] = last.text
+
+    def settle(self) -> Lines:
+        """The page is expanded: every line's text is final."""
+        self._sync_last()
+        return self
+
+    def spans(self, i: int) -> list[Span]:
+        """Line i's spans (made for no line that has none)."""
+        line = self._made.get(i)
+        return line.spans if line is not None else []
+
+    def with_spans(self) -> list[int]:
+        """The lines that show claims (or bound labels), in order."""
+        return sorted(i for i, line in self._made.items() if line.spans)
+
+    @property
+    def joined(self) -> str:
+        """The page's lines joined by "\\n", a generated line's as empty, and a line break inside a
+        line's text (a token shown as written, over several source lines) as a space."""
+        if self._joined is None:
+            texts = self.texts
+            broken = [i for i in self._made if i not in self.generated and "\n" in texts[i]]
+            if self.generated or broken:
+                texts = list(texts)
+                for i in self.generated:
+                    texts[i] = ""
+                for i in broken:
+                    texts[i] = texts[i].replace("\n", " ")
+            self._joined = "\n".join(texts)
+        return self._joined
+
+    @property
+    def lowered(self) -> str | None:
+        """`joined` lower-cased with every character at its place, LONG S and DOTLESS I as s and i (Python's
+        re, ignoring case, takes them for s and i), so that a search for lower-case ASCII words finds
+        what one ignoring case would; None where lower-casing would move characters (U+0130 lowers to two)."""
+        if self._lowered is None:
+            joined = self.joined
+            self._lowered = (None if "\u0130" in joined
+                             else joined.lower().replace("\u017f", "s").replace("\u0131", "i"),)
+        return self._lowered[0]
+
+    def find_words(self, lowered: re.Pattern[str], ignoring_case: re.Pattern[str]) -> Iterator[int]:
+        """`find` for a form of lower-case ASCII words, over the lower-cased page (`lowered`), or
+        `ignoring_case` (the same form, compiled with re.IGNORECASE) where that cannot be made."""
+        text = self.lowered
+        return self.find(ignoring_case) if text is None else self.find(lowered, text)
+
+    @property
+    def starts(self) -> list[int]:
+        """Where each line starts in `joined`, and where the text ends (one past)."""
+        if self._starts is None:
+            lengths = map(len, self.joined.split("\n"))
+            self._starts = [0, *itertools.accumulate(map(operator.add, lengths, itertools.repeat(1)))]
+        return self._starts
+
+    def line_at(self, offset: int) -> int:
+        """The line holding offset `offset` of `joined`."""
+        return bisect.bisect_right(self.starts, offset) - 1
+
+    def find(self, pattern: re.Pattern[str], text: str | None = None) -> Iterator[int]:
+        """In order, the lines not generated in which `pattern` matches (a match that starts in the
+        line; a pattern never crosses a line's end, and `^`/`$` need re.MULTILINE). `text`: the
+        page's text in another form with every character at its place (lower-cased)."""
+        text = self.joined if text is None else text
+        line, counted = 0, 0  # the line that starts or holds offset `counted`
+        m = pattern.search(text)
+        while m is not None:
+            line += text.count("\n", counted, m.start())
+            yield line
+            counted = text.find("\n", m.start()) + 1
+            if counted == 0:
+                return
+            line += 1
+            m = pattern.search(text, counted)
 
 
-def section_of(sections: list[Section], src: int) -> Section:
-    """The section holding source line `src`."""
-    return sections[bisect.bisect_right(sections, src, key=lambda s: s.first) - 1]
+# A fence line (_FENCE_RE's, read over the page at once): its fence, and the rest of the line.
+_FENCE_LINE_RE = re.compile(r"""^[ \t]*(?P<fence>`{3,}(?=[^`\n]*$)|~{3,})(?P<rest>[^\n]*)""", re.MULTILINE)
+
+
+def fenced(out: Lines) -> list[bool]:
+    """Which expanded lines are inside a fenced code block (its fences included). A fence closes
+    with a line of only the opening fence's character, at least as many, and whitespace."""
+    in_fence = [False] * len(out)
+    text = out.joined
+    line, counted = 0, 0  # the line holding offset `counted`
+    fence, opened = "", 0  # the open fence, and the line that opened it
+    for m in _FENCE_LINE_RE.finditer(text):
+        line += text.count("\n", counted, m.start())
+        counted = m.start()
+        if not fence:
+            fence, opened = m.group("fence"), line
+        elif m.group("fence")[0] == fence[0] and len(m.group("fence")) >= len(fence) and not m.group("rest").strip():
+            in_fence[opened:line + 1] = [True] * (line + 1 - opened)
+            fence = ""
+    if fence:  # never closed: a code block to the page's end
+        in_fence[opened:] = [True] * (len(out) - opened)
+    for i in out.generated:  # a directive's output is not code, even inside an open fence
+        in_fence[i] = False
+    return in_fence
 
 
 # -- tables ------------------------------------------------------------------------------------
@@ -210,22 +340,24 @@ def split_cells(line: OutLine) -> list[Cell]:
     return cells
 
 
-def tables(out: list[OutLine], in_fence: list[bool]) -> list[list[int]]:
+# A line that may be a table's delimiter row (`| --- | :-: |`): is_delimiter_row decides.
+_DELIMITER_LINE_RE = re.compile(r"""^(?=[^|\n]*\|)(?:[|:\-]|[^\S\n])+$""", re.MULTILINE)
+
+
+def tables(out: Lines, in_fence: list[bool]) -> list[list[int]]:
     """The body rows of each Markdown table, as indexes into `out`."""
     found: list[list[int]] = []
-    i = 1
-    while i < len(out):
-        line, header = out[i], out[i - 1]
-        if (not line.generated and not header.generated and not in_fence[i] and not in_fence[i - 1]
-                and is_delimiter_row(line.text) and "|" in header.text):
-            rows = []
-            j = i + 1
-            while j < len(out) and not out[j].generated and not in_fence[j] and out[j].text.strip() \
-                    and "|" in out[j].text:
-                rows.append(j)
-                j += 1
-            found.append(rows)
-            i = j
+    texts, generated = out.texts, out.generated
+    after = 1  # a delimiter row before this line is inside a table found already
+    for i in out.find(_DELIMITER_LINE_RE):
+        if i < after or i == 0 or i - 1 in generated or in_fence[i] or in_fence[i - 1] \
+                or not is_delimiter_row(texts[i]) or "|" not in texts[i - 1]:
             continue
-        i += 1
+        rows = []
+        j = i + 1
+        while j < len(texts) and j not in generated and not in_fence[j] and texts[j].strip() and "|" in texts[j]:
+            rows.append(j)
+            j += 1
+        found.append(rows)
+        after = j
     return found

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from lessonkit.evidence.display import Display
-from lessonkit.pages.scan import Cell, OutLine, Span, split_cells, tables
+from lessonkit.pages.scan import Cell, Lines, OutLine, Span, split_cells, tables
 from lessonkit.pages.state import ShownClaim
 from lessonkit.pages.text import visible_text
 
@@ -27,10 +27,10 @@ RUN = "run"
 FIELD = "field"
 
 
-def check_table_labels(page: PageState, out: list[OutLine], in_fence: list[bool]) -> None:
+def check_table_labels(page: PageState, out: Lines, in_fence: list[bool]) -> None:
     """Every label and header of a table with claims is bound to the claims it stands for."""
     for rows in tables(out, in_fence):
-        if not rows or not any(out[r].spans for r in rows):
+        if not rows or not any(out.spans(r) for r in rows):
             continue
         header = out[rows[0] - 2]
         claims_by_col: dict[int, list[ShownClaim]] = {}

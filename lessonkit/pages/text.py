@@ -21,35 +21,100 @@ the summary rule uses it to refuse a quote that formatting splits (lessonkit.pag
 
 from __future__ import annotations
 
+import bisect
 import html
 import re
 import unicodedata
 from pathlib import PurePosixPath
 
-from lessonkit.pages.scan import OutLine
+from lessonkit.pages.scan import Lines, OutLine
 from lessonkit.pages.state import PageState
 
-# A directive escaped at the start of a line: it shows as text.
+# A directive escaped at the start of a line: it shows as text (as the expanded line shows it, unescaped).
 ESCAPED_DIRECTIVE_RE = re.compile(
     r"""^[ \t]*\\\{\{[ \t]*(?P<word>region|transcript|evidence|provenance|commands|table)\b""")
-_RAW_FENCE_RE = re.compile(r"""^[ \t]*(?P<fence>`{3,}|~{3,})""")
+_SHOWN_DIRECTIVE_RE = re.compile(
+    r"""^[ \t]*\{\{[ \t]*(?:region|transcript|evidence|provenance|commands|table)\b""", re.MULTILINE)
 REFERENCE_FOLDER = "reference"  # docs/reference/: pages that show directives as text on purpose
 # "RACECHECK SUMMARY" or "ERROR SUMMARY", as a page may space it: a mention of a sanitizer's summary.
 SUMMARY_MENTION_RE = re.compile(
     r"""\b(?P<tool>racecheck|error)(?:[\s_-]|&nbsp;|&\#0*160;|&\#x0*a0;)*summary\b""", re.IGNORECASE | re.VERBOSE)
 
 CHAR_REF_RE = re.compile(r"""&(?:\#[xX][0-9a-fA-F]{1,6}|\#[0-9]{1,7}|[A-Za-z][A-Za-z0-9]{1,31});""")
-_CODE_SPAN_RE = re.compile(r"""(?P<ticks>`+)(?!`).*?(?<!`)(?P=ticks)(?!`)""")
+# A code span, as Python-Markdown reads one: backticks, text, and the same number of backticks (a
+# run of exactly as many). CodeSpans finds what finditer would, in time linear in the text.
+CODE_SPAN_RE = re.compile(r"""(?P<ticks>`+)(?!`).*?(?<!`)(?P=ticks)(?!`)""")
+_TICK_RUN_RE = re.compile(r"""`+""")
+
+
+class CodeSpans:
+    """The code spans of a text (CODE_SPAN_RE's matches), worked out from its runs of backticks: a span
+    opened inside a run (the run's last L backticks) closes at the next run of exactly L backticks on
+    the same line. The regex itself tries every backtick and reads on to the line's end from each,
+    which takes minutes for a line of a million backticks."""
+
+    def __init__(self, text: str) -> None:
+        self.runs: list[tuple[int, int, int]] = []  # (start, end, line) of each run of backticks
+        self._by_length: dict[int, list[int]] = {}  # a length: the runs that long, in order
+        line, last = 0, 0
+        for m in _TICK_RUN_RE.finditer(text):
+            line += text.count("\n", last, m.start())
+            last = m.start()
+            self._by_length.setdefault(m.end() - m.start(), []).append(len(self.runs))
+            self.runs.append((m.start(), m.end(), line))
+        self._lengths = sorted(self._by_length)
+        self._run_at = [r[0] for r in self.runs]
+
+    def opened(self, at: int) -> tuple[int, int, int] | None:
+        """The first span opened at or after backtick `at` within its run: (start, end, the number of
+        backticks on each side), or None."""
+        k = bisect.bisect_right(self._run_at, at) - 1
+        _, end, line = self.runs[k]
+        for width in reversed(self._lengths[:bisect.bisect_right(self._lengths, end - at)]):
+            same = self._by_length[width]
+            j = bisect.bisect_right(same, k)
+            if j < len(same) and self.runs[same[j]][2] == line:
+                return end - width, self.runs[same[j]][1], width
+        return None
+
+    def run_end(self, at: int) -> int:
+        """Where the run of backticks holding `at` ends."""
+        return self.runs[bisect.bisect_right(self._run_at, at) - 1][1]
+
+    def spans(self) -> list[tuple[int, int]]:
+        """Every span, in order, as CODE_SPAN_RE.finditer finds them."""
+        found: list[tuple[int, int]] = []
+        for start, _, _ in self.runs:
+            if found and start < found[-1][1]:
+                continue  # the closing run of the span found last
+            span = self.opened(start)
+            if span is not None:
+                found.append(span[:2])
+        return found
+
+
+def code_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each code span of a text, in order."""
+    return CodeSpans(text).spans() if "`" in text else []
+
+
 # Everything visible() treats specially, tried in this order at each place; the rest is plain text.
+# A backtick is a mark unless a code span opens there (CodeSpans.opened).
+# An image `![ALT](TARGET)` (ALT up to the first ']'), a link's '[' (when its ']' is followed by a
+# target) and a link's `](TARGET)` start where _TOKEN_RE finds `![`, `[` or `](`, and are read by
+# _Links: searched from each '[' (as `!\[[^\]]*\]\([^()]*\)` would be), a line of a million '['
+# takes hours.
 _TOKEN_RE = re.compile(
-    rf"""(?P<code>{_CODE_SPAN_RE.pattern})
-      | (?P<image>!\[[^\]]*\]\([^()]*\))
-      | (?P<link>\[(?=[^\]]*\]\([^()]*\))|\]\([^()]*\))
+    rf"""(?P<image>!\[)
+      | (?P<link>\[|\]\()
       | (?P<tag><[^<>]*>)
       | (?P<mark>[*_`\\])
       | (?P<ref>{CHAR_REF_RE.pattern})
       | (?P<other>[^\x00-\x7f])""",
     re.VERBOSE)
+_TOKEN_NO_LINK_RE = re.compile(_TOKEN_RE.pattern.replace("(?P<image>!\\[)", "(?!)").replace(
+    "(?P<link>\\[|\\]\\()", "(?!)"), re.VERBOSE)
+_TOKEN_NO_LINK_START_RE = re.compile(r"""[<*_`\\&]|[^\x00-\x7f]""")  # where one of those may start
 # Tags that end a cell, a line or a block: a reader sees the text on either side apart.
 _BREAKING_TAG_RE = re.compile(r"""</?(?:br|td|th|tr|p|div|li|dt|dd|h[1-6]|hr|table|pre|blockquote)\b""", re.IGNORECASE)
 
@@ -61,26 +126,90 @@ def visible(text: str) -> tuple[str, list[int]]:
     return _visible(text, where), where
 
 
+def has_markup(text: str) -> bool:
+    """Whether visible() reads anything in `text` (if not, the text is what a reader sees)."""
+    return _TOKEN_RE.search(text) is not None
+
+
 def visible_text(text: str) -> str:
     """visible(text)'s text alone (no columns worked out)."""
     return _visible(text, None)
 
 
+_TARGET_RE = re.compile(r"""[^()]*\)""")
+
+
+class _Links:
+    """Links and images as the forms `!\\[[^\\]]*\\]\\([^()]*\\)`, `\\[(?=[^\\]]*\\]\\([^()]*\\))` and
+    `\\]\\([^()]*\\)` read them, with each ']' and each target found once for every '[' before it."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._close = (len(text) + 1, -1)  # a place searched from, and the first ']' at or after it
+        self._targets: dict[int, int] = {}  # a ']' followed by '(': the end of its target, or -1
+
+    def target(self, close: int) -> int:
+        """The end of `](TARGET)` at `close`, or -1."""
+        if close not in self._targets:
+            m = _TARGET_RE.match(self.text, close + 2) if self.text.startswith("](", close) else None
+            self._targets[close] = m.end() if m else -1
+        return self._targets[close]
+
+    def next_token(self, at: int, failed: str | None) -> re.Match[str] | None:
+        """The next token from `at` on, after a '[' or '![' (`failed`) that opens no link or image
+        before `at`: no '[' before the same ']' opens one either, so they are passed over at once."""
+        searched, close = self._close
+        if failed != "image" and failed != "link" or self.text[at - 1] != "[" or searched > at:
+            return _TOKEN_RE.search(self.text, at)
+        until = len(self.text) if close == -1 else close  # no '[' before it opens a link or an image
+        start = _TOKEN_NO_LINK_START_RE.search(self.text, at, until)
+        while start is not None:  # a token that starts before `until` (it may end after)
+            m = _TOKEN_NO_LINK_RE.match(self.text, start.start())
+            if m is not None:
+                return m
+            start = _TOKEN_NO_LINK_START_RE.search(self.text, start.start() + 1, until)
+        return _TOKEN_RE.search(self.text, until)
+
+    def after(self, at: int) -> int:
+        """The end of `](TARGET)` at the first ']' from `at` on, or -1."""
+        searched, close = self._close
+        if not (searched <= at and (close == -1 or close >= at)):
+            close = self.text.find("]", at)
+            self._close = (at, close)
+        return -1 if close == -1 else self.target(close)
+
+
 def _visible(text: str, where: list[int] | None) -> str:
     shown: list[str] = []
-    i = 0
-    for m in _TOKEN_RE.finditer(text):
+    i = 0  # the end of the last token: the plain text from here on is shown as it is
+    ticks = CodeSpans(text) if "`" in text else None
+    links = _Links(text) if "[" in text or "](" in text else None
+    m = _TOKEN_RE.search(text)
+    while m is not None:
+        kind, end = m.lastgroup, m.end()
+        if links is not None and kind in ("image", "link"):
+            if kind == "link" and m.group() == "[":
+                found = links.after(m.start() + 1)
+                end = m.end() if found != -1 else -1  # the '[' alone: its ']' and target follow
+            else:
+                end = links.after(m.start() + 2) if kind == "image" else links.target(m.start())
+            if end == -1:  # not a link or an image: shown as typed
+                m = links.next_token(m.start() + 1, kind)
+                continue
         if m.start() > i:  # plain text up to the token, in one piece
             shown.append(text[i:m.start()])
             if where is not None:
                 where.extend(range(i, m.start()))
-        i = m.end()
-        kind = m.lastgroup
+        i = end
         at: int | range | None = None
-        if kind == "code":  # a code span shows its text as typed
-            ticks = len(m.group("ticks"))
-            shown.append(text[m.start() + ticks:m.end() - ticks])
-            at = range(m.start() + ticks, m.end() - ticks)
+        if ticks is not None and m.group() == "`":
+            code = ticks.opened(m.start())
+            if code is None:  # no span opens in the rest of the run: each backtick is a mark
+                i = ticks.run_end(m.start())
+            else:  # the backticks before the span's are marks; the span shows its text as typed
+                start, i, width = code
+                shown.append(text[start + width:i - width])
+                at = range(start + width, i - width)
         elif kind == "ref":
             char = html.unescape(m.group())
             if len(char) == 1 and not is_invisible(char):
@@ -97,6 +226,7 @@ def _visible(text: str, where: list[int] | None) -> str:
                 where.extend(at)
             else:
                 where.append(at)
+        m = _TOKEN_RE.search(text, i)
     if i < len(text):
         shown.append(text[i:])
         if where is not None:
@@ -113,21 +243,46 @@ _HTML_SYNTAX = frozenset("&<>\"' ")  # what a page may need to write as a refere
 _HIDING_RE = re.compile(
     r"""(?P<table><\s*(?:table|tr|td|th)\b)
       | <\s*(?:style|script|template|noscript|iframe|object|embed)\b
-      | <[^>]*\s(?:hidden|aria-hidden|style)(?=[\s=/>])
       | (?<!\{)\{:?[^{}]*[\s:](?:hidden|style)(?=[\s}=])""",
     re.VERBOSE | re.IGNORECASE)
+# A tag with an attribute that hides or styles text. Tried only at the first '<' (outside code) after
+# each '>': from a later '<' before the same '>' it reads less of the same text, so it matches only
+# where the first does (tried at every '<', a line of a million '<' takes hours).
+_HIDING_ATTRIBUTE_RE = re.compile(r"""<[^>]*\s(?:hidden|aria-hidden|style)(?=[\s=/>])""", re.IGNORECASE)
 _COMMENT_RE = re.compile(r"""<!--|-->""")
 
 
-def _in_code_span(text: str, at: int) -> bool:
-    """Whether column `at` lies inside a backtick code span, which shows its text literally."""
-    return any(m.start() < at < m.end() for m in _CODE_SPAN_RE.finditer(text))
+class _InCode:
+    """Whether a column of a line lies inside a backtick code span, which shows its text literally
+    (the line's spans found once, at the first question)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._spans: list[tuple[int, int]] | None = None
+
+    def span(self, at: int) -> tuple[int, int] | None:
+        """The span holding column `at` (not on its opening backtick), or None."""
+        if self._spans is None:
+            self._spans = code_spans(self.text)
+        k = bisect.bisect_left(self._spans, (at,)) - 1
+        return self._spans[k] if k >= 0 and at < self._spans[k][1] else None
 
 
-def check_hidden_text(page: PageState, out: list[OutLine], in_fence: list[bool]) -> None:
+# What a line holds when check_hidden_text has something to read in it (or a claim, inside a comment):
+# a character outside ASCII, a reference, a comment mark, a tag _HIDING_RE names, or the attribute words.
+_HIDDEN_TEXT_LINE_RE = re.compile(
+    r"""[^\x00-\x7f]|&|<!--|-->|hidden|style
+      |<[^\S\n]*(?:table|tr|td|th|script|template|noscript|iframe|object|embed)""", re.VERBOSE)
+_HIDDEN_TEXT_LINE_ANY_CASE_RE = re.compile(_HIDDEN_TEXT_LINE_RE.pattern, re.VERBOSE | re.IGNORECASE)
+
+
+def check_hidden_text(page: PageState, out: Lines, in_fence: list[bool]) -> None:
     """No text that the checks read differently from a reader: see the module's docstring."""
     in_comment: tuple[int, int] | None = None  # (line, column) where an open comment began
-    for i, line in enumerate(out):
+    with_spans = out.with_spans()  # a claim may stand inside a comment that an earlier line opened
+    found = out.find_words(_HIDDEN_TEXT_LINE_RE, _HIDDEN_TEXT_LINE_ANY_CASE_RE)
+    for i in sorted(set(found).union(with_spans)) if with_spans else found:
+        line = out[i]
         if line.generated:
             continue
         _invisible(page, line, first_of_file=i == 0)
@@ -141,23 +296,29 @@ def check_hidden_text(page: PageState, out: list[OutLine], in_fence: list[bool])
 
 
 def _invisible(page: PageState, line: OutLine, first_of_file: bool) -> None:
-    if line.text.isascii():
+    text = line.text
+    if text.isascii():
         return  # every invisible character is outside ASCII: the common line costs one pass in C
-    seen: set[str] = set()
-    for col, c in enumerate(line.text):
-        if c in seen or not is_invisible(c):
+    found: list[tuple[int, str]] = []  # (column, character): the first of each invisible one a reader misses
+    for c in set(text) - _ASCII:
+        if not is_invisible(c):
             continue
+        col = text.find(c)
         if c == "\ufeff" and first_of_file and col == 0:
-            continue  # a byte-order mark
-        if c == "\u200d" and not _ascii_beside(line.text, col):
-            continue  # a zero-width joiner inside an emoji sequence
-        seen.add(c)
+            col = text.find(c, 1)  # a byte-order mark
+        while c == "\u200d" and col != -1 and not _ascii_beside(text, col):
+            col = text.find(c, col + 1)  # a zero-width joiner inside an emoji sequence
+        if col != -1:
+            found.append((col, c))
+    for col, c in sorted(found):
         name = unicodedata.name(c, "an invisible character")
         page.error(line.src, f"invisible character U+{ord(c):04X} ({name}) at column {col + 1}: a reader does "
                    "not see it, and it changes the words and figures the checks read; remove it")
 
 
-_WORD_RE = re.compile(r"""\w+""")
+_ASCII = frozenset(map(chr, range(128)))
+
+
 # Cyrillic and Greek letters that look like Latin ones (after Unicode's confusables list).
 _LOOKALIKES = frozenset("\u0410\u0412\u0421\u0415\u041d\u0406\u0408\u041a\u041c\u041e\u0420\u0405\u0422"
                         "\u0425\u04ae\u0430\u0441\u0435\u0456\u0458\u043e\u0440\u0455\u0445\u0443\u04bb"
@@ -167,16 +328,18 @@ _LOOKALIKES = frozenset("\u0410\u0412\u0421\u0415\u041d\u0406\u0408\u041a\u041c\
 
 def _mixed_scripts(page: PageState, line: OutLine) -> None:
     """A Latin word with a Cyrillic or Greek look-alike letter in it ('RAСECHECK' with a Cyrillic С)."""
-    if line.text.isascii():
+    if line.text.isascii() or _LOOKALIKES.isdisjoint(line.text):
         return
-    for m in _WORD_RE.finditer(line.text):
+    m = _MIXED_WORD_RE.search(line.text)
+    if m is not None:
         word = m.group()
-        odd = next((c for c in word if c in _LOOKALIKES), None)
-        if odd is None or not any(c.isascii() and c.isalpha() for c in word):
-            continue
+        odd = next(c for c in word if c in _LOOKALIKES)
         page.error(line.src, f"the word {word!r} hides {odd!r} ({unicodedata.name(odd)}) among Latin letters; "
                    "a reader cannot tell them apart, and the checks read another word; spell it in Latin letters")
-        return
+
+
+# A word with a look-alike letter and a Latin one (each word read once, from its start).
+_MIXED_WORD_RE = re.compile(rf"""(?<!\w)(?=\w*[{"".join(sorted(_LOOKALIKES))}])(?=\w*[A-Za-z])\w+""")
 
 
 def _ascii_beside(text: str, col: int) -> bool:
@@ -186,10 +349,15 @@ def _ascii_beside(text: str, col: int) -> bool:
 def _char_refs(page: PageState, line: OutLine) -> None:
     if "&" not in line.text:
         return  # every reference starts with one
+    code = _InCode(line.text)
+    seen: set[str] = set()  # each reference once a line: its first says what to fix
     for m in CHAR_REF_RE.finditer(line.text):
+        if m.group() in seen:
+            continue
         char = _refused_char(m.group())
-        if char is None or _in_code_span(line.text, m.start()):
+        if char is None or code.span(m.start()):
             continue  # a reference a page needs, or one shown as typed
+        seen.add(m.group())
         if is_invisible(char):
             page.error(line.src, f"character reference {m.group()!r} writes an invisible character "
                        f"(U+{ord(char):04X}); a reader does not see it, and it changes the words and figures the "
@@ -215,18 +383,37 @@ def _refused_char(ref: str) -> str | None:
 
 
 def _hiding(page: PageState, line: OutLine) -> None:
-    if "<" not in line.text and "{" not in line.text:
+    """The first markup outside code spans that hides, styles or scripts text, or an HTML table."""
+    text = line.text
+    if "<" not in text and "{" not in text:
         return  # every form _HIDING_RE knows starts with one
-    for m in _HIDING_RE.finditer(line.text):
-        if not _in_code_span(line.text, m.start()):
-            if m.group("table"):
-                page.error(line.src, f"{m.group().strip()!r}: an HTML table's labels are not bound to its claims; "
-                           "write the table in Markdown")
-            else:
-                page.error(line.src, f"{m.group().strip()!r} hides, styles or scripts text on the page, so a "
-                           "reader and the checks would read different things; remove it (the site's stylesheet "
-                           "and script are in docs/assets/)")
-            return
+    code = _InCode(text)
+    m = _HIDING_RE.search(text)
+    while m is not None and code.span(m.start()):
+        m = _HIDING_RE.search(text, m.start() + 1)
+    attribute = None
+    at = text.find("<")
+    while at != -1 and (m is None or at < m.start()):
+        span = code.span(at)
+        if span is not None:
+            at = text.find("<", span[1])
+            continue
+        attribute = _HIDING_ATTRIBUTE_RE.match(text, at)
+        close = text.find(">", at)
+        if attribute is not None or close == -1:
+            break
+        at = text.find("<", close)
+    if attribute is not None and (m is None or attribute.start() < m.start()):
+        m = attribute
+    if m is None:
+        return
+    if m.re is _HIDING_RE and m.group("table"):
+        page.error(line.src, f"{m.group().strip()!r}: an HTML table's labels are not bound to its claims; "
+                   "write the table in Markdown")
+    else:
+        page.error(line.src, f"{m.group().strip()!r} hides, styles or scripts text on the page, so a "
+                   "reader and the checks would read different things; remove it (the site's stylesheet "
+                   "and script are in docs/assets/)")
 
 
 def is_invisible(c: str) -> bool:
@@ -239,8 +426,9 @@ def _comments(page: PageState, line: OutLine, open_at: tuple[int, int] | None) -
     if open_at is None and "<!--" not in text and "-->" not in text:
         return None
     start = 0 if open_at is not None else None
+    code = _InCode(text)
     for m in _COMMENT_RE.finditer(text):
-        if _in_code_span(text, m.start()):
+        if code.span(m.start()):
             continue  # shown as typed
         if m.group() == "<!--" and start is None:
             start = m.start()
@@ -275,16 +463,19 @@ _RESERVED_RE = re.compile(r"""(?<![\w-])lk-(?:v|region|commands|transcript[\w-]*
                               |\bdata-lk-[\w-]*""", re.VERBOSE)
 
 
-def check_reserved_marks(page: PageState, out: list[OutLine], in_fence: list[bool]) -> None:
+_LK_RE = re.compile(r"""lk-""")
+
+
+def check_reserved_marks(page: PageState, out: Lines, in_fence: list[bool]) -> None:
     """No class or attribute of the core's (`lk-v`, `lk-region`, `data-lk-slot`, ...) in a page's own
     markup: in raw HTML, an attribute list, or a fence's info string (a code span shows it as typed)."""
-    for i, line in enumerate(out):
-        if line.generated or "lk-" not in line.text:
-            continue
+    for i in out.find(_LK_RE):
+        line = out[i]
         if in_fence[i] and not _FENCE_LINE_RE.match(line.text):
             continue  # inside a code block: shown as typed
+        code = _InCode(line.text)
         for m in _RESERVED_RE.finditer(line.text):
-            if in_fence[i] or not _in_code_span(line.text, m.start()):
+            if in_fence[i] or not code.span(m.start()):
                 page.error(line.src, f"{m.group()!r} is a mark of what lessonkit produced from the evidence; a "
                            "page's own markup may not use it (the audit of the rendered page trusts it); remove "
                            "it, or show it in a code span")
@@ -304,22 +495,38 @@ _TOOL_LINE_RE = re.compile(
 _PREFIXED_RE = re.compile(r"""^\s*={6,}[ \t]+\S""")
 
 
-def check_typed_output(page: PageState, out: list[OutLine], in_fence: list[bool]) -> None:
+# A line that may type tool output: six '=' or more (however tags split them), or a report's words.
+_MAYBE_TYPED_RE = re.compile(
+    r"""=(?:[^=\n]*=){5}|race[^\S\n]+reported|potential[^\S\n]+(?:raw|war|waw)|barrier[^\S\n]+error""")
+_MAYBE_TYPED_ANY_CASE_RE = re.compile(_MAYBE_TYPED_RE.pattern, re.IGNORECASE)
+
+
+def check_typed_output(page: PageState, out: Lines, in_fence: list[bool]) -> None:
     """No code block that types a sanitizer's report lines (one error a block), and no line outside a
     fence that starts with the tool's prefix (an indented code block, a raw <pre>)."""
-    reported = False
-    for i, line in enumerate(out):
-        if i == 0 or in_fence[i] != in_fence[i - 1] or not in_fence[i]:
-            reported = False  # a new block, or a line outside any fence
+    quiet_until = -1  # the end of the code block whose first typed line was reported: one error a block
+    for i in out.find_words(_MAYBE_TYPED_RE, _MAYBE_TYPED_ANY_CASE_RE):
+        if i < quiet_until:
+            continue
+        line = out[i]
         if in_fence[i]:
             typed = _TOOL_LINE_RE.match(line.text)
         else:  # the prefix is six '=' or more, however tags split them
             typed = line.text.count("=") >= 6 and _PREFIXED_RE.match(visible_text(line.text))
-        if reported or line.generated or not typed or SUMMARY_MENTION_RE.search(line.text):
+        if not typed or SUMMARY_MENTION_RE.search(line.text):
             continue  # a summary line is a quote: check_summaries holds it to the recordings
-        reported = True
+        if in_fence[i]:
+            quiet_until = _block_end(in_fence, i)
         page.error(line.src, f"a code block types compute-sanitizer output by hand ({line.text.strip()[:40]!r}); "
                    "show what a run printed with {{ transcript RUN }}, or quote its summary line in the text")
+
+
+def _block_end(in_fence: list[bool], i: int) -> int:
+    """The first line after line i's code block."""
+    try:
+        return in_fence.index(False, i)
+    except ValueError:
+        return len(in_fence)
 
 
 def is_reference_page(path: str) -> bool:
@@ -328,22 +535,19 @@ def is_reference_page(path: str) -> bool:
     return REFERENCE_FOLDER in parts[:-1]
 
 
-def check_escaped_directives(page: PageState, markdown: str) -> None:
+def check_escaped_directives(page: PageState, out: Lines, in_fence: list[bool], markdown: str) -> None:
     """A warning for each directive escaped at the start of a line outside code blocks, except on a
-    reference page (which shows directives as text on purpose)."""
+    reference page (which shows directives as text on purpose). The expanded line shows the directive
+    unescaped; its source line (`markdown`'s) has the backslash."""
     if is_reference_page(page.path):
         return
-    fence = ""
-    for index, text in enumerate(markdown.split("\n")):
-        m = _RAW_FENCE_RE.match(text)
-        if fence:
-            if m and m.group("fence")[0] == fence[0] and len(m.group("fence")) >= len(fence) \
-                    and not text.strip().strip(fence[0]):
-                fence = ""
+    source: list[str] | None = None
+    for i in out.find(_SHOWN_DIRECTIVE_RE):
+        if in_fence[i]:
             continue
-        if m:
-            fence = m.group("fence")
-            continue
+        source = markdown.split("\n") if source is None else source
+        index = out.srcs[i]
+        text = source[index]
         found = ESCAPED_DIRECTIVE_RE.match(text)
         if found:
             shown = text.strip()

@@ -114,7 +114,9 @@ class _ExpandAndCheck(Preprocessor):
             return lines
         repo = Path(self.ext.getConfig("repo") or os.getcwd())
         session = session_for(repo)
-        text = "\n".join(lines)
+        # Line ends as lessonkit reads the page's file (and as Python-Markdown reads it next): an
+        # engine may pass "\r\n" or "\r" as written, and then neither lines nor the file would match.
+        text = "\n".join(lines).replace("\r\n", "\n").replace("\r", "\n")
         path = self.ext.getConfig("page")
         offset = int(self.ext.getConfig("offset") or 0)
         if not path:
