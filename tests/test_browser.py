@@ -314,3 +314,37 @@ def test_day62_with_recordings_loaded_passes_axe(served_site, browser):
             failures += [f"{where}: {p}" for p in problems]
             page.context.close()
     assert failures == []
+
+
+@pytest.mark.parametrize(("width", "scheme"), [(DESKTOP, "light"), (DESKTOP, "dark"), (MOBILE, "light"),
+                                               (MOBILE, "dark")])
+def test_what_backs_a_figure_opens_by_keyboard_and_by_tap(served_site, browser, width, scheme):
+    """Every produced figure says what backs it (lessonkit.pages.meaning): focused from the keyboard
+    (desktop) or tapped (phone), a tooltip shows those words and the figure names it as its
+    description; Escape closes it; axe-core finds nothing serious with it open."""
+    context = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=scheme,
+                                  has_touch=width == MOBILE)
+    page = context.new_page()
+    page.goto(f"{served_site}/day62-racecheck/", wait_until="networkidle")
+    figures = page.locator(".lk-v[data-lk-why]")
+    assert figures.count() > 100  # claims, generated values and table cells alike
+    figure = figures.nth(20)
+    figure.scroll_into_view_if_needed()
+    if width == MOBILE:
+        figure.tap()
+    else:
+        page.keyboard.press("Tab")
+        figure.focus()
+    tip = page.locator("#lk-why")
+    tip.wait_for(state="visible")
+    words = figure.get_attribute("data-lk-why")
+    assert tip.inner_text() == words and "recording" in words and "set day62-racecheck" in words
+    assert figure.get_attribute("aria-describedby") == "lk-why" and tip.get_attribute("role") == "tooltip"
+    box, shown = tip.bounding_box(), page.viewport_size
+    assert box["x"] >= 0 and box["x"] + box["width"] <= shown["width"]  # on the screen at 390 px too
+    assert blocking_violations(page, f"day62 {width} {scheme} with a figure's backing open") == []
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"day62-why-{width}-{scheme}.png"))
+    page.keyboard.press("Escape")
+    assert not tip.is_visible() and figure.get_attribute("aria-describedby") is None
+    context.close()

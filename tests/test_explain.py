@@ -8,6 +8,7 @@ from conftest import BARE, RACE, record_set
 
 from lessonkit.cli.commands import main as cli
 from lessonkit.cli.explain import explain
+from lessonkit.site.check import Site
 
 PAGE = ("{{ evidence demo }}\n\nracecheck found {{ 2 @ race:#reports }} reports; the error had\n"
         "{{ 110\u2013130 @ race:reports[severity=Error].hazards }} hazards. It took {{ ~2 @ race:wall_s }} s.\n\n"
@@ -32,7 +33,8 @@ def test_explain_prints_each_sentence_and_what_backs_each_figure(demo_repo: Path
         ("    ~2: a rounded value every recording rounds to ([1.5, 2.5)); the field wall_s, in seconds; "
         f"run race of {toolkit}, 3 recordings"),
         "docs/p.md:6: The GPU was an [NVIDIA H200].",
-        f"    NVIDIA H200: the value the set records; what set demo records of its machine and tools, gpu; {toolkit}",
+        (f"    NVIDIA H200: as the set records it; the provenance field gpu (the machine and tools the set was "
+         f"recorded with); {toolkit}"),
     ]
 
 
@@ -42,3 +44,18 @@ def test_explain_marks_a_claim_that_does_not_hold_and_exits_1(demo_repo: Path, c
     out = capsys.readouterr()
     assert out.out.splitlines()[1].endswith("(does not hold: see check)")
     assert "docs/p.md:3: claim '3' (race:#reports)" in out.err
+
+
+def test_each_produced_figure_carries_what_backs_it(demo_repo: Path):
+    """The words explain prints are on the page too, on the figure (data-lk-why), for a reader."""
+    page = ("{{ evidence demo }}\n\nIt found {{ 2 @ race:#reports }} reports, "
+            "{{ value race:reports[severity=Error].hazards }} hazards.\n\n"
+            "{{ table race:rows rows=kernel cols=threads cell=mismatches }}\n")
+    markdown = Site.load(demo_repo).page(page, "docs/p.md").markdown
+    toolkit = "set demo (nvcc 13.0.88, compute-sanitizer 2025.3.1.0)"
+    assert ('<span class="lk-v" data-lk-why="2: one value every recording gives; the number of reports records; '
+            f'run race of {toolkit}, 1 recording">2</span>') in markdown
+    assert ('data-lk-why="generated from every recording: the field hazards of the reports records where severity '
+            f'is Error; run race of {toolkit}, 1 recording">120</span>') in markdown
+    assert (f'data-lk-why="generated from every recording: the field mismatches; run race of {toolkit}, 1 recording '
+            'a run; the cell (k, 256)">7</span>') in markdown

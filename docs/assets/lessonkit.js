@@ -2,7 +2,7 @@
 
 // What scrolls sideways (a wide table or diagram, a code region with an overlong word)
 // takes the keyboard focus, so it scrolls without a mouse (axe: scrollable-region-focusable).
-var lkScrollers = ".md-typeset__scrollwrap, table.lk-recordings, .lk-figure.lk-wide, .lk-region tr:has(> td.code), " +
+var lkScrollers = ".md-typeset__scrollwrap, .md-code__content, table.lk-recordings, .lk-figure.lk-wide, .lk-region tr:has(> td.code), " +
   "pre.lk-transcript-text > code";
 
 // Every width is read before any attribute is written: a write between two reads would make the
@@ -124,4 +124,105 @@ document$.subscribe(function () {
   document.querySelectorAll(".lk-transcript-more").forEach(lkLoadWhole);
   // Measuring needs the page laid out: after the first frame, not while the page is still loading.
   requestAnimationFrame(function () { setTimeout(lkMarkScrollers, 0); });
+});
+
+// What backs a figure (lessonkit.pages.meaning): every figure produced from the evidence carries it
+// in data-lk-why. Pointing at the figure, focusing it from the keyboard or tapping it shows those
+// words below it, in one tooltip the figure names as its description; Escape, or leaving it, hides it.
+var lkWhy = null;
+
+function lkWhyBox() {
+  if (!lkWhy) {
+    lkWhy = document.createElement("div");
+    lkWhy.id = "lk-why";
+    lkWhy.className = "lk-why";
+    lkWhy.setAttribute("role", "tooltip");
+    lkWhy.hidden = true;
+    (document.querySelector("main") || document.body).appendChild(lkWhy);
+  }
+  return lkWhy;
+}
+
+function lkShowWhy(figure) {
+  var box = lkWhyBox();
+  if (box.lkFor && box.lkFor !== figure) {
+    box.lkFor.removeAttribute("aria-describedby");
+  }
+  box.textContent = figure.getAttribute("data-lk-why");
+  box.hidden = false;
+  var page = document.documentElement.clientWidth;
+  var width = Math.min(320, page - 16);
+  var at = figure.getBoundingClientRect();
+  box.style.maxWidth = width + "px";
+  box.style.left = Math.max(8, Math.min(at.left, page - width - 8)) + "px";
+  box.style.top = at.bottom + 6 + "px";
+  figure.setAttribute("aria-describedby", "lk-why");
+  box.lkFor = figure;
+}
+
+function lkHideWhy() {
+  if (lkWhy && !lkWhy.hidden) {
+    if (lkWhy.lkFor) {
+      lkWhy.lkFor.removeAttribute("aria-describedby");
+    }
+    lkWhy.hidden = true;
+    lkWhy.lkFor = null;
+  }
+}
+
+function lkFigure(event) {
+  return event.target.closest ? event.target.closest(".lk-v[data-lk-why]") : null;
+}
+
+// A mouse shows it on pointing; a tap is a click (below), which shows it or hides it again.
+document.addEventListener("pointerover", function (event) {
+  var figure = lkFigure(event);
+  if (figure && event.pointerType === "mouse") {
+    lkShowWhy(figure);
+  }
+});
+document.addEventListener("pointerout", function (event) {
+  if (event.pointerType === "mouse" && lkFigure(event) && lkWhy && document.activeElement !== lkWhy.lkFor) {
+    lkHideWhy();
+  }
+});
+window.addEventListener("scroll", function () {  // it follows its figure
+  if (lkWhy && !lkWhy.hidden && lkWhy.lkFor) {
+    lkShowWhy(lkWhy.lkFor);
+  }
+}, { passive: true });
+document.addEventListener("focusin", function (event) {
+  var figure = lkFigure(event);
+  if (figure) {
+    lkShowWhy(figure);
+  }
+});
+document.addEventListener("focusout", function (event) {
+  if (lkFigure(event)) {
+    lkHideWhy();
+  }
+});
+document.addEventListener("click", function (event) {
+  var figure = lkFigure(event);
+  if (figure) {  // a tap or a click: show, or hide what it showed
+    if (lkWhy && !lkWhy.hidden && lkWhy.lkFor === figure && document.activeElement !== figure) {
+      lkHideWhy();
+    } else {
+      lkShowWhy(figure);
+    }
+  } else {
+    lkHideWhy();
+  }
+});
+document.addEventListener("keydown", function (event) {
+  if (event.key === "Escape") {
+    lkHideWhy();
+  }
+});
+
+document$.subscribe(function () {
+  lkHideWhy();
+  document.querySelectorAll(".lk-v[data-lk-why]").forEach(function (figure) {
+    figure.setAttribute("tabindex", "0");  // reachable from the keyboard, in reading order
+  });
 });

@@ -50,7 +50,7 @@ def _operand(text: str, default: str | None, sets: Mapping[str, EvidenceSet]) ->
             set_name, run = run, ""
     ev = sets.get(set_name)
     if ev is not None and not run:
-        return (f"what set {ev.name} records of its machine and tools, {query.strip()}",
+        return (f"the provenance field {query.strip()} (the machine and tools the set was recorded with)",
                 f"set {ev.name} ({_toolkit(ev)})")
     try:
         q = parse_query(query.strip())
@@ -91,7 +91,7 @@ def describe(claim: ClaimOutcome, sets: Mapping[str, EvidenceSet], default: str 
     form = compound(claim.ref_query)
     if form is None:
         what, where = _operand(claim.ref_query, default, sets)
-        kind = "the value the set records" if what.startswith("what set") else _form(claim.value)
+        kind = "as the set records it" if what.startswith("the provenance field") else _form(claim.value)
         return f"{claim.value}: {kind}; {what}; {where}"
     parts = [_operand(o, default if form.sets is None else form.sets[0], sets) for o in form.operands]
     what = parts[0][0] if len(parts) == 1 else f"{parts[0][0]} divided by {parts[1][0]}, recording by recording"
@@ -104,3 +104,23 @@ def describe(claim: ClaimOutcome, sets: Mapping[str, EvidenceSet], default: str 
     left, _, right = claim.value.partition(" vs ")
     return (f"{claim.value}: a difference; {left.strip()} in set {a} ({_toolkit(sets[a]) if a in sets else '?'}), "
             f"{right.strip()} in set {b} ({_toolkit(sets[b]) if b in sets else '?'}); {what}")
+
+
+def describe_generated(query: str, default: str | None, sets: Mapping[str, EvidenceSet]) -> str:
+    """A `{{ value QUERY }}` figure's backing in plain words."""
+    form = compound(query)
+    if form is None:
+        what, where = _operand(query, default, sets)
+        return f"generated from every recording: {what}; {where}"
+    parts = [_operand(o, default, sets) for o in form.operands]
+    return (f"generated from every pair of recordings: {parts[0][0]} divided by {parts[1][0]}; {parts[0][1]}"
+            if len(parts) == 2 else f"generated from every recording: {parts[0][0]}; {parts[0][1]}")
+
+
+def describe_table(ev: EvidenceSet, runs: list[str], field: str) -> str:
+    """A generated table cell's backing in plain words."""
+    unit = unit_of(field)
+    counts = [len(ev.recordings(r)) for r in runs if r in ev.groups]
+    many = f"{max(counts)} recording{'s' if max(counts) != 1 else ''} a run" if counts else "its recordings"
+    return (f"generated from every recording: the field {field}" + (f", in {unit}" if unit else "")
+            + f"; run{'s' if len(runs) > 1 else ''} {', '.join(runs)} of set {ev.name} ({_toolkit(ev)}), {many}")

@@ -30,6 +30,7 @@ from lessonkit.pages.crossclaims import check_compound, compound
 from lessonkit.pages.directives import expand_directive
 from lessonkit.pages.evidencelinks import check_evidence_links
 from lessonkit.pages.linerefs import check_typed_line_refs
+from lessonkit.pages.meaning import describe, describe_generated
 from lessonkit.pages.render import (
     produced,
 )
@@ -170,7 +171,7 @@ def _marked_markdown(out: Lines, in_fence: list[bool], unmarked: list[tuple[str,
             pieces.append(text[pos:span.start])
             pos = span.end
             if not in_fence[i] and not any(a <= span.start < b for a, b in closed):
-                pieces.append(produced(value))
+                pieces.append(produced(value, span.why))
                 continue
             left = span.start
             while left > 0 and span.start - left < _CONTEXT_MAX and text[left - 1] not in _CONTEXT_STOP:
@@ -309,7 +310,9 @@ def _inline(page: PageState, line: OutLine, token: Token, word: str | None, sour
     if is_value(token.body):  # a figure generated from the evidence (lessonkit.pages.values)
         figure, claim = render_value(page, token.line, token.body)
         if claim is not None:
-            line.spans.append(Span(len(line.text), len(line.text) + len(figure), claim))
+            query = " ".join(token.body.split()[1:])
+            why = describe_generated(query.split(" sig=")[0], page.default_set, page.sets)
+            line.spans.append(Span(len(line.text), len(line.text) + len(figure), claim, why))
             _check_unit(page, token, claim, figure, source, text)
         line.text += figure
         return
@@ -330,7 +333,9 @@ def _inline(page: PageState, line: OutLine, token: Token, word: str | None, sour
         shown = replace(shown, run=_first_run(page, form.operands[0], form.sets), across=form.sets)
     else:
         shown = page.check_claim(token.line, value, ref_query, start, end)
-    line.spans.append(Span(len(line.text), len(line.text) + len(value), shown))
+    outcome = page.result.claims[-1] if page.result.claims and page.result.claims[-1].start == start else None
+    why = describe(outcome, page.sets, page.default_set) if outcome is not None and outcome.error is None else None
+    line.spans.append(Span(len(line.text), len(line.text) + len(value), shown, why))
     line.text += value
     _check_unit(page, token, shown, value, source, text)
 

@@ -32,13 +32,17 @@ TRANSCRIPT_CLASS = "lk-transcript"  # a transcript directive's block: what the r
 BODY_CLASS = "lk-transcript-body"  # all of it but the summary line: kept out of the search index
 
 
-def produced(text: str) -> str:
+def produced(text: str, why: str | None = None) -> str:
     """`text`, which a claim or directive produced from the evidence, marked so for the rendered-page audit.
 
     Inline Markdown (raw HTML): `<span class="lk-v">TEXT</span>`. The audit (lessonkit.pages.audit)
     counts a figure inside it as checked; a page's own text may not use the class
-    (lessonkit.pages.text refuses it), so only the core makes one.
+    (lessonkit.pages.text refuses it), so only the core makes one. `why`, what backs the figure in
+    plain words (lessonkit.pages.meaning), goes in `data-lk-why`, which the site's script lets a
+    reader open by hover, tap or keyboard.
     """
+    if why:
+        return f'<span class="{PRODUCED_CLASS}" data-lk-why="{_attr(why)}">{text}</span>'
     return f'<span class="{PRODUCED_CLASS}">{text}</span>'
 
 

@@ -119,6 +119,7 @@ class Span:
     start: int
     end: int
     claim: object
+    why: str | None = None  # what backs the value, in plain words (lessonkit.pages.meaning)
 
 
 @dataclass

@@ -30,6 +30,7 @@ from lessonkit.errors import LessonError
 from lessonkit.evidence.display import Display
 from lessonkit.evidence.sets import EvidenceSet
 from lessonkit.pages.claims import ClaimValue, Sample, accepted_value, number
+from lessonkit.pages.meaning import describe_table
 from lessonkit.pages.query import (
     KERNEL,
     NotLaunched,
@@ -141,13 +142,16 @@ def _table(page: PageState, index: int, parts: list[str]) -> str:
         head += [_shown(display.label(col_key, v)) for v in col_values]
         columns = [(v, cells[0]) for v in col_values]
     body = []
+    runs = list(dict.fromkeys(source.run for source in sources))
     for rv in row_values:
         row = [_shown(display.label(row_key, rv))]
         for cv, cell in columns:
             where = f"({display.label(row_key, rv)}{'' if cv is None else ', ' + display.label(col_key, cv)})"
             chosen = {row_key: rv} | ({} if cv is None else {col_key: cv})
             text = _cell(page, sources, chosen, cell, where, int(sig) if sig else None)
-            row.append(empty if text is None else _shown(text))
+            field = _FIELD_RE.search(cell).group("field") if "{" in cell else cell
+            why = describe_table(sources[0].ev, runs, field) + f"; the cell {where}"
+            row.append(empty if text is None else _shown(text, why))
         body.append(row)
     numeric = [all(r[k + 1] == empty or _numeric(r[k + 1]) for r in body) for k in range(len(columns))]
     lines = ["| " + " | ".join(_escape(h) for h in head) + " |",
@@ -156,9 +160,10 @@ def _table(page: PageState, index: int, parts: list[str]) -> str:
     return "\n".join(lines)
 
 
-def _shown(text: str) -> str:
-    """Text drawn from the evidence as a table shows it: escaped, marked as produced."""
-    return produced(html.escape(text, quote=False))
+def _shown(text: str, why: str | None = None) -> str:
+    """Text drawn from the evidence as a table shows it: escaped, marked as produced (with what backs
+    it, for a cell)."""
+    return produced(html.escape(text, quote=False), why)
 
 
 def _source(page: PageState, index: int, text: str) -> _Source:
