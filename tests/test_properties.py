@@ -446,7 +446,8 @@ _LINE_PARTS = st.lists(st.tuples(st.lists(st.sampled_from(_PAGE_ALPHABET + ["```
 
 @given(_LINE_PARTS)
 def test_fenced_lines_are_those_a_line_by_line_reading_finds(parts):
-    from lessonkit.pages.scan import _FENCE_RE, fenced
+    from lessonkit.pages.scan import FENCE_RE as _FENCE_RE
+    from lessonkit.pages.scan import fenced
     out = _lines(parts)
     want, fence = [], ""
     for line in out:  # the reading fenced() replaced

@@ -18,7 +18,7 @@ import re
 from urllib.parse import unquote
 
 from lessonkit.pages.published import EVIDENCE_FOLDER, Published, built_location
-from lessonkit.pages.scan import OutLine
+from lessonkit.pages.scan import Lines
 from lessonkit.pages.state import PageState
 
 _CODE_SPAN_RE = re.compile(r"""(?P<ticks>`+)(?!`).*?(?<!`)(?P=ticks)(?!`)""")
@@ -30,13 +30,17 @@ _URL_RE = re.compile(
 _SCHEME_RE = re.compile(r"""^[a-z][a-z0-9+.-]*:""", re.IGNORECASE)
 
 
-def check_evidence_links(page: PageState, out: list[OutLine], in_fence: list[bool]) -> None:
+# A line that may hold a link: found in one search over the page (Lines.find), not line by line.
+_LINKING_RE = re.compile(r"""\]\(|\]:|=""")
+
+
+def check_evidence_links(page: PageState, out: Lines, in_fence: list[bool]) -> None:
     """Publish each recording the page's own text links under evidence/; refuse a link there to
     anything the evidence does not hold (see the module's docstring)."""
     docs_path = _docs_path(page.path)
-    for i, line in enumerate(out):
-        if line.generated or in_fence[i] or ("](" not in line.text and "]:" not in line.text
-                                             and "=" not in line.text):
+    for i in out.find(_LINKING_RE):
+        line = out[i]
+        if line.generated or in_fence[i]:
             continue
         text = _CODE_SPAN_RE.sub(lambda m: " " * len(m.group()), line.text)  # shown as typed
         for m in _URL_RE.finditer(text):

@@ -35,7 +35,17 @@ from lessonkit.pages.render import (
     produced,
 )
 from lessonkit.pages.rules import check_summaries
-from lessonkit.pages.scan import LineIndex, Lines, OutLine, Span, Token, fenced, scan, stands_alone
+from lessonkit.pages.scan import (
+    DIRECTIVES,
+    LineIndex,
+    Lines,
+    OutLine,
+    Span,
+    Token,
+    fenced,
+    scan,
+    stands_alone,
+)
 from lessonkit.pages.state import PageResult, PageState, ShownClaim
 from lessonkit.pages.tablerules import check_table_labels
 from lessonkit.pages.text import (
@@ -48,7 +58,7 @@ from lessonkit.pages.text import (
 from lessonkit.pages.units import unit_problem
 from lessonkit.pages.values import is_value, render_value
 
-_DIRECTIVES = ("region", "transcript", "evidence", "provenance", "commands", "table", "diagram")
+_DIRECTIVES = DIRECTIVES  # lessonkit.pages.scan
 _CLAIM_AT_RE = re.compile(r"""\s@\s""")
 _NEWLINE_RUN_RE = re.compile(r"""[ \t\r]*\n[ \t\r]*""")
 

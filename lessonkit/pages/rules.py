@@ -22,6 +22,7 @@ from functools import cached_property
 from lessonkit.errors import LessonError
 from lessonkit.evidence.transcript import Summary
 from lessonkit.pages.claims import Found, Sample, judge
+from lessonkit.pages.figures import FIGURE_RE
 from lessonkit.pages.scan import Lines, OutLine, Span
 from lessonkit.pages.state import PageState, ShownClaim
 from lessonkit.pages.text import (
@@ -42,7 +43,6 @@ _BLOCK_START_RE = re.compile(
        |</?(?:div|table|pre|p|details|summary|ul|ol|li|h[1-6]|blockquote|section|figure|hr|dl|script|style)\b
        |<!--)""", re.VERBOSE | re.IGNORECASE)
 _QUOTE_END_RE = re.compile(r"""[`"\u201c\u201d;|<]|\.(?=\s|$)""")
-_FIGURE_RE = re.compile(r"""\d[\d,]*(?:\.\d+)?""")
 _AFTER_QUOTE_RE = re.compile(
     r"""^(?:\s*$|[`"'\u201c\u201d\u2018\u2019*_<|)\]]|[.;:!?](?:$|[\s`"'\u201d\u2019*_<|)\]]))""", re.VERBOSE)
 _VISIBLE_END_RE = re.compile(r"""["\u201c\u201d;|]|\.(?=\s|$)""")  # a quote's end in the visible text
@@ -380,7 +380,7 @@ def _matches(line: OutLine, at: int, summary: str) -> bool:
     while j < len(summary):
         slot = slots.get(i)
         if slot is not None:
-            figure = _FIGURE_RE.match(summary, j)
+            figure = FIGURE_RE.match(summary, j)
             if figure is None or not judge(slot.claim.value, Sample((Found(figure.group()),), "", 1)).holds:
                 return False
             i, j = slot.end, figure.end()

@@ -13,11 +13,15 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+# The directives, the one list of them: what lessonkit.pages.directives expands, what the page's
+# scanner and the escaped-directive warning recognise, what verify-site looks for unexpanded.
+DIRECTIVES = ("region", "transcript", "evidence", "provenance", "commands", "table", "diagram")
 _OPEN_RE = re.compile(r"""(?<!\\)\{\{""")
 _BLANK_LINE_RE = re.compile(r"""\n[ \t\r]*\n""")
-# A fence may be indented (inside an admonition or a list); a backtick fence's info string has no
-# backtick, so "```x``` is the binary" is inline code, not a fence (CommonMark 4.5).
-_FENCE_RE = re.compile(r"""^[ \t]*(?P<fence>`{3,}(?=[^`]*$)|~{3,})""")
+# The one fence pattern of the core: a fence may be indented (inside an admonition or a list); a
+# backtick fence's info string has no backtick, so "```x``` is the binary" is inline code, not a
+# fence (CommonMark 4.5). `info` is the rest of the line (the language, a title, attributes).
+FENCE_RE = re.compile(r"""^[ \t]*(?P<fence>`{3,}(?=[^`\n]*$)|~{3,})(?P<info>[^\n]*)""", re.MULTILINE)
 _BACKTICKS_RE = re.compile(r"""`+""")
 
 
@@ -276,8 +280,6 @@ class Lines:
             m = pattern.search(text, counted)
 
 
-# A fence line (_FENCE_RE's, read over the page at once): its fence, and the rest of the line.
-_FENCE_LINE_RE = re.compile(r"""^[ \t]*(?P<fence>`{3,}(?=[^`\n]*$)|~{3,})(?P<rest>[^\n]*)""", re.MULTILINE)
 
 
 def fenced(out: Lines) -> list[bool]:
@@ -287,12 +289,12 @@ def fenced(out: Lines) -> list[bool]:
     text = out.joined
     line, counted = 0, 0  # the line holding offset `counted`
     fence, opened = "", 0  # the open fence, and the line that opened it
-    for m in _FENCE_LINE_RE.finditer(text):
+    for m in FENCE_RE.finditer(text):
         line += text.count("\n", counted, m.start())
         counted = m.start()
         if not fence:
             fence, opened = m.group("fence"), line
-        elif m.group("fence")[0] == fence[0] and len(m.group("fence")) >= len(fence) and not m.group("rest").strip():
+        elif m.group("fence")[0] == fence[0] and len(m.group("fence")) >= len(fence) and not m.group("info").strip():
             in_fence[opened:line + 1] = [True] * (line + 1 - opened)
             fence = ""
     if fence:  # never closed: a code block to the page's end

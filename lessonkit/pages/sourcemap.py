@@ -6,10 +6,11 @@ import re
 
 from lessonkit.pages.figures import FIGURE_RE
 from lessonkit.pages.fold import shown, skeleton
+from lessonkit.pages.scan import FENCE_RE
 from lessonkit.pages.text import visible_text
 
 _CLAIM_RE = re.compile(r"""\{\{.*?\}\}""")
-_FENCE_OPEN_RE = re.compile(r"""^[ \t]*(?P<fence>`{3,}|~{3,})(?P<info>\s*\{?\s*\.?(?P<lang>[\w+-]*).*)$""")
+_LANGUAGE_RE = re.compile(r"""\s*\{?\s*\.?(?P<lang>[\w+-]*)""")  # the language a fence's info names first
 
 
 class SourceFinder:
@@ -58,7 +59,7 @@ class SourceFinder:
         """(0-based line, language) of every fence the page's Markdown opens."""
         found, fence = [], ""
         for k in range(self.skip, len(self.lines)):
-            m = _FENCE_OPEN_RE.match(self.lines[k])
+            m = FENCE_RE.match(self.lines[k])
             if fence:
                 if m and m.group("fence")[0] == fence[0] and len(m.group("fence")) >= len(fence) \
                         and not m.group("info").strip():
@@ -66,7 +67,7 @@ class SourceFinder:
                 continue
             if m:
                 fence = m.group("fence")
-                found.append((k, m.group("lang") or ""))
+                found.append((k, _LANGUAGE_RE.match(m.group("info")).group("lang") or ""))
         return found
 
     def code(self, first_line: str, language: str) -> int | None:

@@ -27,14 +27,14 @@ import re
 import unicodedata
 from pathlib import PurePosixPath
 
-from lessonkit.pages.scan import Lines, OutLine
+from lessonkit.pages.scan import DIRECTIVES, FENCE_RE, Lines, OutLine
 from lessonkit.pages.state import PageState
 
 # A directive escaped at the start of a line: it shows as text (as the expanded line shows it, unescaped).
 ESCAPED_DIRECTIVE_RE = re.compile(
-    r"""^[ \t]*\\\{\{[ \t]*(?P<word>region|transcript|evidence|provenance|commands|table)\b""")
+    r"""^[ \t]*\\\{\{[ \t]*(?P<word>""" + "|".join(DIRECTIVES) + r""")\b""")
 _SHOWN_DIRECTIVE_RE = re.compile(
-    r"""^[ \t]*\{\{[ \t]*(?:region|transcript|evidence|provenance|commands|table)\b""", re.MULTILINE)
+    r"""^[ \t]*\{\{[ \t]*(?:""" + "|".join(DIRECTIVES) + r""")\b""", re.MULTILINE)
 REFERENCE_FOLDER = "reference"  # docs/reference/: pages that show directives as text on purpose
 # "RACECHECK SUMMARY" or "ERROR SUMMARY", as a page may space it: a mention of a sanitizer's summary.
 SUMMARY_MENTION_RE = re.compile(
@@ -471,7 +471,7 @@ def check_reserved_marks(page: PageState, out: Lines, in_fence: list[bool]) -> N
     markup: in raw HTML, an attribute list, or a fence's info string (a code span shows it as typed)."""
     for i in out.find(_LK_RE):
         line = out[i]
-        if in_fence[i] and not _FENCE_LINE_RE.match(line.text):
+        if in_fence[i] and not FENCE_RE.match(line.text):
             continue  # inside a code block: shown as typed
         code = _InCode(line.text)
         for m in _RESERVED_RE.finditer(line.text):
@@ -482,7 +482,6 @@ def check_reserved_marks(page: PageState, out: Lines, in_fence: list[bool]) -> N
                 break
 
 
-_FENCE_LINE_RE = re.compile(r"""^[ \t]*(?:`{3,}|~{3,})""")
 
 
 # -- typed tool output ---------------------------------------------------------------------------

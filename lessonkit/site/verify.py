@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 
 from lessonkit.errors import LessonError, LessonErrors
 from lessonkit.evidence.manifest import Manifest, read_manifest, regular_file_sha256
+from lessonkit.pages.scan import DIRECTIVES
 from lessonkit.site.config import CONFIG, DOCS_DIR, nav_pages
 from lessonkit.textio import read_text
 
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
 
 CHECKED_MARK = "\n<!-- lessonkit: checked -->\n"
 START_MARK = "\n<!-- lessonkit: page -->\n"  # where the page's own content begins, inside the theme's
-_DIRECTIVES = ("region", "transcript", "evidence", "provenance", "commands", "table", "diagram")
+_DIRECTIVES = DIRECTIVES
 _TOKEN_RE = re.compile(r"""\{\{(?P<body>[^{}\n]{1,400}?)\}\}""", re.VERBOSE)
 _DIRECTIVE_RE = re.compile(rf"""^\s*(?P<word>{'|'.join(_DIRECTIVES)})\b""", re.VERBOSE)
 _SLOT_RE = re.compile(r"""<div\ data-lk-slot="\d+"></div>""", re.VERBOSE)
