@@ -10,6 +10,7 @@ lessonkit.site.mdext, verify-site).
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -231,13 +232,17 @@ CUDA = "a[threadIdx.x] += 2.5f;"
 
 @pytest.mark.parametrize("block", [
     f'```cuda linenums="4"\n{CUDA}\n```',
+    f'```cu\n{CUDA}\n```',
+    f'```cpp\n{CUDA}\n```',
+    f'```c++\n{CUDA}\n```',
     f'~~~{{.cuda linenums="4"}}\n{CUDA}\n~~~',
     f'<pre><code class="language-cuda">{CUDA}</code></pre>',
 ])
 def test_code_in_the_lessons_language_comes_from_a_region(demo_repo: Path, block: str):
     errors = audit(demo_repo, HEAD + block + "\n")
     assert [e.split(": ", 1)[0] for e in errors] == ["docs/p.md:3"], errors
-    assert "a cuda code block that no region directive produced looks like the lesson's program" in errors[0]
+    assert re.search(r"a (cuda|cu|cpp|c\+\+) code block that no region directive produced looks like the lesson's "
+                     "program", errors[0])
 
 
 def test_a_sketch_says_so_and_a_region_passes(demo_repo: Path):
@@ -371,3 +376,11 @@ def test_a_summary_whose_every_figure_is_a_claim_passes(demo_repo: Path):
     assert audit(demo_repo, HEAD + claimed) == []
     typed = claimed.replace("{{ 1 @ race:#reports[severity=Warning] }}", "3")  # not the recorded summary
     assert "is not, verbatim, a summary line" in audit(demo_repo, HEAD + typed)[0]
+
+
+def test_a_claim_in_a_code_span_excuses_its_own_place_only(demo_repo: Path):
+    """Its context excuses one place: the same words typed elsewhere are a typed figure."""
+    claimed = f"In code: `the error has {CLAIM_120} hazards` it says.\n"
+    assert audit(demo_repo, HEAD + claimed) == []
+    copied = claimed + "\nAnd in prose, the error has 120 hazards too.\n"
+    assert any("figure '120' is typed" in e for e in audit(demo_repo, HEAD + copied))

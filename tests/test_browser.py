@@ -348,3 +348,27 @@ def test_what_backs_a_figure_opens_by_keyboard_and_by_tap(served_site, browser, 
     page.keyboard.press("Escape")
     assert not tip.is_visible() and figure.get_attribute("aria-describedby") is None
     context.close()
+
+
+@pytest.mark.parametrize("word", ["racecheck", "synccheck", "fence"])
+def test_search_finds_the_lesson_sections_and_no_transcript_record(served_site, browser, word):
+    """Material's search, as a reader uses it: the results for a tool's name are the sections of
+    the lessons about it, not the thousands of records its transcripts hold (lessonkit.pages.render
+    keeps recordings out of the index)."""
+    page, problems = open_page(browser, f"{served_site}/")
+    page.keyboard.press("s")  # Material's shortcut to the search box
+    box = page.locator("input.md-search__input")
+    box.wait_for(state="visible")
+    box.fill(word)
+    results = page.locator(".md-search-result__item")
+    results.first.wait_for(state="visible", timeout=20_000)
+    page.wait_for_function("() => document.querySelector('.md-search-result__meta') && "
+                           "/\\d/.test(document.querySelector('.md-search-result__meta').textContent)")
+    links = [a.get_attribute("href") for a in page.locator(".md-search-result__link").all()]
+    texts = page.locator(".md-search-result__list").inner_text()
+    pages = {href.split("#")[0].rstrip("/").rsplit("/", 1)[-1] for href in links}
+    assert pages & {"day62-racecheck", "day27-global-reduction", "deeper-weak-behaviours"}, links
+    for record in ("=========", "Race reported between", "RACECHECK SUMMARY", "hazard detected at",
+                   "Barrier error detected", "threads | kernel |"):
+        assert record not in texts, f"{word}: a transcript record in the results: {record!r}"
+    assert problems == []

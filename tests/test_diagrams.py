@@ -49,6 +49,14 @@ def test_a_figure_typed_in_a_diagram_is_refused(demo_repo: Path, typed: str, lin
     assert len(found) == 1 and found[0].startswith(f"code/demo/diagrams/d.svg:{line}: ")
 
 
+def test_a_narrative_mark_covers_its_own_element_not_the_drawing(demo_repo: Path):
+    """On the diagram's root (or a group) the mark would excuse every figure of the drawing."""
+    marked = SVG.replace("<svg ", '<svg data-lk-narrative="an illustration" ').replace(
+        "</svg>", '  <g data-lk-narrative="labels"><text x="1" y="40">34 full tiles</text></g>\n</svg>')
+    found = _page(demo_repo, marked)
+    assert len(found) == 1 and found[0].startswith("code/demo/diagrams/d.svg:6: '34' in the diagram's text")
+
+
 def test_a_claim_in_an_attribute_is_refused(demo_repo: Path):
     found = _page(demo_repo, SVG.replace('role="img"', 'role="img" aria-label="{{ 2 @ race:#reports }} reports"'))
     assert any("inside an attribute" in e for e in found)

@@ -27,8 +27,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from lessonkit.errors import LessonError
@@ -54,32 +56,46 @@ _REPORT_RE = re.compile(r"""(?:^|\s)={6,}\s*[^\s=]|""" + "|".join(
 _APOSTROPHES = str.maketrans("\u2019\u2018\u02bc", "'''")
 
 
-@dataclass
+# The names a fence may give the language of a recorded input (its highlighting lexer's aliases):
+# a ```cu, ```cpp or ```c++ block shows CUDA as much as a ```cuda one.
+_ALIASES = {"cuda": ("cu", "cpp", "c++", "cxx", "c"), "python": ("py", "python3", "py3")}
+
+
 class _Cited:
-    figures: dict[str, str]
-    summaries: set[str]
-    languages: set[str]
-    unknowable: bool = False  # a set the page cites cannot be read: its summaries are not known
+    """What the evidence sets a page cites hold, each part read only when the audit asks for it: a
+    page that passes never needs the figures (they only name where a refused figure is found)."""
+
+    def __init__(self, sets: list[EvidenceSet], unknowable: bool) -> None:
+        self.sets = sets
+        self.unknowable = unknowable  # a set the page cites cannot be read: its summaries are not known
+        shown = {language_of(p) for ev in sets for entry in ev.entries.values()
+                 for p in entry.inputs if p.startswith("code/")} - {"text"}
+        self.languages = shown | {alias for name in shown for alias in _ALIASES.get(name, ())}
+
+    @cached_property
+    def figures(self) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for ev in self.sets:
+            for figure, where in evidence_figures(ev).items():
+                found.setdefault(figure, where)
+        return found
+
+    @cached_property
+    def summaries(self) -> set[str]:
+        """Which run a quote belongs to is the Markdown's summary rule's to say: every summary here."""
+        found: set[str] = set()
+        for ev in self.sets:
+            for recording in ev.entries:
+                try:
+                    found.update(s.text for s in ev.transcript(recording).summaries)
+                except LessonError:
+                    continue
+        return found
 
 
 def _cited(result: PageResult, sets: Mapping[str, EvidenceSet]) -> _Cited:
     names = sorted({s for s, _ in result.cited} | {n for n in result.looked_up if n in sets})
-    cited = _Cited({}, set(), set(), any(c.skipped for c in result.claims))
-    for name in names:
-        ev = sets[name]
-        for figure, where in evidence_figures(ev).items():
-            cited.figures.setdefault(figure, where)
-        for entry in ev.entries.values():
-            cited.languages.update(language_of(p) for p in entry.inputs if p.startswith("code/"))
-    for name in names:  # which run a quote belongs to is the Markdown's summary rule's to say
-        ev = sets[name]
-        for recording in ev.entries:
-            try:
-                cited.summaries.update(s.text for s in ev.transcript(recording).summaries)
-            except LessonError:
-                continue
-    cited.languages.discard("text")
-    return cited
+    return _Cited([sets[name] for name in names], any(c.skipped for c in result.claims))
 
 
 # -- what the page declares --------------------------------------------------------------------
@@ -124,11 +140,20 @@ def _front_matter(source: str, path: str, errors: list[LessonError]) -> tuple[li
 
 
 def _exempt(line: Line, start: int, end: int, narrative: list[_Narrative], skel: str) -> bool:
-    for n in narrative:
-        for m in n.pattern.finditer(skel):
-            if m.start() <= start and end <= m.end():
-                n.used = True
-                return True
+    return _declared(start, end, _phrases_in(narrative, skel))
+
+
+def _phrases_in(narrative: list[_Narrative], skel: str) -> list[tuple[int, int, _Narrative]]:
+    """Where each declared phrase stands on a line (its skeleton): read once a line."""
+    return [(m.start(), m.end(), n) for n in narrative for m in n.pattern.finditer(skel)]
+
+
+def _declared(start: int, end: int, phrases: list[tuple[int, int, _Narrative]]) -> bool:
+    """Whether skel[start:end] stands inside one of the line's phrases (which is then used)."""
+    for a, b, n in phrases:
+        if a <= start and end <= b:
+            n.used = True
+            return True
     return False
 
 
@@ -183,11 +208,16 @@ def audit_page(html: str | Callable[[], str], source: str, path: str, result: Pa
     finder = SourceFinder(source, skip)
     html = html if isinstance(html, str) else html()
     text = read_html(html)
+    # A claim where no span can go (a code span or block, alt text, an attribute) is known by the
+    # text around it: each such claim excuses one place that text stands, in reading order, so a
+    # copy of it typed elsewhere on the page is a figure like any other.
+    left = Counter((context, start, end) for context, start, end in result.unmarked)
     for line in text.lines:
-        for context, start, end in result.unmarked:
-            at = line.text.find(context)
-            while at != -1:
+        for (context, start, end), count in left.items():
+            at = line.text.find(context) if count else -1
+            while at != -1 and left[(context, start, end)]:
                 line.produced.append((at + start, at + end))
+                left[(context, start, end)] -= 1
                 at = line.text.find(context, at + 1)
     # One error per cause: a line the Markdown's checks already refused is not audited again.
     reported: set[tuple[int | None, str]] = set()
@@ -296,6 +326,7 @@ def _figures(text: ReaderText, cited: _Cited, narrative: list[_Narrative], versi
             continue  # the reader is told, above the block, that it is not the lesson's program
         skel = None
         examples = None
+        phrases: list[tuple[int, int, _Narrative]] = []
         for m in FIGURE_RE.finditer(line.text):
             if line.is_produced(m.start(), m.end()):
                 continue
@@ -303,10 +334,14 @@ def _figures(text: ReaderText, cited: _Cited, narrative: list[_Narrative], versi
                 examples = [e.span() for e in _EXAMPLE_RE.finditer(line.text)]
             if any(a <= m.start() and m.end() <= b for a, b in examples):
                 continue
-            skel = skel if skel is not None else skeleton(line.text)
-            if _exempt(line, m.start(), m.end(), narrative, skel):
+            if skel is None:
+                skel = skeleton(line.text)
+                phrases = _phrases_in(narrative, skel)
+            if _declared(m.start(), m.end(), phrases):
                 continue  # a release the page names on purpose (a later one, cited) is declared so
             named, wrong = _toolkit(line.text, skel, m.start(), m.end(), versions)
+            if named and not wrong:
+                continue
             where_line = finder.figure(m.group(), line.text, m.start(), m.end())
             if wrong:
                 report(where_line, wrong + "; if the page names a release it did not record on purpose, "

@@ -147,7 +147,10 @@ def _check_typed(page: PageState, shown: str, svg: str) -> None:
 
 def _text_run(page: PageState, shown: str, svg: str, start: int, end: int, stack: list[tuple[str, bool, bool]],
               lines: LineIndex) -> None:
-    if start == end or not stack or stack[-1][0] not in _TEXT_ELEMENTS or any(p or n for _, p, n in stack):
+    # A narrative mark covers its own element's text, not everything under it: on the diagram's
+    # root (or a group) it would excuse every figure of the drawing.
+    if start == end or not stack or stack[-1][0] not in _TEXT_ELEMENTS or any(p for _, p, _ in stack) \
+            or stack[-1][2]:
         return
     text = html.unescape(svg[start:end])
     digits = re.search(r"\d[\d.,]*", text)
