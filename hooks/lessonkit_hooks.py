@@ -177,20 +177,27 @@ def on_files(files, *, config):
         if rewrite_all or (_state["dirty"] and session.needs_check(shown, path)):
             f.is_modified = lambda: True
         _state["sources"][shown] = session.digests.digest(path)
-    _add_program_pages(files, config, session.repo)
+    _add_program_pages(files, config, session.repo, rewrite_all)
     return files
 
 
-def _add_program_pages(files, config, repo: Path) -> None:
+def _add_program_pages(files, config, repo: Path, rewrite_all: bool = False) -> None:
     """A page at code/LESSON/ for each lesson, listing its program's files (published by
     on_post_build); they are lessonkit's own output, not pages of docs/ to check."""
     programs = _state["programs"] = {}
+    built = _state.setdefault("program_pages", {})  # src_uri -> the page as the last build wrote it
     for lesson in lessonkit.site.programs.lesson_folders(repo):
         programs[lesson] = lessonkit.site.programs.program_files(repo, lesson)
         page = lessonkit.site.programs.program_page(lesson, programs[lesson])
         src_uri = lessonkit.site.programs.program_folder(lesson) + "index.md"
         if files.get_file_from_path(src_uri) is None:
-            files.append(File.generated(config, src_uri, content=page))
+            generated = File.generated(config, src_uri, content=page)
+            if _state["dirty"] and not rewrite_all and built.get(src_uri) == page:
+                # A generated file counts as modified in every build; under --dirtyreload that
+                # rebuilt every lesson's program page on every reload (a second at 100 lessons).
+                generated.is_modified = lambda: False
+            built[src_uri] = page
+            files.append(generated)
 
 
 @_timed

@@ -514,7 +514,20 @@ class CheckedSite:
         """`_split_page` of a page file's text, and the file's identity taken before it was read;
         LessonError (at `path`) when it is not UTF-8, LessonErrors as `_split_page`."""
         digest = self.digests.digest(source)
-        return (*_split_page(read_text(source, path), path), digest)
+        text = read_text(source, path)
+        body, offset = strip_front_matter(text)
+        front = text[:len(text) - len(body)]
+        if front:  # YAML read once per front matter text, even across processes (the cache on disk)
+            key = cache.digest("front", path, front)
+            known = self.store.get("front", sitecache.entry_name(path), key)
+            try:
+                errors = sitecache.decode_errors(known)
+            except (TypeError, KeyError, ValueError):
+                errors = list(read_front_matter(text, path).errors)
+                self.store.put("front", sitecache.entry_name(path), key, sitecache.encode_errors(errors))
+            if errors:
+                raise LessonErrors(errors)
+        return body, offset, front, digest
 
     def check_page_file(self, path: str, source: Path) -> PageResult:
         """Read page `path` from `source` (front matter stripped) and check it; a page that is not
