@@ -113,7 +113,13 @@ function lkLoadWhole(more) {
   });
 }
 
-document$.subscribe(function () {
+// The page's own work runs just after the document has loaded (a task of its own), so that the
+// page is ready to read as soon as the theme's script has run.
+function lkAfterLoad(work) {
+  document$.subscribe(function () { setTimeout(work, 0); });
+}
+
+lkAfterLoad(function () {
   // A wrapped line of a code region continues 4 columns right of its own indent, as in an
   // editor with word wrap (lessonkit.css reads --lk-indent; without this script, 4 columns).
   document.querySelectorAll(".lk-region td.code code > span").forEach(function (line) {
@@ -220,7 +226,7 @@ document.addEventListener("keydown", function (event) {
   }
 });
 
-document$.subscribe(function () {
+lkAfterLoad(function () {
   lkHideWhy();
   document.querySelectorAll(".lk-v[data-lk-why]").forEach(function (figure) {
     figure.setAttribute("tabindex", "0");  // reachable from the keyboard, in reading order
