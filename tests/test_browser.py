@@ -216,17 +216,19 @@ def test_every_recording_of_a_transcript_loads_when_opened(served_site, built_si
     box.locator("> summary").focus()
     page.keyboard.press("Enter")
     assert box.get_attribute("open") is not None
-    recordings = box.locator("details.lk-recording")
+    recordings = box.locator("section.lk-recording")
     n = recordings.count()
     assert n >= 3
     for k in range(1, n):  # Recording 2 of n .. n of n
         recording = recordings.nth(k)
-        summary = recording.locator("> summary")
-        assert summary.inner_text().startswith(f"Recording {k + 1} of {n} (")
+        line = recording.locator("> .lk-recording-file")
+        assert line.inner_text().startswith(f"Recording {k + 1} of {n} (")
         link = recording.locator("a.lk-evidence")
         href = link.get_attribute("href")
-        assert recording.locator("pre").count() == 0  # nothing loaded before it is opened
-        summary.focus()
+        assert recording.locator("pre").count() == 0  # nothing loaded before it is asked for
+        button = line.locator("button.lk-load-whole")
+        assert button.inner_text() == "Show it here"
+        button.focus()
         page.keyboard.press("Enter")
         code = recording.locator("pre.lk-transcript-text > code")
         code.wait_for()  # polls until the fetched text is in
@@ -235,6 +237,9 @@ def test_every_recording_of_a_transcript_loads_when_opened(served_site, built_si
         lines = recording_text(built_site, href).count("\n") + 1
         assert status.text_content() == f"Loaded, {lines} lines."
         assert link.is_visible()  # the file stays one click away
+        assert button.get_attribute("aria-expanded") == "true"
+        page.keyboard.press("Enter")  # and the same button hides it again
+        assert not recording.locator("pre").is_visible() and button.get_attribute("aria-expanded") == "false"
     # The first recording, shown in part, loads whole when asked (a button, by keyboard).
     first = recordings.nth(0)
     more = first.locator(".lk-transcript-more")
@@ -257,8 +262,8 @@ def test_a_recording_that_fails_to_load_says_so_and_keeps_its_link(served_site, 
     page.route("**/evidence/**", lambda route: route.fulfill(status=404, body="gone"))
     box = transcript_box(page, HAZARD_BOX)
     box.locator("> summary").click()
-    recording = box.locator("details.lk-recording").nth(1)
-    recording.locator("> summary").click()
+    recording = box.locator("section.lk-recording").nth(1)
+    recording.get_by_role("button", name="Show it here").click()
     status = recording.locator("[role=status].lk-load-failed")
     status.wait_for()
     assert status.text_content() == ("Could not load this recording (the server answered 404); "
@@ -276,11 +281,10 @@ def test_without_javascript_each_recording_links_its_file(served_site, built_sit
         page.goto(f"{served_site}/day62-racecheck/", wait_until="networkidle")
         box = transcript_box(page, HAZARD_BOX)
         box.locator("> summary").click()  # <details> opens without JavaScript
-        recordings = box.locator("details.lk-recording")
+        recordings = box.locator("section.lk-recording")
         n = recordings.count()
         assert box.locator("button").count() == 0 and box.locator("[role=status]").count() == 0
         if k < n:
-            recordings.nth(k).locator("> summary").click()
             link = recordings.nth(k).locator("a.lk-evidence")
         else:
             link = box.locator(".lk-transcript-more a.lk-evidence")
@@ -305,8 +309,8 @@ def test_day62_with_recordings_loaded_passes_axe(served_site, browser):
             page, problems = open_page(browser, f"{served_site}/day62-racecheck/", width, scheme)
             box = transcript_box(page, HAZARD_BOX)
             box.locator("> summary").click()
-            recording = box.locator("details.lk-recording").nth(1)
-            recording.locator("> summary").click()
+            recording = box.locator("section.lk-recording").nth(1)
+            recording.get_by_role("button", name="Show it here").click()
             recording.locator("pre.lk-transcript-text").wait_for()
             box.locator(".lk-transcript-more button").click()
             box.locator(".lk-transcript-more [role=status]").filter(has_text="Loaded").wait_for()
@@ -359,7 +363,7 @@ def test_search_finds_the_lesson_sections_and_no_transcript_record(served_site, 
     page.keyboard.press("s")  # Material's shortcut to the search box
     box = page.locator("input.md-search__input")
     box.wait_for(state="visible")
-    box.fill(word)
+    box.type(word, delay=30)  # as typed: Material's search reads key events
     results = page.locator(".md-search-result__item")
     results.first.wait_for(state="visible", timeout=20_000)
     page.wait_for_function("() => document.querySelector('.md-search-result__meta') && "
@@ -368,7 +372,7 @@ def test_search_finds_the_lesson_sections_and_no_transcript_record(served_site, 
     texts = page.locator(".md-search-result__list").inner_text()
     pages = {href.split("#")[0].rstrip("/").rsplit("/", 1)[-1] for href in links}
     assert pages & {"day62-racecheck", "day27-global-reduction", "deeper-weak-behaviours"}, links
-    for record in ("=========", "Race reported between", "RACECHECK SUMMARY", "hazard detected at",
-                   "Barrier error detected", "threads | kernel |"):
+    for record in ("=========", "Race reported between", "hazard detected at", "Barrier error detected",
+                   "threads | kernel |", "Saved host backtrace"):
         assert record not in texts, f"{word}: a transcript record in the results: {record!r}"
     assert problems == []

@@ -69,24 +69,38 @@ function lkShowText(code, text) {
   return text === "" ? 0 : text.replace(/\n$/, "").split("\n").length;
 }
 
+// A recording after the first: a button beside its link shows its text here, and hides it again.
 function lkLoadOnOpen(box) {
-  var link = box.querySelector(":scope > .lk-recording-file > a.lk-evidence");
+  var line = box.querySelector(":scope > .lk-recording-file");
+  var link = line ? line.querySelector("a.lk-evidence") : null;
   if (!link || box.hasAttribute("data-lk-ready")) return;
   box.setAttribute("data-lk-ready", "");
+  var button = document.createElement("button");
+  button.type = "button";
+  button.className = "lk-load-whole";
+  button.textContent = "Show it here";
+  button.setAttribute("aria-expanded", "false");
+  line.appendChild(document.createTextNode(" "));
+  line.appendChild(button);
   var status = lkStatus(box, "p");
-  var load = function () {
-    if (!box.open) return;
+  var pre = null;
+  button.addEventListener("click", function () {
+    var open = button.getAttribute("aria-expanded") !== "true";
+    button.setAttribute("aria-expanded", open ? "true" : "false");
+    button.textContent = open ? "Hide it" : "Show it here";
+    if (pre) {
+      pre.style.display = open ? "" : "none";  // (a stylesheet's display for pre outranks hidden)
+      return;
+    }
     lkLoad(box, link, status, function (text) {
-      var pre = document.createElement("pre");
+      pre = document.createElement("pre");
       var code = document.createElement("code");
       pre.className = "lk-transcript-text";
       pre.appendChild(code);
       box.insertBefore(pre, status);
       return lkShowText(code, text);
     });
-  };
-  box.addEventListener("toggle", load);
-  load();
+  });
 }
 
 function lkLoadWhole(more) {
@@ -126,7 +140,7 @@ lkAfterLoad(function () {
     var indent = /^ */.exec(line.textContent)[0].length;
     line.style.setProperty("--lk-indent", indent + "ch");
   });
-  document.querySelectorAll("details.lk-recording").forEach(lkLoadOnOpen);
+  document.querySelectorAll("section.lk-recording").forEach(lkLoadOnOpen);
   document.querySelectorAll(".lk-transcript-more").forEach(lkLoadWhole);
   // Measuring needs the page laid out: after the first frame, not while the page is still loading.
   requestAnimationFrame(function () { setTimeout(lkMarkScrollers, 0); });

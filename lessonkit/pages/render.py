@@ -132,13 +132,16 @@ def render_transcript(ev: EvidenceSet, group: str, first: str, sizes: Sequence[i
     else:
         n = len(entries)
         parts.append(_spread_table(entries, figures or [{} for _ in entries]))
-        parts.append(f'<details class="lk-recording" open>\n<summary>Recording 1 of {n} '
-                     f"({html.escape(_status(entries[:1]))})</summary>\n{first_block}</details>\n")
+        # No <details> a recording: the theme's script sets up every <details> of a page as it loads
+        # (Day 62's 76 recording boxes were a third of its DOMContentLoaded on a slow phone); each
+        # other recording is a line with its link, which the site's script can show in place. A
+        # <section>, not a <div>: inside the excluded <div> a nested one would end the exclusion.
+        parts.append(f'<section class="lk-recording">\n<p class="lk-recording-head">Recording 1 of {n} '
+                     f"({html.escape(_status(entries[:1]))})</p>\n{first_block}</section>\n")
         for k, (entry, file, size) in enumerate(zip(entries[1:], files[1:], sizes[1:]), start=2):
-            parts.append(f'<details class="lk-recording">\n<summary>Recording {k} of {n} '
-                         f"({html.escape(_status([entry]))})</summary>\n"
-                         f'<p class="lk-recording-file">{evidence_link(file, file.path)} ({_size(size)})</p>\n'
-                         "</details>\n")
+            parts.append(f'<section class="lk-recording">\n<p class="lk-recording-file">Recording {k} of {n} '
+                         f"({html.escape(_status([entry]))}): {evidence_link(file, file.path)} ({_size(size)})"
+                         "</p>\n</section>\n")
     parts.append("</div>\n</details>\n")
     return "".join(parts)
 
