@@ -21,14 +21,14 @@ DAY62 = "day62-racecheck/index.html"
 def edit_figure(site: Path) -> None:
     page = site / DAY62
     text = page.read_text(encoding="utf-8")
-    m = re.search(r'<span class="lk-v">(\d+)</span>', text)
+    m = re.search(r'<span class="lk-v"[^>]*>(\d+)</span>', text)
     page.write_text(text[:m.start(1)] + str(int(m.group(1)) + 1) + text[m.end(1):], encoding="utf-8")
 
 
 def edit_cell(site: Path) -> None:
     page = site / DAY62
     text = page.read_text(encoding="utf-8")
-    m = re.search(r'<td><span class="lk-v">([^<]+)</span></td>', text)
+    m = re.search(r'<td><span class="lk-v"[^>]*>([^<]+)</span></td>', text)
     page.write_text(text[:m.start(1)] + m.group(1) + " (edited)" + text[m.end(1):], encoding="utf-8")
 
 
