@@ -39,7 +39,7 @@ from lessonkit.pages.figures import FIGURE_RE, canonical, evidence_figures
 from lessonkit.pages.fold import shown, skeleton
 from lessonkit.pages.narrative import compile_phrase, load_course
 from lessonkit.pages.readertext import read_html
-from lessonkit.pages.scan import LineIndex, scan
+from lessonkit.pages.scan import FENCE_RE, LineIndex, scan
 from lessonkit.site.check import CheckedSite, docs_pages, strip_front_matter
 from lessonkit.textio import FRONT_MATTER_RE
 
@@ -47,7 +47,6 @@ _DIGITS_RE = re.compile(r"""[0-9]+""")
 _DIRECTIVES = ("region", "transcript", "evidence", "provenance", "commands")
 _NOT_SHOWN_RE = re.compile(r"""<!--.*?-->|\]\([^)]*\)|<[^<>]*>""", re.DOTALL)  # comments, link targets, tags
 _EXAMPLE_RE = re.compile(r"""\\\{\{.*?\}\}""", re.DOTALL)  # a directive shown as an example
-_FENCE_RE = re.compile(r"""^[ \t]*(?P<fence>`{3,}|~{3,})(?P<info>.*)$""", re.MULTILINE)
 
 
 @dataclass
@@ -81,9 +80,7 @@ def _declared_spans(source: str, repo: Path) -> list[tuple[int, int]]:
             at = body + para.start()
             spans += [(at + p.start(), at + p.end()) for pattern in patterns for p in pattern.finditer(folded)]
     opened: re.Match | None = None
-    for f in _FENCE_RE.finditer(source, body):
-        if f.group("fence")[0] == "`" and "`" in f.group("info"):
-            continue  # a code span at the start of a line, not a fence (CommonMark: no ` in its info)
+    for f in FENCE_RE.finditer(source, body):  # the core's one fence pattern (no ` in a ``` info string)
         if opened is None:
             opened = f
         elif f.group("fence").startswith(opened.group("fence")[0]) and len(f.group("fence")) >= \

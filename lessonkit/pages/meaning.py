@@ -9,27 +9,21 @@ each produced figure, for a reader to open.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 
+from lessonkit.evidence.display import describe as describe_unit
+from lessonkit.evidence.display import unit_by_name
 from lessonkit.evidence.sets import EvidenceSet
 from lessonkit.pages.claims import ClaimValueError, parse_claim_value
 from lessonkit.pages.crossclaims import compound
 from lessonkit.pages.query import QueryError, parse_query
 from lessonkit.pages.state import ClaimOutcome
 
-# A field's unit from its name's suffix (lessonkit.pages.units declares the same suffixes).
-_SUFFIX_UNITS = (("_per_100k", "per 100,000"), ("_fraction", "a fraction"), ("_ms", "milliseconds"),
-                 ("_us", "microseconds"), ("_ns", "nanoseconds"), ("_per_s", "per second"), ("_s", "seconds"))
-_FILTER_RE = re.compile(r"""\[(?P<filters>[^\]]*)\]""")
-
 
 def unit_of(field: str) -> str | None:
-    """The unit a field's name says (`wall_s`: seconds), or None."""
-    for suffix, unit in _SUFFIX_UNITS:
-        if field.endswith(suffix):
-            return unit
-    return None
+    """The unit a field's name says, in words (`wall_s`: seconds; lessonkit.evidence.display)."""
+    unit = unit_by_name(field)
+    return describe_unit(unit) if unit else None
 
 
 def _toolkit(ev: EvidenceSet) -> str:
