@@ -39,7 +39,7 @@ from lessonkit.pages.claims import NUMBER_WORDS
 from lessonkit.pages.figures import FIGURE_RE, canonical, evidence_figures
 from lessonkit.pages.fold import shown, skeleton
 from lessonkit.pages.frontmatter import read_front_matter
-from lessonkit.pages.narrative import Course, compile_phrase, phrase_problem
+from lessonkit.pages.narrative import Course, PhrasePattern, compile_phrase, phrase_problem
 from lessonkit.pages.readertext import Line, ReaderText, read_html
 from lessonkit.pages.render import language_of
 from lessonkit.pages.sourcemap import SourceFinder
@@ -103,7 +103,7 @@ def _cited(result: PageResult, sets: Mapping[str, EvidenceSet]) -> _Cited:
 @dataclass
 class _Narrative:
     key: str      # as declared
-    pattern: re.Pattern[str]  # where it stands on a line's skeleton (lessonkit.pages.narrative)
+    pattern: PhrasePattern  # where it stands on a line's skeleton (lessonkit.pages.narrative)
     reason: str
     line: int     # of the key in the file
     used: bool = False

@@ -22,6 +22,7 @@ digits may not be glued to a letter or digit of the text.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -52,7 +53,7 @@ class Phrase:
     reason: str
     path: str
     line: int
-    pattern: re.Pattern[str] = field(compare=False, repr=False)
+    pattern: PhrasePattern = field(compare=False, repr=False)
     course: bool = False
 
     def spans(self, skel: str) -> list[tuple[int, int]]:
@@ -60,7 +61,24 @@ class Phrase:
         return [m.span() for m in self.pattern.finditer(skel)]
 
 
-def compile_phrase(key: str, placeholder: bool) -> re.Pattern[str]:
+class PhrasePattern:
+    """A phrase's pattern on a skeleton, with the longest of its literal words: a line that does
+    not hold that word cannot hold the phrase, and is passed over without running the pattern
+    (a page's lines are read against every phrase of the course)."""
+
+    __slots__ = ("needle", "regex")
+
+    def __init__(self, regex: re.Pattern[str], needle: str) -> None:
+        self.regex, self.needle = regex, needle
+
+    def finditer(self, skel: str) -> Iterator[re.Match[str]]:
+        return self.regex.finditer(skel) if self.needle in skel else iter(())
+
+    def search(self, skel: str) -> re.Match[str] | None:
+        return self.regex.search(skel) if self.needle in skel else None
+
+
+def compile_phrase(key: str, placeholder: bool) -> PhrasePattern:
     """The pattern of a phrase on a skeleton: its words folded, white space flexible, and with
     `placeholder` each word N one figure."""
     words = shown(key).split()
@@ -71,7 +89,8 @@ def compile_phrase(key: str, placeholder: bool) -> re.Pattern[str]:
     tail = r"(?![^\W_])" if (last.isalnum() or (placeholder and words[-1] == PLACEHOLDER)) else ""
     if placeholder and words[-1] == PLACEHOLDER:
         tail += rf"(?![.,]{_DIGIT})"
-    return re.compile(lead + body + tail)
+    literal = [skeleton(w) for w in words if not (placeholder and w == PLACEHOLDER)]
+    return PhrasePattern(re.compile(lead + body + tail), max(literal, key=len, default=""))
 
 
 def phrase_problem(key: str, placeholder: bool) -> str | None:
