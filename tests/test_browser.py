@@ -230,7 +230,7 @@ def test_every_recording_of_a_transcript_loads_when_opened(served_site, built_si
         assert button.inner_text() == "Show it here"
         button.focus()
         page.keyboard.press("Enter")
-        code = recording.locator("pre.lk-transcript-text > code")
+        code = recording.locator("pre.lk-transcript-text > samp")
         code.wait_for()  # polls until the fetched text is in
         assert code.text_content() == recording_text(built_site, href)
         status = recording.locator("[role=status]")
@@ -245,15 +245,15 @@ def test_every_recording_of_a_transcript_loads_when_opened(served_site, built_si
     more = first.locator(".lk-transcript-more")
     href = more.locator("a.lk-evidence").get_attribute("href")
     whole = recording_text(built_site, href)
-    shown = first.locator("pre.lk-transcript-text > code").text_content()
+    shown = first.locator("pre.lk-transcript-text > samp").text_content()
     assert whole.startswith(shown) and len(shown) < len(whole)
     button = more.get_by_role("button", name=f"Show all {whole.count(chr(10)) + 1} lines here")
     button.focus()
     page.keyboard.press("Enter")
     button.wait_for(state="hidden")  # polls: hidden once the whole text is in
-    assert first.locator("pre.lk-transcript-text > code").text_content() == whole
+    assert first.locator("pre.lk-transcript-text > samp").text_content() == whole
     assert more.locator("[role=status]").text_content() == f"Loaded, {whole.count(chr(10)) + 1} lines."
-    assert page.evaluate("document.activeElement.matches('pre.lk-transcript-text > code')")
+    assert page.evaluate("document.activeElement.matches('pre.lk-transcript-text > samp')")
     assert problems == []
 
 

@@ -20,7 +20,7 @@ def test_good_site_builds(demo_repo: Path):
     assert '<details class="abstract lk-transcript">' in html  # collapsible
     assert '<div class="lk-transcript-body" data-search-exclude>' in html  # all but its summary line not indexed
     assert "data-lk-slot" not in html
-    assert "RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)</code></pre>" in html
+    assert "RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)</samp></pre>" in html
 
 
 def test_transcript_html_is_shown_as_text(demo_repo: Path):

@@ -609,8 +609,8 @@ def test_a_large_first_recording_shows_its_first_lines_and_links_the_file(demo_r
     html = result.blocks[0]
     assert result.errors == [] and len(html) < 8_000
     lines = big.count("\n")
-    start = html.index('<pre class="lk-transcript-text"><code>') + len('<pre class="lk-transcript-text"><code>')
-    shown = html[start:html.index("</code></pre>")].replace("&lt;", "<")
+    start = html.index('<pre class="lk-transcript-text"><samp>') + len('<pre class="lk-transcript-text"><samp>')
+    shown = html[start:html.index("</samp></pre>")].replace("&lt;", "<")
     # Whole lines from the start, as many as 6 KiB holds.
     assert big.startswith(shown + "\n") and len(shown.encode()) <= 6 * 1024
     next_line = big[len(shown) + 1:].split("\n", 1)[0]

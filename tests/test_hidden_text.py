@@ -181,6 +181,7 @@ def test_summary_quotes_in_code_spans_and_emphasis_around_them_pass(demo_repo: P
 @pytest.mark.parametrize("block", [
     "    ========= Error: Race reported between Write access",
     "<pre><code>========= Error: Race reported between Write access</code></pre>",
+    "<pre><samp>========= Error: Race reported between Write access</samp></pre>",  # as a transcript shows it
     "```text\nERROR: Race  reported   between Write access\n```",
 ])
 def test_typed_output_in_other_code_blocks(demo_repo: Path, block: str):

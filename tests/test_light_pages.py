@@ -1,14 +1,18 @@
 """Light pages, read from a real build of the site: every lesson page's HTML at most 400 KB and
 its share of the search index at most 60 KB; the index holds the pages' headings, prose, tables
-and each transcript's summary line, and no line of any recording.
+and each transcript's summary line, and no line of any recording. In Chromium at 390 px with the
+CPU slowed 4x, each lesson's DOMContentLoaded is within 1.5x of the lightest lesson's.
 
 A lesson page is a page of mkdocs.yml's nav that cites evidence: lessonkit's check of it cites at
-least one run (a claim, a transcript, a table) of an evidence set.
+least one run (a claim, a transcript, a table) of an evidence set. The lessons whose load times
+are compared are those pages less the home page and the reference pages (scripts/page_weight.py,
+whose functions measure them here too).
 """
 
 from __future__ import annotations
 
 import html
+import importlib.util
 import json
 import re
 from functools import cache
@@ -22,6 +26,12 @@ from lessonkit.site.verify import built_page
 
 HTML_BUDGET = 400_000  # bytes of a lesson page's HTML
 INDEX_BUDGET = 60_000  # bytes of a lesson page's entries in search/search_index.json
+DCL_BUDGET = 1.5       # a lesson's DOMContentLoaded over the lightest lesson's, in the same run
+DCL_ROUNDS = 7         # loads of each lesson, lessons alternating: the median of these is its figure
+
+_spec = importlib.util.spec_from_file_location("page_weight", REPO / "scripts/page_weight.py")
+page_weight = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(page_weight)
 
 
 @cache
@@ -59,6 +69,23 @@ def test_the_search_index_holds_at_most_60_kb_per_lesson_page(built_site: Path):
              for name in lesson_pages()}
     assert all(sizes.values()), sizes  # each page is indexed
     assert {name: size for name, size in sizes.items() if size > INDEX_BUDGET} == {}, sizes
+
+
+def test_each_lesson_loads_within_1_5x_of_the_lightest_lesson(built_site: Path):
+    """Issue 29: DOMContentLoaded of each lesson in Chromium at 390 px with the CPU slowed 4x, as
+    scripts/page_weight.py measures it (a fresh context a load, no cache): lessons loaded in turn,
+    round after round, so a slow moment of a shared machine falls on each alike; each figure is
+    the median of its rounds, and each over the lightest lesson's in this run at most 1.5x."""
+    assert page_weight.DCL_BUDGET == DCL_BUDGET
+    lessons = page_weight.course_lessons(page_weight.lesson_paths(built_site))
+    assert {"day27-global-reduction/", "day62-racecheck/", "deeper-weak-behaviours/"} <= set(lessons)
+    timings = page_weight.browser_timings(built_site, lessons, DCL_ROUNDS, lcp=False)
+    dcl = {path: t["dcl"] for path, t in timings.items()}
+    ratios = page_weight.dcl_ratios(dcl, lessons)
+    figures = {f"/{p}": f"{dcl[p]:,.0f} ms, {ratios[p]:.2f}x" for p in lessons}
+    print(f"DOMContentLoaded at 390 px, CPU 4x slower, medians of {DCL_ROUNDS} rounds: {figures}")
+    assert min(ratios.values()) == 1.0
+    assert {p: r for p, r in ratios.items() if r > DCL_BUDGET} == {}, figures
 
 
 _SUMMARY_RE = re.compile(r"""<details\ class="abstract\ lk-transcript"[^>]*>\n<summary>(?P<text>[^<]*)</summary>""",

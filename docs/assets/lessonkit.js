@@ -3,12 +3,15 @@
 // What scrolls sideways (a wide table or diagram, a code region with an overlong word)
 // takes the keyboard focus, so it scrolls without a mouse (axe: scrollable-region-focusable).
 var lkScrollers = ".md-typeset__scrollwrap, .md-code__content, table.lk-recordings, .lk-figure.lk-wide, .lk-region tr:has(> td.code), " +
-  "pre.lk-transcript-text > code";
+  "pre.lk-transcript-text > samp";
 
 // Every width is read before any attribute is written: a write between two reads would make the
-// browser lay the page out again for each box.
-function lkMarkScrollers() {
-  var boxes = Array.prototype.slice.call(document.querySelectorAll(lkScrollers));
+// browser lay the page out again for each box. What a closed <details> holds is not laid out until
+// it opens (nor reachable by keyboard): reading its width would lay out that box alone, once for
+// each, so it is measured when it opens. `root`: where to look (default: the whole page).
+function lkMarkScrollers(root) {
+  var found = (root && root.querySelectorAll ? root : document).querySelectorAll(lkScrollers);
+  var boxes = Array.prototype.filter.call(found, function (box) { return !box.closest("details:not([open])"); });
   var wide = boxes.map(function (box) { return box.scrollWidth > box.clientWidth; });
   boxes.forEach(function (box, k) {
     if (wide[k]) {
@@ -19,13 +22,19 @@ function lkMarkScrollers() {
   });
 }
 
-window.addEventListener("resize", lkMarkScrollers);
+window.addEventListener("resize", function () { lkMarkScrollers(); });
+document.addEventListener("toggle", function (event) {  // (toggle does not bubble: caught on its way down)
+  if (event.target.open) {
+    lkMarkScrollers(event.target);
+  }
+}, true);
 
 // Recordings load when the reader asks for them (lessonkit.pages.render.render_transcript). Each
-// recording after the first is a collapsed box holding a link to its file, which the build
-// publishes beside the pages; opening the box fetches the file and shows its text below the link.
+// recording after the first is a line holding a link to its file, which the build publishes
+// beside the pages; a button beside the link fetches the file and shows its text below it.
 // A first recording shown in part gets a button that shows all of it. The text goes in as text
-// (textContent), never as HTML. Without JavaScript, or when loading fails, the link opens the file.
+// (textContent), never as HTML, as sample output (<pre><samp>, as lessonkit.pages.render shows the
+// first one). Without JavaScript, or when loading fails, the link opens the file.
 
 // The live region that says what loading does; made before it speaks, so screen readers hear it.
 function lkStatus(holder, tag) {
@@ -53,7 +62,7 @@ function lkLoad(holder, link, status, show) {
       var lines = show(text);
       holder.setAttribute("data-lk-state", "loaded");
       status.textContent = "Loaded, " + lines + " lines.";
-      lkMarkScrollers();
+      lkMarkScrollers(holder.closest("details") || holder);
     })
     .catch(function (error) {
       holder.setAttribute("data-lk-state", "failed");
@@ -64,8 +73,8 @@ function lkLoad(holder, link, status, show) {
     .finally(function () { holder.removeAttribute("aria-busy"); });
 }
 
-function lkShowText(code, text) {
-  code.textContent = text.replace(/\n$/, "");
+function lkShowText(samp, text) {
+  samp.textContent = text.replace(/\n$/, "");
   return text === "" ? 0 : text.replace(/\n$/, "").split("\n").length;
 }
 
@@ -94,11 +103,11 @@ function lkLoadOnOpen(box) {
     }
     lkLoad(box, link, status, function (text) {
       pre = document.createElement("pre");
-      var code = document.createElement("code");
+      var samp = document.createElement("samp");
       pre.className = "lk-transcript-text";
-      pre.appendChild(code);
+      pre.appendChild(samp);
       box.insertBefore(pre, status);
-      return lkShowText(code, text);
+      return lkShowText(samp, text);
     });
   });
 }
@@ -117,13 +126,40 @@ function lkLoadWhole(more) {
   var status = lkStatus(more, "span");
   button.addEventListener("click", function () {
     lkLoad(more, link, status, function (text) {
-      var code = pre.querySelector("code");
-      var lines = lkShowText(code, text);
+      var samp = pre.querySelector("samp");
+      var lines = lkShowText(samp, text);
       button.hidden = true;
-      code.setAttribute("tabindex", "-1");  // the button is gone: keep the keyboard where the text is
-      code.focus({ preventScroll: true });
+      samp.setAttribute("tabindex", "-1");  // the button is gone: keep the keyboard where the text is
+      samp.focus({ preventScroll: true });
       return lines;
     });
+  });
+}
+
+// Copy buttons, as the theme draws them (nav.md-code__nav > button.md-code__button, whose clicks
+// the theme's clipboard handler serves: it copies the text the button names and says so), put
+// in every code listing at once. The theme's own (the feature content.code.copy, off in
+// mkdocs.yml) puts a button in and reads the block's width back, block after block: a layout of
+// the whole page for each listing, on every page, as it loads.
+function lkCopyButtons() {
+  if (!(document.queryCommandSupported && document.queryCommandSupported("copy"))) return;  // as the theme
+  var title = "Copy to clipboard";
+  try {
+    title = JSON.parse(document.getElementById("__config").textContent).translations["clipboard.copy"] || title;
+  } catch (error) { /* no configuration: the English words */ }
+  document.querySelectorAll(".md-content pre:not(.mermaid) > code").forEach(function (code, k) {
+    var pre = code.parentElement;
+    if (pre.querySelector(":scope > .md-code__nav") || code.closest(".no-copy")) return;
+    if (!pre.id) pre.id = "__code_lk" + k;  // (the theme names every listing __code_N as it loads)
+    var nav = document.createElement("nav");
+    nav.className = "md-code__nav";
+    var button = document.createElement("button");
+    button.className = "md-code__button";
+    button.title = title;
+    button.setAttribute("data-clipboard-target", "#" + CSS.escape(pre.id) + " > code");
+    button.setAttribute("data-md-type", "copy");
+    nav.appendChild(button);
+    pre.insertBefore(nav, code);
   });
 }
 
@@ -134,6 +170,7 @@ function lkAfterLoad(work) {
 }
 
 lkAfterLoad(function () {
+  lkCopyButtons();
   // A wrapped line of a code region continues 4 columns right of its own indent, as in an
   // editor with word wrap (lessonkit.css reads --lk-indent; without this script, 4 columns).
   document.querySelectorAll(".lk-region td.code code > span").forEach(function (line) {
@@ -143,7 +180,7 @@ lkAfterLoad(function () {
   document.querySelectorAll("section.lk-recording").forEach(lkLoadOnOpen);
   document.querySelectorAll(".lk-transcript-more").forEach(lkLoadWhole);
   // Measuring needs the page laid out: after the first frame, not while the page is still loading.
-  requestAnimationFrame(function () { setTimeout(lkMarkScrollers, 0); });
+  requestAnimationFrame(function () { setTimeout(function () { lkMarkScrollers(); }, 0); });
 });
 
 // What backs a figure (lessonkit.pages.meaning): every figure produced from the evidence carries it

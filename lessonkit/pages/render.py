@@ -106,7 +106,7 @@ def render_transcript(ev: EvidenceSet, group: str, first: str, sizes: Sequence[i
                       inline: int = INLINE_BYTES) -> str:
     """A collapsible box for a run: its title and status, command and provenance, the table of its
     recordings, the first recording (`first`, its text; whole up to `inline` bytes, else its first
-    lines) and a collapsed box for each other one, holding a link to its file.
+    lines) and a line for each other one, holding a link to its file.
 
     Finished HTML, escaped here: the page gets a slot for it and the hook fills the slot after
     Markdown ran, so transcript lines cost the Markdown parser nothing. The recordings' files are
@@ -150,15 +150,23 @@ def _first_recording(file: Published, text: str, size: int, inline: int) -> str:
     """A recording's text up to `inline` bytes, else its first lines, how many more there are and a link."""
     data = text.encode("utf-8")
     if len(data) <= inline:
-        return f'<pre class="lk-transcript-text"><code>{html.escape(text.rstrip(chr(10)))}</code></pre>\n'
+        return _recording_text(text)
     head = data[:inline]
     head = head[:head.rfind(b"\n") + 1] or head  # whole lines, unless the first is longer than `inline`
     shown = head.decode("utf-8", "ignore")
     lines = text.count("\n") + (not text.endswith("\n"))
     more = lines - shown.count("\n") - (not shown.endswith("\n"))
-    return (f'<pre class="lk-transcript-text"><code>{html.escape(shown.rstrip(chr(10)))}</code></pre>\n'
+    return (_recording_text(shown) +
             f'<p class="lk-transcript-more" data-lk-lines="{lines}">The first {lines - more} lines of {lines}; '
             f"{more} more in {evidence_link(file, file.path)} ({_size(size)}).</p>\n")
+
+
+def _recording_text(text: str) -> str:
+    """What a run printed, as sample output (<samp>), not as code: the theme's script sets up every
+    `pre > code` of a page as it loads (a copy button, then the block's width read back, one layout
+    of the page each), and Day 62's first recordings were more than half of its code blocks. The
+    recording's own file, a link away, is the copy of it to take."""
+    return f'<pre class="lk-transcript-text"><samp>{html.escape(text.rstrip(chr(10)))}</samp></pre>\n'
 
 
 def _size(size: int) -> str:
