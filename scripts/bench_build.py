@@ -20,8 +20,9 @@ missed): each is printed as it holds or fails, and the benchmark exits 1 when on
 cold check of --baseline is printed beside today's, for comparison.
 
 What is cached: lessonkit keeps a cache on disk in the site's .lessonkit-cache/ (see
-lessonkit/cache.py): file hashes by stat, the site's own errors, and each page's result (the
-build) or errors (`check`), each keyed by the contents it was derived from. The timed builds and
+lessonkit/cache.py): file hashes by stat, the site's own errors, each page's result (the
+build) or errors (`check`), and `check`'s whole verdict (read back when no file it reads
+changed), each keyed by the contents it was derived from. The timed builds and
 checks run with it warm, as an author's second build does, so `lessonkit_s` and `check_s` are
 warm figures. `check_s_cold` is `python -m lessonkit check` right after deleting that folder: what
 a fresh clone (CI) pays, every file hashed and every page checked, in as many processes as

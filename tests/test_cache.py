@@ -62,7 +62,7 @@ def settled(demo_repo: Path) -> Path:
 def test_a_warm_check_reads_the_cache_and_reports_the_same(settled: Path):
     site = CheckedSite(settled, keep="errors")
     assert [str(e) for e in site.check()] == check(settled)[:-1] == uncached(settled)[:-1]
-    assert (site.checks, site.reloads, site.cache_hits) == (0, 0, 2)  # the site's errors, the page
+    assert (site.checks, site.reloads, site.cache_hits) == (0, 0, 2)  # the site's errors, the verdict
 
 
 def test_a_warm_check_reads_every_files_hash_back_as_one_entry(settled: Path, monkeypatch):
@@ -80,6 +80,42 @@ def test_a_warm_check_reads_every_files_hash_back_as_one_entry(settled: Path, mo
     wait_settled(settled)
     with pytest.raises(AssertionError, match="one by one"):
         CheckedSite(settled, keep="errors").check()
+
+
+def test_a_warm_check_reads_back_the_whole_verdict_without_reading_a_page(settled: Path, monkeypatch):
+    """Nothing changed since a check stored its verdict: no page file is read, no page result looked up."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("a warm check of an unchanged site read a page")
+
+    want = uncached(settled)[:-1]
+    monkeypatch.setattr(CheckedSite, "_read", refuse)
+    monkeypatch.setattr(CheckedSite, "_known", refuse)
+    site = CheckedSite(settled, keep="errors")
+    assert [str(e) for e in site.check()] == want and site.cache_hits == 2  # the site's errors, the verdict
+
+
+def test_the_verdict_is_not_served_after_a_same_size_page_edit_with_its_mtime_restored(settled: Path):
+    same_stat_rewrite(settled / "docs/index.md", "{{ 3 @ race:#reports }}", "{{ 2 @ race:#reports }}")
+    assert uncached(settled) == []
+    assert check(settled) == []  # within the racy window: no verdict is read or kept
+    wait_settled(settled)
+    assert check(settled) == []  # settled: a new ctime, a new key
+
+
+@pytest.mark.parametrize("change", ["added", "removed"])
+def test_the_verdict_is_not_served_after_a_page_is_added_or_removed(settled: Path, change: str):
+    other = settled / "docs/other.md"
+    if change == "removed":
+        other.write_text("# Other\n\nIt has {{ 5 @ demo/race:#reports }} reports.\n")
+        wait_settled(settled)
+        assert any("claim '5'" in line for line in check(settled))
+        other.unlink()
+    else:
+        other.write_text("# Other\n\nIt has {{ 5 @ demo/race:#reports }} reports.\n")
+    wait_settled(settled)
+    want = uncached(settled)
+    assert any("claim '5'" in line for line in want) == (change == "added")
+    assert check(settled) == want
 
 
 def test_a_same_size_transcript_edit_with_its_mtime_restored_is_not_served(settled: Path):

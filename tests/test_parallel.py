@@ -137,7 +137,13 @@ def test_a_warm_check_answers_from_the_disk_without_evidence_or_workers(many_pag
     again = CheckedSite(many_pages, keep="errors", jobs=3)
     assert [str(e) for e in again.check()] == want
     assert again.forked == 0 and again.checks == 0 and again.reloads == 0
-    assert again.cache_hits == PAGES + 2  # the site's own errors and every page
+    assert again.cache_hits == 2  # the site's own errors and the whole verdict: no page is read
+    # Without the stored verdict, each page's result is read back instead.
+    Path(again.store._path("errors", "verdict")).unlink()
+    third = CheckedSite(many_pages, keep="errors", jobs=3)
+    assert [str(e) for e in third.check()] == want
+    assert third.forked == 0 and third.checks == 0 and third.reloads == 0
+    assert third.cache_hits == PAGES + 2  # the site's own errors and every page
 
 
 def test_a_check_with_some_pages_stored_checks_only_the_others_in_its_workers(many_pages: Path):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gc
 import os
+import stat
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -634,6 +635,49 @@ class CheckedSite:
         return True
 
     def check(self, docs: Path | None = None) -> list[LessonError]:
-        """What a full check would report, re-checking only what changed since the last call."""
+        """What a full check would report, re-checking only what changed since the last call.
+
+        `check` (keep "errors", a cache on disk) first looks for the whole verdict: when no file
+        it reads changed since a check that stored one (`_verdict_key`), its errors are read back
+        as one entry, without reading the pages or their results one by one."""
         self.refresh()
-        return self.errors(docs_pages(self.repo, docs))
+        pages = docs_pages(self.repo, docs)
+        key = self._verdict_key(pages)
+        if key is not None:
+            try:
+                errors = sitecache.decode_errors(self.store.get("errors", "verdict", key))
+            except (TypeError, ValueError):
+                pass  # none stored (or not one this version reads): the pages are checked
+            else:
+                self.cache_hits += 1
+                return errors
+        errors = self.errors(pages)
+        # Kept only if nothing it was derived from changed while it was worked out.
+        if (key is not None and self._verdict_key(pages) == key and self._rescan() == self._scans
+                and all(sitecache.settled_since(scan, self._scanned) for scan in self._scans)):
+            self.store.put("errors", "verdict", key, sitecache.encode_errors(errors))
+        return errors
+
+    def _verdict_key(self, pages: list[tuple[str, Path]]) -> str | None:
+        """The key of the whole verdict of `check` on `pages`, or None when it may not be kept.
+
+        It holds what each page's key holds (lessonkit.site.sitecache.page_key): the contents of
+        every file under evidence/ and code/ as the last refresh found them (the site's key),
+        mkdocs.yml and narrative.yml with the rendering packages (the rendering's key), and each
+        page file, by its stat, which stands for its bytes only once the file has settled (as in
+        the hash store): a page changed within the last two seconds gives no key."""
+        if self.keep != "errors" or self.store.folder is None or not self._tree:
+            return None
+        now = time.time_ns()
+        stamps = []
+        for shown, path in pages:
+            try:
+                st = os.stat(path)
+            except OSError:
+                return None
+            if not stat.S_ISREG(st.st_mode) or not cache.settled(st, now):
+                return None
+            stamps.append((shown, os.fspath(path), cache.stamp(st)))
+        return cache.digest("verdict", str(self.repo), os.path.realpath(self.repo),
+                            os.path.realpath(self.repo / "code"), self._tree, self._rendering.key,
+                            tuple(stamps))
