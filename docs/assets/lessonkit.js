@@ -10,7 +10,7 @@ var lkScrollers = ".md-typeset__scrollwrap, .md-code__content, table.lk-recordin
 // it opens (nor reachable by keyboard): reading its width would lay out that box alone, once for
 // each, so it is measured when it opens. `root`: where to look (default: the whole page).
 function lkMarkScrollers(root) {
-  var found = (root && root.querySelectorAll ? root : document).querySelectorAll(lkScrollers);
+  var found = (root || document).querySelectorAll(lkScrollers);
   var boxes = Array.prototype.filter.call(found, function (box) { return !box.closest("details:not([open])"); });
   var wide = boxes.map(function (box) { return box.scrollWidth > box.clientWidth; });
   boxes.forEach(function (box, k) {

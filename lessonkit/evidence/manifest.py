@@ -61,7 +61,6 @@ _FIELDS: dict[str, Any] = {
 _EXACT_FIELDS = tuple((k, frozenset(v if isinstance(v, tuple) else (v,))) for k, v in _FIELDS.items())
 _GROUP_FIELDS = ("group", "repeat", "repeats", "exclusive", "started", "ended")
 _ABSENT = object()
-_REPEAT_SUFFIX_RE = re.compile(r"""^(?P<group>[a-z0-9][a-z0-9-]*)\.r(?P<k>[1-9]\d*)$""", re.VERBOSE)
 # In the text of a manifest JSON refused for a non-finite number: each string (skipped, so a
 # "NaN" inside one is no number) and each bare number or constant, to find the first one's line.
 _NUMBER_RE = re.compile(r"""
@@ -447,8 +446,3 @@ def input_hashes(repo: Path, spec: LessonSpec, run: RunSpec, build_line: str) ->
         hashes[f"code/{spec.lesson}/{rel}"] = regular_file_sha256(os.path.join(folder, rel)) or MISSING
     return hashes
 
-
-def split_recording(name: str) -> tuple[str, int | None]:
-    """'sweep.r3' -> ('sweep', 3); 'sweep' -> ('sweep', None)."""
-    m = _REPEAT_SUFFIX_RE.match(name)
-    return (m.group("group"), int(m.group("k"))) if m else (name, None)

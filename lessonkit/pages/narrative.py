@@ -74,9 +74,6 @@ class PhrasePattern:
     def finditer(self, skel: str) -> Iterator[re.Match[str]]:
         return self.regex.finditer(skel) if self.needle in skel else iter(())
 
-    def search(self, skel: str) -> re.Match[str] | None:
-        return self.regex.search(skel) if self.needle in skel else None
-
 
 def compile_phrase(key: str, placeholder: bool) -> PhrasePattern:
     """The pattern of a phrase on a skeleton: its words folded, white space flexible, and with

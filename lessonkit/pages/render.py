@@ -81,16 +81,6 @@ def render_region(region: Region, highlight: list[int]) -> str:
     return f"{fence} {{{' '.join(attrs)}}}\n{text}\n{fence}"
 
 
-def provenance_sentence(ev: EvidenceSet, entry: TranscriptEntry | None = None) -> str:
-    """One sentence naming where and with what the evidence was recorded."""
-    p = ev.provenance
-    parts = [f"{k_label} {html.escape(str(p[key]))}" for key, k_label in _PROVENANCE_ORDER[1:]
-             if key in p and key != "host"]
-    when = entry.date if entry else p.get("recorded", "")
-    gpu = html.escape(str(p.get("gpu", "an unnamed GPU")))
-    return f"Recorded {html.escape(when)} on {gpu}; " + ", ".join(parts) + "."
-
-
 def _inline_code(text: str) -> str:
     fence = _fence(text, shortest=1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
