@@ -21,15 +21,26 @@ def test_real_spec_parses():
 
 
 @pytest.mark.parametrize("text, message", [
-    (HEAD + "run = [1]\n" + BUILD, "r.toml: [[run]] number 1: expected a table"),
-    ('lesson = "a"\ninputs = [1]\nrun = []\n' + BUILD, "r.toml: top level: every entry of 'inputs' must be a string"),
+    (HEAD + "run = [1]\n" + BUILD, "r.toml:3: [[run]] number 1: expected a table"),
+    ('lesson = "a"\ninputs = [1]\nrun = []\n' + BUILD, "r.toml:2: top level: every entry of 'inputs' must be a string"),
     (HEAD + 'run = [{name = "x", command = "c", timeout = "soon"}]\n' + BUILD,
-     "r.toml: [[run]] number 1: 'timeout' is missing or not a int or float"),
+     'r.toml:3: [[run]] number 1: \'timeout\' is a string "soon"; expected a number'),
     (HEAD + 'run = [{name = "Bad", command = "c"}]\n' + BUILD,
-     "r.toml: [[run]] number 1: name 'Bad' must be lowercase letters, digits and '-'"),
+     "r.toml:3: [[run]] number 1: name 'Bad' must be lowercase letters, digits and '-'"),
     (HEAD + 'run = [{name = "x", command = "c"}, {name = "x", command = "d"}]\n' + BUILD,
-     "r.toml: [[run]] number 2: duplicate run name 'x'"),
-    (HEAD + "run = []\n", "r.toml: top level: 'build' is missing or not a dict"),
+     "r.toml:3: [[run]] number 2: duplicate run name 'x'"),
+    (HEAD + "run = []\n", "r.toml: top level: 'build' is missing; expected a table"),
+    # Each type error at its key's line, with the type found and the type expected.
+    (HEAD + BUILD + '\n[[run]]\nname = "x"\ncommand = "c"\nrepeat = "5"\n',
+     'r.toml:10: [[run]] number 1: \'repeat\' is a string "5"; expected an integer'),
+    (HEAD + BUILD + '\n[[run]]\nname = "x"\ncommand = "c"\n\n[[run]]\nname = "y"\ncommand = "d"\nexclusive = 1\n',
+     "r.toml:14: [[run]] number 2: 'exclusive' is an integer 1; expected true or false"),
+    (HEAD + BUILD + '\n[[run]]\ncommand = "c"\n', "r.toml:7: [[run]] number 1: 'name' is missing; expected a string"),
+    (HEAD + BUILD + '\n[[run]]\nname = "x"\ncommand = "c"\nsets = ["Not a set"]\n',
+     'r.toml:10: [[run]] number 1: \'sets\' must be a non-empty list of evidence set names, e.g. ["day62-racecheck"]'),
+    (HEAD + "sessions = 0\nrun = []\n" + BUILD,
+     "r.toml:3: top level: 'sessions' must be from 1 to 20 (the GPU sessions each evidence set keeps), not 0"),
+    (HEAD + 'sessions = "3"\nrun = []\n' + BUILD, 'r.toml:3: top level: \'sessions\' is a string "3"; expected an integer'),
 ])
 def test_malformed_spec(text, message):
     with pytest.raises(LessonError) as info:
@@ -53,7 +64,7 @@ RUN = '\n[[run]]\nname = "x"\ncommand = "./a"\n'
      "r.toml:14: [[run]] number 2: unknown key 'exclusve'; did you mean 'exclusive'?"),
     (HEAD + BUILD + RUN + "zzz = 1\n",
      ("r.toml:10: [[run]] number 1: unknown key 'zzz'; expected one of artifacts, command, exclusive, gate, "
-      "inputs, max_output, name, repeat, timeout")),
+      "inputs, max_output, name, repeat, sets, timeout")),
     (HEAD + BUILD + RUN + 'artifacts = [\n  { name = "r", file = "r.json", fromat = "json" },\n]\n',
      "r.toml:11: [[run]] number 1, artifact 1: unknown key 'fromat'; did you mean 'format'?"),
     (HEAD + 'run = [{name = "x", command = "c"},\n       {name = "y", comand = "d"}]\n' + BUILD,
@@ -70,8 +81,8 @@ def test_unknown_keys_are_refused_at_their_line(text, message):
 
 
 @pytest.mark.parametrize("value, message", [
-    ("0", "r.toml: [[run]] number 1: 'max_output' must be a positive number of bytes, e.g. 16_777_216 (16 MiB), not 0"),
-    ('"8 MB"', "r.toml: [[run]] number 1: 'max_output' is missing or not a int"),
+    ("0", "r.toml:10: [[run]] number 1: 'max_output' must be a positive number of bytes, e.g. 16_777_216 (16 MiB), not 0"),
+    ('"8 MB"', 'r.toml:10: [[run]] number 1: \'max_output\' is a string "8 MB"; expected an integer'),
 ])
 def test_malformed_max_output(value, message):
     with pytest.raises(LessonError) as info:
@@ -94,3 +105,13 @@ def test_every_lessons_runs_toml_has_only_known_keys():
     code = Path(__file__).resolve().parent.parent / "code"
     for folder in sorted(code.glob("*/runs.toml")):
         assert load_spec(code, folder.parent.name).lesson == folder.parent.name
+
+
+def test_a_run_may_name_the_sets_that_record_it():
+    text = (HEAD + BUILD + '\n[[run]]\nname = "x"\ncommand = "c"\n\n[[run]]\nname = "y"\ncommand = "d"\n'
+            'sets = ["a"]\n\n[[compare]]\nset = "a-cuda12.4"\ntoolkit = "12.4"\n')
+    spec = parse_spec(text, "r.toml")
+    assert [r.name for r in spec.runs_of_set("a")] == ["x", "y"]
+    assert [r.name for r in spec.runs_of_set("a-cuda12.4")] == ["x"]
+    assert spec.sessions == 3
+    assert parse_spec(HEAD + "sessions = 5\nrun = []\n" + BUILD, "r.toml").sessions == 5

@@ -38,15 +38,21 @@ def write_failed(path: Path, exc: OSError, repo: Path) -> RefreshError:
                         "nothing was recorded")
 
 
-def choose_runs(spec: LessonSpec, only: list[str] | None) -> list[RunSpec]:
-    """The runs to record: all of them, or those `only` names (in its order, once each)."""
+def choose_runs(spec: LessonSpec, only: list[str] | None, set_name: str | None = None) -> list[RunSpec]:
+    """The runs to record in `set_name` (every set when None): all that the set records, or those
+    `only` names (in its order, once each; a run the set does not record is refused)."""
+    mine = spec.runs_of_set(set_name) if set_name is not None else spec.runs
     if not only:
-        return list(spec.runs)
+        return list(mine)
     runs: list[RunSpec] = []
     for name in only:
         chosen = spec.run(name)
         if chosen is None:
             raise RefreshError(f"no run {name!r} in {spec.path}; runs: {', '.join(r.name for r in spec.runs)}")
+        if chosen not in mine:
+            raise RefreshError(f"run {chosen.name!r} of {spec.path} is not recorded in evidence set {set_name!r} "
+                               f"(its sets, or the set's [[compare]] runs, leave it out); runs of that set: "
+                               f"{', '.join(r.name for r in mine)}")
         if chosen not in runs:
             runs.append(chosen)
     return runs
@@ -81,8 +87,6 @@ def dry_run(repo: Path, lesson: str, set_name: str | None = None, only: list[str
     that toolkit's nvcc builds, as in the refresh.
     """
     spec = load_spec(repo / "code", lesson)
-    runs = choose_runs(spec, only)
-    check_inputs(repo, spec, runs)
     env = None
     if toolkit_dir is not None:
         try:
@@ -103,6 +107,8 @@ def dry_run(repo: Path, lesson: str, set_name: str | None = None, only: list[str
         raise RefreshError(f"{spec.path} has no build line for {arch}; it has: {', '.join(spec.build)}")
     line = spec.build[arch]
     target = set_name or default_set_name(lesson, cuda_release)
+    runs = choose_runs(spec, only, target)
+    check_inputs(repo, spec, runs)
     out(f"dry run of the refresh of {lesson}: nothing is run on a GPU and nothing is recorded")
     out(f"nvcc    {nvcc} ({version or 'no version printed'})")
     if any(r.uses_sanitizer for r in runs) and shutil.which("compute-sanitizer", path=(

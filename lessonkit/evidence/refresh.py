@@ -199,8 +199,7 @@ def _refresh_locked(repo: Path, spec: LessonSpec, set_name: str | None, only: li
     target = repo / "evidence" / set_name
     for line in recover(target):
         out(f"recover {line}")
-    declared = spec.compared(set_name)
-    runs = choose_runs(spec, only or (list(declared.runs) if declared and declared.runs else None))
+    runs = choose_runs(spec, only, set_name)
     if only and not (target / "manifest.json").is_file():
         raise RefreshError(f"--only needs an existing set at evidence/{set_name}; run a full refresh first")
     check_inputs(repo, spec, runs)

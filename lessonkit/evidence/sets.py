@@ -257,11 +257,15 @@ def check_freshness(ev: EvidenceSet, repo: Path, spec: LessonSpec) -> list[Lesso
     if build is None:
         return [LessonError(shown, None, f"arch {ev.arch!r} has no build line in {spec.path}")]
     causes: dict[tuple[str, ...], list[str]] = {}  # cause -> the groups it makes stale, in order
+    mine = spec.runs_of_set(ev.name)
     for group, names in ev.groups.items():
         entry = ev.entries[names[0]]
         run = spec.run(group)
         if run is None:
             causes.setdefault(("norun", group), []).append(group)
+            continue
+        if run not in mine:
+            causes.setdefault(("notmine", group, run.name), []).append(group)
             continue
         if run.command != entry.command:
             causes.setdefault(("command", group, entry.command, run.command), []).append(group)
@@ -283,6 +287,10 @@ def check_freshness(ev: EvidenceSet, repo: Path, spec: LessonSpec) -> list[Lesso
         if cause[0] == "norun":
             errors.append(LessonError(shown, None, f"transcript {cause[1]!r} has no run in {spec.path}; "
                                       f"re-record the set: {ev.refresh_command()}"))
+        elif cause[0] == "notmine":
+            errors.append(LessonError(shown, None, f"transcript {cause[1]!r} is of run {cause[2]!r}, which {spec.path} "
+                                      f"no longer records in set {ev.name!r} (its sets, or the set's [[compare]] "
+                                      f"runs, leave it out); re-record the set: {ev.refresh_command()}"))
         elif cause[0] == "command":
             errors.append(LessonError(shown, None, f"transcript {cause[1]!r} is stale: recorded with "
                                       f"{cause[2]!r}, {spec.path} now says {cause[3]!r}; {fix}"))
@@ -301,10 +309,7 @@ def check_freshness(ev: EvidenceSet, repo: Path, spec: LessonSpec) -> list[Lesso
                 what = f"{key} has sha256 {_short(now)} today but was recorded at {_short(then)}"
             stale = _count(groups, "transcript")
             errors.append(LessonError(shown, None, f"{what}: {stale} stale ({', '.join(groups)}); {fix}"))
-    decl = spec.compared(ev.name)
-    for run in spec.runs:
-        if decl is not None and decl.runs is not None and run.name not in decl.runs:
-            continue  # a set that records some runs only (a crossed toolkit)
+    for run in mine:  # a set may record some runs only (a crossed toolkit, a run's `sets`)
         if run.name not in ev.groups:
             errors.append(LessonError(shown, None, f"run {run.name!r} of {spec.path} has no transcript; "
                                       f"record it: {ev.refresh_command([run.name])}"))

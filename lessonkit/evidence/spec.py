@@ -6,6 +6,7 @@ lesson README show them; the build checks that all of these agree.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import tomllib
@@ -20,6 +21,12 @@ from lessonkit.evidence.tomlpos import key_line, unknown_key
 from lessonkit.textio import read_text
 
 _NAME_RE = re.compile(r"\A[a-z0-9][a-z0-9-]*\Z")
+MAX_SESSIONS = 20
+# Three sessions by default: the fewest that can show one session disagreeing with two others (two
+# can only disagree with each other, not say which is the odd one); a Day 62 set's session is 0.5 to 2.3 MB, so three keep the whole evidence folder near 27 MB, which still travels
+# to a GPU machine beside the 40 MB CUDA 12.4 toolkit (scripts/cuda-toolkit.sh) when the sets not
+# being refreshed stay behind.
+DEFAULT_SESSIONS = 3
 
 
 @dataclass(frozen=True)
@@ -44,12 +51,17 @@ class RunSpec:
     repeat: int = 1          # independent recordings of the same command
     exclusive: bool = False  # the GPU to itself: no other run of the refresh overlaps it
     max_output: int = 16 * 1024 * 1024  # bytes of output (its transcript's size) past which nothing is recorded
+    sets: tuple[str, ...] | None = None  # the evidence sets that record it (None: every set of the lesson)
 
     @property
     def uses_sanitizer(self) -> bool:
         """Whether the command runs compute-sanitizer (one of its words is that program): then each of
         its recordings holds the tool's output (lessonkit.evidence.transcript, require_tool)."""
         return any(word.rsplit("/", 1)[-1] == "compute-sanitizer" for word in self.command.split())
+
+    def recorded_in(self, set_name: str) -> bool:
+        """Whether evidence set `set_name` records this run (`sets` in runs.toml; every set when absent)."""
+        return self.sets is None or set_name in self.sets
 
     def passes_gate(self, exit_code: int | None) -> bool:
         """Whether a recording that ended with `exit_code` (None: timed out) may stand: a gated run must exit 0."""
@@ -90,6 +102,8 @@ class LessonSpec:
     # evidence is read, not what was recorded.
     harness: HarnessFormat | None = None
     display: Display = field(default_factory=Display)
+    # How many GPU sessions each set keeps (`sessions = K`): a refresh adds one, the oldest beyond K retire.
+    sessions: int = DEFAULT_SESSIONS
 
     def compared(self, set_name: str) -> CompareSpec | None:
         """The `[[compare]]` declaration of `set_name`, or None."""
@@ -102,14 +116,23 @@ class LessonSpec:
                 return r
         return None
 
+    def runs_of_set(self, set_name: str) -> tuple[RunSpec, ...]:
+        """The runs evidence set `set_name` records: its [[compare]] `runs` when it lists them, and
+        never a run whose `sets` leaves the set out."""
+        decl = self.compared(set_name)
+        return tuple(r for r in self.runs if r.recorded_in(set_name)
+                     and (decl is None or decl.runs is None or r.name in decl.runs))
+
 
 MAX_REPEAT = 50
 
 # The keys each table of runs.toml may hold (tomllib drops nothing, so a typo would drop its setting).
 # [build], [names], [labels.*], [formats] and [units] have keys of the lesson's own choosing;
 # [harness] is checked by lessonkit.evidence.harness.
-TOP_KEYS = ("lesson", "inputs", "build", "run", "compare", "harness", "names", "labels", "formats", "units")
-RUN_KEYS = ("name", "command", "timeout", "gate", "inputs", "artifacts", "repeat", "exclusive", "max_output")
+TOP_KEYS = ("lesson", "inputs", "build", "sessions", "run", "compare", "harness", "names", "labels", "formats",
+            "units")
+RUN_KEYS = ("name", "command", "timeout", "gate", "inputs", "artifacts", "repeat", "exclusive", "max_output",
+            "sets")
 ARTIFACT_KEYS = ("name", "file", "format")
 COMPARE_KEYS = ("set", "toolkit", "toolkit_dir", "sanitizer", "sanitizer_dir", "runs")
 
@@ -135,18 +158,27 @@ def parse_spec(text: str, source: str) -> LessonSpec:
         raise LessonError(source, None, "not valid TOML for runs.toml: nested too deeply to read; "
                           "expected tables of settings") from None
 
-    def need(table: object, key: str, kind: type | tuple, where: str, default: object = None):
+    def need(table: object, key: str, kind: type | tuple, where: str, default: object = None,
+             at: tuple[str, int | None] = ("", None)):
+        """table[key] when it is of `kind` (default when absent); else an error at the key's line.
+        `at`: the TOML table (dotted name, "" for the top level) and array index the key is in."""
         if not isinstance(table, dict):
-            raise LessonError(source, None, f"{where}: expected a table")
+            raise LessonError(source, key_line(text, *at, key) if at[0] else None, f"{where}: expected a table")
         value = table.get(key, default)
         if not isinstance(value, kind) or isinstance(value, bool) and kind in (int, float, (int, float)):
-            names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
-            raise LessonError(source, None, f"{where}: '{key}' is missing or not a {names}")
+            kinds = kind if isinstance(kind, tuple) else (kind,)
+            kinds = tuple(k for k in kinds if not (k is int and float in kinds))  # an integer is a number
+            names = " or ".join(_TYPE_NAMES.get(k, k.__name__) for k in kinds)
+            line = key_line(text, *at, key) if key in table or at[0] else None
+            if key not in table:
+                raise LessonError(source, line, f"{where}: '{key}' is missing; expected {names}")
+            raise LessonError(source, line, f"{where}: '{key}' is {_toml_type(value)} {_shown(value)}; "
+                              f"expected {names}")
         return value
 
-    def strings(values: list, where: str, key: str) -> tuple[str, ...]:
+    def strings(values: list, where: str, key: str, at: tuple[str, int | None] = ("", None)) -> tuple[str, ...]:
         if not all(isinstance(v, str) for v in values):
-            raise LessonError(source, None, f"{where}: every entry of '{key}' must be a string")
+            raise LessonError(source, key_line(text, *at, key), f"{where}: every entry of '{key}' must be a string")
         return tuple(values)
 
     _known_keys(data, TOP_KEYS, text, source, "top level", "")
@@ -154,33 +186,48 @@ def parse_spec(text: str, source: str) -> LessonSpec:
     inputs = strings(need(data, "inputs", list, "top level"), "top level", "inputs")
     build = need(data, "build", dict, "top level")
     if not all(isinstance(v, str) for v in build.values()):
-        raise LessonError(source, None, "[build]: every build line must be a string")
+        bad = next(k for k, v in build.items() if not isinstance(v, str))
+        raise LessonError(source, key_line(text, "build", None, bad), "[build]: every build line must be a string")
+    sessions = need(data, "sessions", int, "top level", DEFAULT_SESSIONS)
+    if not 1 <= sessions <= MAX_SESSIONS:
+        raise LessonError(source, key_line(text, "", None, "sessions"), f"top level: 'sessions' must be from 1 to "
+                          f"{MAX_SESSIONS} (the GPU sessions each evidence set keeps), not {sessions}")
     runs: list[RunSpec] = []
     for i, raw in enumerate(need(data, "run", list, "top level"), start=1):
         where = f"[[run]] number {i}"
+        at = ("run", i)
         _known_keys(raw, RUN_KEYS, text, source, where, "run", i)
-        name = need(raw, "name", str, where)
+        name = need(raw, "name", str, where, at=at)
+        line = key_line(text, "run", i, "name")
         if not _NAME_RE.match(name):
-            raise LessonError(source, None, f"{where}: name {name!r} must be lowercase letters, digits and '-'")
+            raise LessonError(source, line, f"{where}: name {name!r} must be lowercase letters, digits and '-'")
         if any(r.name == name for r in runs):
-            raise LessonError(source, None, f"{where}: duplicate run name {name!r}")
+            raise LessonError(source, line, f"{where}: duplicate run name {name!r}")
         artifacts = []
-        for j, art in enumerate(need(raw, "artifacts", list, where, []), start=1):
+        for j, art in enumerate(need(raw, "artifacts", list, where, [], at=at), start=1):
             _known_keys(art, ARTIFACT_KEYS, text, source, f"{where}, artifact {j}", "run", i)
-            art_name, art_file = need(art, "name", str, where), need(art, "file", str, where)
+            art_name, art_file = need(art, "name", str, where, at=at), need(art, "file", str, where, at=at)
             if not _NAME_RE.match(art_name) or "/" in art_file:
-                raise LessonError(source, None, f"{where}: artifact {art_name!r} needs a plain name and file")
-            artifacts.append(Artifact(art_name, art_file, need(art, "format", str, where, "text")))
+                raise LessonError(source, key_line(text, "run", i, "artifacts"),
+                                  f"{where}: artifact {art_name!r} needs a plain name and file")
+            artifacts.append(Artifact(art_name, art_file, need(art, "format", str, where, "text", at=at)))
+        sets = need(raw, "sets", (list, type(None)), where, at=at)
+        if sets is not None and (not sets or not all(isinstance(v, str) and _SET_RE.match(v) for v in sets)):
+            raise LessonError(source, key_line(text, "run", i, "sets"), f"{where}: 'sets' must be a non-empty list "
+                              "of evidence set names, e.g. [\"day62-racecheck\"]")
         runs.append(RunSpec(
             name=name,
-            command=need(raw, "command", str, where),
-            timeout=_timeout(need(raw, "timeout", (int, float), where, 300), source, where),
-            gate=need(raw, "gate", bool, where, False),
-            inputs=strings(need(raw, "inputs", list, where, []), where, "inputs"),
+            command=need(raw, "command", str, where, at=at),
+            timeout=_timeout(need(raw, "timeout", (int, float), where, 300, at=at), source, where,
+                             key_line(text, "run", i, "timeout")),
+            gate=need(raw, "gate", bool, where, False, at=at),
+            inputs=strings(need(raw, "inputs", list, where, [], at=at), where, "inputs", at),
             artifacts=tuple(artifacts),
-            repeat=_repeat(need(raw, "repeat", int, where, 1), source, where),
-            exclusive=need(raw, "exclusive", bool, where, False),
-            max_output=_max_output(need(raw, "max_output", int, where, RunSpec.max_output), source, where),
+            repeat=_repeat(need(raw, "repeat", int, where, 1, at=at), source, where, key_line(text, "run", i, "repeat")),
+            exclusive=need(raw, "exclusive", bool, where, False, at=at),
+            max_output=_max_output(need(raw, "max_output", int, where, RunSpec.max_output, at=at), source, where,
+                                   key_line(text, "run", i, "max_output")),
+            sets=tuple(sets) if sets is not None else None,
         ))
     compare = _compare(data.get("compare", []), text, source, need)
     for decl in compare:
@@ -191,7 +238,7 @@ def parse_spec(text: str, source: str) -> LessonSpec:
     harness = parse_harness(data.get("harness"), text, source)
     display = parse_display(data, source, {name: r.command for r in runs
                                            for name in (r.name, *(a.name for a in r.artifacts))}, text)
-    return LessonSpec(lesson, source, inputs, dict(build), tuple(runs), compare, harness, display)
+    return LessonSpec(lesson, source, inputs, dict(build), tuple(runs), compare, harness, display, sessions)
 
 
 _RELEASE_RE = re.compile(r"""\A\d+\.\d+\Z""")
@@ -210,15 +257,16 @@ def _compare(raw: object, text: str, source: str, need) -> tuple[CompareSpec, ..
         line = headers[i] if i < len(headers) else None
         where = f"[[compare]] number {i + 1}"
         _known_keys(table, COMPARE_KEYS, text, source, where, "compare", i + 1)
+        at = ("compare", i + 1)
         try:
-            name = need(table, "set", str, where)
-            release = need(table, "toolkit", str, where)
-            folder = need(table, "toolkit_dir", (str, type(None)), where)
-            sanitizer = need(table, "sanitizer", (str, type(None)), where)
-            sanitizer_dir = need(table, "sanitizer_dir", (str, type(None)), where)
-            runs = need(table, "runs", (list, type(None)), where)
+            name = need(table, "set", str, where, at=at)
+            release = need(table, "toolkit", str, where, at=at)
+            folder = need(table, "toolkit_dir", (str, type(None)), where, at=at)
+            sanitizer = need(table, "sanitizer", (str, type(None)), where, at=at)
+            sanitizer_dir = need(table, "sanitizer_dir", (str, type(None)), where, at=at)
+            runs = need(table, "runs", (list, type(None)), where, at=at)
         except LessonError as exc:
-            raise LessonError(source, line, exc.message) from None
+            raise LessonError(source, exc.line or line, exc.message) from None
         if (sanitizer is None) != (sanitizer_dir is None):
             raise LessonError(source, line, f"{where}: sanitizer and sanitizer_dir go together: the release of the "
                               "compute-sanitizer the runs use, and the toolkit folder it comes from")
@@ -246,22 +294,43 @@ def _compare(raw: object, text: str, source: str, need) -> tuple[CompareSpec, ..
     return tuple(found)
 
 
-def _timeout(value: float, source: str, where: str) -> float:
+_TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true or false", list: "an array",
+               dict: "a table", type(None): "nothing (leave the key out)"}
+
+
+def _toml_type(value: object) -> str:
+    """What TOML calls the type of a value tomllib read."""
+    for kind, name in ((bool, "a boolean"), (str, "a string"), (int, "an integer"), (float, "a float"),
+                       (list, "an array"), (dict, "a table")):
+        if isinstance(value, kind):
+            return name
+    return "a date or time"
+
+
+def _shown(value: object) -> str:
+    """A value as a message quotes it, in TOML's spelling where Python's differs."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    text = json.dumps(value) if isinstance(value, str) else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _timeout(value: float, source: str, where: str, line: int | None = None) -> float:
     if not 0 < value < float("inf"):
-        raise LessonError(source, None, f"{where}: 'timeout' must be a positive number of seconds, not {value!r}")
+        raise LessonError(source, line, f"{where}: 'timeout' must be a positive number of seconds, not {value!r}")
     return float(value)
 
 
-def _max_output(value: int, source: str, where: str) -> int:
+def _max_output(value: int, source: str, where: str, line: int | None = None) -> int:
     if value < 1:
-        raise LessonError(source, None, f"{where}: 'max_output' must be a positive number of bytes, "
+        raise LessonError(source, line, f"{where}: 'max_output' must be a positive number of bytes, "
                           f"e.g. 16_777_216 (16 MiB), not {value}")
     return value
 
 
-def _repeat(value: int, source: str, where: str) -> int:
+def _repeat(value: int, source: str, where: str, line: int | None = None) -> int:
     if not 1 <= value <= MAX_REPEAT:
-        raise LessonError(source, None, f"{where}: 'repeat' must be from 1 to {MAX_REPEAT}, not {value}")
+        raise LessonError(source, line, f"{where}: 'repeat' must be from 1 to {MAX_REPEAT}, not {value}")
     return value
 
 
