@@ -199,8 +199,10 @@ def renamed_manifest(text: str, name: str) -> str:
     def swap(value):
         return json.loads(json.dumps(value).replace(LESSON, name))
     entries = {swap(n): mf.TranscriptEntry(name=swap(n), **swap(e.to_json())) for n, e in m.entries.items()}
-    return mf.manifest_to_text(mf.Manifest(*swap([m.lesson, m.arch, m.build, m.refresh]), swap(m.provenance),
-                                           entries))
+    sessions = {sid: mf.Session(sid, swap(s.provenance)) for sid, s in m.sessions.items()}
+    return mf.manifest_to_text(replace(m, lesson=swap(m.lesson), arch=swap(m.arch), build=swap(m.build),
+                                       refresh=swap(m.refresh), provenance=swap(m.provenance), entries=entries,
+                                       sessions=sessions, retired=tuple(swap(list(m.retired)))))
 
 
 def _rehash(path: Path, old: str, new: str):

@@ -155,16 +155,31 @@ def write_tree(root: Path, files: dict[str, str]) -> None:
         path.write_text(text, encoding="utf-8")
 
 
+def snapshot(folder: Path) -> dict[str, bytes]:
+    """Every file under `folder` (a set's sessions' folders too) by its path there, and its bytes."""
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
 def record_set(repo: Path, lesson: str, transcripts: dict[str, str | list[str]], set_name: str | None = None,
                provenance: dict | None = None, arch: str = "sm_90", walls: dict[str, list[float]] | None = None,
-               refresh_ids: dict[str, list[str | None]] | None = None, refresh: str | None = None) -> Path:
+               refresh_ids: dict[str, list[str | None]] | None = None, refresh: str | None = None,
+               more_sessions: list[dict[str, str | list[str]]] | None = None,
+               session_provenance: list[dict] | None = None) -> Path:
     """Write evidence/<set>/ as the refresh would: transcripts, hashes of today's inputs, manifest.
 
-    A list of texts records that many repeats of the run (NAME.r1 .. NAME.rN). `walls` gives a
-    run's wall times (default 1.5 s each), `refresh_ids` its recordings' refresh ids (default none,
-    as before refreshes were noted), `refresh` the set's refresh command.
+    A list of texts records that many repeats of the run (NAME.r1 .. NAME.rN). The transcripts
+    are session s1's; `more_sessions` adds s2, s3 ... with their own. `walls` gives a run's wall
+    times (default 1.5 s each), `refresh_ids` its recordings' refresh ids in s1 (default none, as
+    before refreshes were noted; later sessions: one id each), `refresh` the set's refresh command,
+    `session_provenance` each session's own provenance beyond what `provenance` gives.
     """
-    from lessonkit.evidence.manifest import recording_file, recording_name
+    from lessonkit.evidence.manifest import (
+        Session,
+        entry_name,
+        recording_file,
+        recording_name,
+        split_provenance,
+    )
     from lessonkit.evidence.spec import RunSpec, load_spec
 
     spec = load_spec(repo / "code", lesson)
@@ -173,24 +188,32 @@ def record_set(repo: Path, lesson: str, transcripts: dict[str, str | list[str]],
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     entries = {}
-    for group, texts in transcripts.items():
-        texts = [texts] if isinstance(texts, str) else texts
-        run = spec.run(group) or RunSpec(group, "?", 300.0, False, ())
-        inputs = input_hashes(repo, spec, run, spec.build[arch])
-        fmt = "json" if group.endswith("-json") else "text"
-        for k, text in enumerate(texts, start=1):
-            name = recording_name(group, k, len(texts))
-            file = recording_file(f"{group}.{'json' if fmt == 'json' else 'txt'}", k, len(texts))
-            (folder / file).write_text(text, encoding="utf-8")
-            wall_s = (walls or {}).get(group, [1.5] * len(texts))[k - 1]
-            entries[name] = TranscriptEntry(
-                name=name, file=file, command=run.command, exit_code=0, timed_out=False, wall_s=wall_s,
-                date=DATE, inputs=inputs, sha256=sha256_file(folder / file), format=fmt,
-                group=group, repeat=k, repeats=len(texts), exclusive=run.exclusive,
-                started=STARTED, ended=STARTED + wall_s,
-                refresh_id=(refresh_ids or {}).get(group, [None] * len(texts))[k - 1])
+    sessions = {}
+    fixed, own = split_provenance(provenance or PROVENANCE)
+    for number, texts_of in enumerate([transcripts, *(more_sessions or [])], start=1):
+        sid = f"s{number}"
+        (folder / sid).mkdir()
+        extra = (session_provenance or [])[number - 1] if number <= len(session_provenance or []) else {}
+        sessions[sid] = Session(sid, {**own, "started": DATE, "gpu_uuid": f"GPU-{number:08d}", **extra})
+        for group, texts in texts_of.items():
+            texts = [texts] if isinstance(texts, str) else texts
+            run = spec.run(group) or RunSpec(group, "?", 300.0, False, ())
+            inputs = input_hashes(repo, spec, run, spec.build[arch])
+            fmt = "json" if group.endswith("-json") else "text"
+            for k, text in enumerate(texts, start=1):
+                name = entry_name(sid, recording_name(group, k, len(texts)))
+                file = f"{sid}/" + recording_file(f"{group}.{'json' if fmt == 'json' else 'txt'}", k, len(texts))
+                (folder / file).write_text(text, encoding="utf-8")
+                wall_s = (walls or {}).get(group, [1.5] * len(texts))[k - 1] if number == 1 else 1.5
+                refresh_id = ((refresh_ids or {}).get(group, [None] * len(texts))[k - 1] if number == 1
+                              else f"{DATE}/{number}")
+                entries[name] = TranscriptEntry(
+                    name=name, file=file, command=run.command, exit_code=0, timed_out=False, wall_s=wall_s,
+                    date=DATE, inputs=inputs, sha256=sha256_file(folder / file), format=fmt,
+                    group=group, repeat=k, repeats=len(texts), exclusive=run.exclusive,
+                    started=STARTED, ended=STARTED + wall_s, refresh_id=refresh_id, session=sid)
     write_manifest(folder, Manifest(lesson, arch, spec.build[arch], refresh or f".venv/bin/python scripts/refresh.py {lesson}",
-                                    provenance or PROVENANCE, entries))
+                                    fixed, entries, sessions))
     return folder
 
 
@@ -245,10 +268,15 @@ def rewrite_entry(repo: Path, name: str, set_name: str = "demo", **changes) -> N
 
 
 def rewrite_provenance(repo: Path, set_name: str = "demo", **changes) -> None:
-    """Change evidence/<set_name>/manifest.json's provenance through the refresh's writer (its set_digest made anew)."""
+    """Change evidence/<set_name>/manifest.json's provenance through the refresh's writer (its set_digest made
+    anew): a field the set holds fixed in the set's own provenance, any other in every session's."""
+    from lessonkit.evidence.manifest import Session, split_provenance
+
     folder = repo / "evidence" / set_name
     m = read_manifest(folder, f"evidence/{set_name}")
-    write_manifest(folder, replace(m, provenance={**m.provenance, **changes}))
+    fixed, own = split_provenance(changes)
+    sessions = {sid: Session(sid, {**s.provenance, **own}) for sid, s in m.sessions.items()}
+    write_manifest(folder, replace(m, provenance={**m.provenance, **fixed}, sessions=sessions))
 
 
 def rehashed(manifest: Path, old: str, new: str) -> str:

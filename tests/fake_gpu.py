@@ -1,7 +1,10 @@
 """Fake GPU tools for the refresh tests: nvcc, compute-sanitizer and nvidia-smi as small scripts.
 
-The fake nvcc writes a fake program that prints a harness table. Environment variables
-steer it: FAKE_GATE_FAIL=1 makes the fixed kernel mismatch, FAKE_SLEEP=N makes the
+The fake nvidia-smi answers the refresh's queries: the GPU's name, compute capability and
+driver, a session's fields (FAKE_GPU_UUID, FAKE_GPU_TEMPERATURE; FAKE_SMI_UNKNOWN=a,b plays a
+driver whose nvidia-smi knows no property a or b) and the compute processes on the GPU (the
+lines of the file FAKE_GPU_APPS, while it exists). The fake nvcc writes a fake program that
+prints a harness table. Environment variables steer it: FAKE_GATE_FAIL=1 makes the fixed kernel mismatch, FAKE_SLEEP=N makes the
 `slow` mode sleep N seconds, FAKE_HAZARDS=N sets the Error report's hazard count. In `slow` mode,
 FAKE_PIDS=FILE first starts a grandchild that ignores SIGTERM and writes "PARENT PID GRANDCHILD"
 (the program's parent, itself, the grandchild) into FILE; FAKE_WAIT_FOR=FILE waits (at most two
@@ -74,8 +77,29 @@ else:
 sys.exit(rc)
 '''
 
-SMI = r'''#!/bin/sh
-echo "Fake GPU, 9.0, 999.99"
+SMI = r'''#!/usr/bin/env python3
+import os, sys
+args = " ".join(sys.argv[1:])
+if "--query-compute-apps=" in args:
+    apps = os.environ.get("FAKE_GPU_APPS")  # a file of lines "PID, NAME, MIB, UUID", while it exists
+    if apps and os.path.exists(apps):
+        print(open(apps).read(), end="")
+    sys.exit(0)
+fields = args.split("--query-gpu=", 1)[1].split()[0].split(",") if "--query-gpu=" in args else []
+if fields == ["name", "compute_cap", "driver_version"]:
+    print("Fake GPU, 9.0, 999.99"); sys.exit(0)
+unknown = [f for f in fields if f in os.environ.get("FAKE_SMI_UNKNOWN", "").split(",")]
+if unknown:
+    print(f'Field "{unknown[0]}" is not a valid field to query.'); sys.exit(2)
+temperature = os.environ.get("FAKE_GPU_TEMPERATURE", "31")
+values = {"uuid": os.environ.get("FAKE_GPU_UUID", "GPU-00000000-0000-0000-0000-000000000001"),
+          "pci.bus_id": "00000000:19:00.0", "driver_version": "999.99", "vbios_version": "96.00.00.00.01",
+          "persistence_mode": "Enabled", "compute_mode": "Default", "mig.mode.current": "[N/A]",
+          "ecc.mode.current": "Enabled", "pstate": "P0", "clocks.sm": "1980", "clocks.mem": "3201",
+          "clocks.applications.graphics": "1980", "clocks.applications.memory": "3201",
+          "clocks.max.sm": "1980", "clocks.max.memory": "3201", "power.limit": "700.00",
+          "temperature.gpu": temperature, "memory.used": "1"}
+print(", ".join(values.get(f, "[N/A]") for f in fields))
 '''
 
 

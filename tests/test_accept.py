@@ -210,7 +210,7 @@ def test_broken_references_are_refused_and_left_alone(rerecorded: Path):
         + "docs/index.md:12: 9 -> 2 (drift)\n"
         "  before: 3 3 [9]\n  after:  3 3 [2]\n"
         "not accepted (2; fix by hand):\n"
-        "  docs/index.md:12: claim '3' (race:#nope): evidence/demo/race.r1.txt has no collection 'nope'; it has: "
+        "  docs/index.md:12: claim '3' (race:#nope): evidence/demo/s1/race.r1.txt has no collection 'nope'; it has: "
         "barriers, hazards, reports, rows, uninitialized\n"
         "  docs/index.md:12: no evidence set 'nowhere'; the sets are: demo\n"
         "rewrote 2 claim values in 1 page; review with git diff, then run python -m lessonkit check\n")
@@ -230,7 +230,7 @@ def test_values_no_claim_can_state_are_refused(rerecorded: Path):
 
 
 def test_claims_on_evidence_with_errors_are_refused(rerecorded: Path):
-    (rerecorded / "evidence/demo/race.r1.txt").write_text(racing(1))  # edited after recording
+    (rerecorded / "evidence/demo/s1/race.r1.txt").write_text(racing(1))  # edited after recording
     page = rerecorded / "docs/index.md"
     before = page.read_bytes()
     code, out = accept(rerecorded, "--yes")

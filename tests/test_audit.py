@@ -284,8 +284,8 @@ def test_verify_site_audits_a_built_page(demo_repo: Path, tmp_path: Path):
     (site / "search/search_index.json").write_text('{"docs": [{"location": ""}]}')  # the build's list of pages
     page = f"<html><nav>Day 120</nav>{START_MARK}{result.fill(renderer.render(result))}{CHECKED_MARK}</html>"
     (site / "index.html").write_text(page)
-    (site / "evidence/demo").mkdir(parents=True)  # the recording the page shows, as a build publishes it
-    (site / "evidence/demo/race.txt").write_bytes((demo_repo / "evidence/demo/race.txt").read_bytes())
+    (site / "evidence/demo/s1").mkdir(parents=True)  # the recording the page shows, as a build publishes it
+    (site / "evidence/demo/s1/race.txt").write_bytes((demo_repo / "evidence/demo/s1/race.txt").read_bytes())
     assert verify_site(site, demo_repo) == []
     (site / "index.html").write_text(page.replace(CHECKED_MARK, "<p>It had 120 hazards.</p>" + CHECKED_MARK))
     # Text the built page has and its Markdown lacks is reported without a line: the engine added it.

@@ -7,7 +7,13 @@ import importlib.util
 import pytest
 from conftest import REPO
 
-from lessonkit.evidence.manifest import Manifest, TranscriptEntry, manifest_to_text, parse_manifest
+from lessonkit.evidence.manifest import (
+    Manifest,
+    Session,
+    TranscriptEntry,
+    manifest_to_text,
+    parse_manifest,
+)
 
 spec = importlib.util.spec_from_file_location("bench_build", REPO / "scripts/bench_build.py")
 bench = importlib.util.module_from_spec(spec)
@@ -40,14 +46,16 @@ def test_the_baseline_is_shown_beside_the_cold_check_not_judged():
 
 def test_a_renamed_manifest_is_read_back_renamed_with_its_digests_made_anew():
     lesson, started = bench.LESSON, 1_795_953_600.25
-    entry = TranscriptEntry("race", "race.txt", "./racecheck", 0, False, 1.5, "2026-11-29T12:00:00Z",
+    entry = TranscriptEntry("s1/race", "s1/race.txt", "./racecheck", 0, False, 1.5, "2026-11-29T12:00:00Z",
                             {f"code/{lesson}/racecheck.cu": "a" * 64}, "b" * 64, group="race", started=started,
-                            ended=started + 1.5)
+                            ended=started + 1.5, session="s1")
+    session = Session("s1", {"started": "2026-11-29T12:00:00Z", "note": f"recorded for {lesson}"})
     text = manifest_to_text(Manifest(lesson, "sm_90", "nvcc", f".venv/bin/python scripts/refresh.py {lesson}", {},
-                                     {"race": entry}))
+                                     {"s1/race": entry}, {"s1": session}))
     renamed = parse_manifest(bench.renamed_manifest(text, "l001-racecheck"), "evidence/l001-racecheck")
     assert renamed.lesson == "l001-racecheck" and renamed.refresh == ".venv/bin/python scripts/refresh.py l001-racecheck"
-    assert renamed.entries["race"].inputs == {"code/l001-racecheck/racecheck.cu": "a" * 64}
+    assert renamed.entries["s1/race"].inputs == {"code/l001-racecheck/racecheck.cu": "a" * 64}
+    assert renamed.sessions["s1"].provenance["note"] == "recorded for l001-racecheck"
 
 
 def test_a_manifest_of_an_older_format_is_renamed_as_text():

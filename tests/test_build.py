@@ -83,7 +83,7 @@ def test_changed_claim_fails_strict_or_not(demo_repo: Path):
     edit(demo_repo / "docs/index.md", "{{ 120 @", "{{ 121 @")
     for strict in (False, True):
         fails_with(demo_repo, "docs/index.md:7: claim '121' (race:reports[severity=Error].hazards) disagrees with "
-                   "evidence/demo/race.txt; it says '120' (line 7)", strict=strict)
+                   "evidence/demo/s1/race.txt; it says '120' (line 7)", strict=strict)
 
 
 def test_changed_summary_quote(demo_repo: Path):
@@ -91,7 +91,7 @@ def test_changed_summary_quote(demo_repo: Path):
     fails_with(demo_repo, "docs/index.md:8: quote 'RACECHECK SUMMARY: 2 hazards displayed (1 error, 2 warnings)' "
                "is not, verbatim, a summary line of every recording of a run cited in its sentence; "
                "they say: 'RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)' in "
-               "evidence/demo/race.txt (line 13)\n")
+               "evidence/demo/s1/race.txt (line 13)\n")
 
 
 def test_changed_highlight_line(demo_repo: Path):
@@ -121,13 +121,13 @@ def test_stale_source(demo_repo: Path):
 
 
 def test_hand_edited_transcript(demo_repo: Path):
-    edit(demo_repo / "evidence/demo/race.txt", "[120 hazards]", "[121 hazards]")
-    fails_with(demo_repo, "evidence/demo/race.txt: does not match the sha256 in the manifest: it was edited")
+    edit(demo_repo / "evidence/demo/s1/race.txt", "[120 hazards]", "[121 hazards]")
+    fails_with(demo_repo, "evidence/demo/s1/race.txt: does not match the sha256 in the manifest: it was edited")
 
 
 def test_missing_transcript(demo_repo: Path):
-    (demo_repo / "evidence/demo/race.txt").unlink()
-    fails_with(demo_repo, "evidence/demo/race.txt: transcript 'race' is missing")
+    (demo_repo / "evidence/demo/s1/race.txt").unlink()
+    fails_with(demo_repo, "evidence/demo/s1/race.txt: transcript 's1/race' is missing")
 
 
 def test_missing_manifest(demo_repo: Path):

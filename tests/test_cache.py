@@ -74,7 +74,7 @@ def test_a_warm_check_reads_every_files_hash_back_as_one_entry(settled: Path, mo
     monkeypatch.setattr(sitecache, "contents", refuse)
     warm = CheckedSite(settled, keep="errors")
     assert [str(e) for e in warm.check()] == uncached(settled)[:-1]
-    transcript = settled / "evidence/demo/race.txt"
+    transcript = settled / "evidence/demo/s1/race.txt"
     st = os.stat(transcript)
     os.utime(transcript, ns=(st.st_atime_ns, st.st_mtime_ns))  # the same bytes and mtime, a new ctime
     wait_settled(settled)
@@ -120,7 +120,7 @@ def test_the_verdict_is_not_served_after_a_page_is_added_or_removed(settled: Pat
 
 def test_a_same_size_transcript_edit_with_its_mtime_restored_is_not_served(settled: Path):
     manifest = settled / "evidence/demo/manifest.json"
-    transcript = settled / "evidence/demo/race.txt"
+    transcript = settled / "evidence/demo/s1/race.txt"
     old_hash = cache.hashlib.sha256(transcript.read_bytes()).hexdigest()
     same_stat_rewrite(transcript, "[120 hazards]", "[121 hazards]")
     new_hash = cache.hashlib.sha256(transcript.read_bytes()).hexdigest()
@@ -236,7 +236,7 @@ def test_a_page_whose_inputs_change_while_it_is_checked_is_not_stored(demo_repo:
     assert not (demo_repo / FOLDER / "pages").exists()
 
 
-@pytest.mark.parametrize("changed", ["code/demo/runs.toml", "code/twin/runs.toml", "evidence/demo/race.txt",
+@pytest.mark.parametrize("changed", ["code/demo/runs.toml", "code/twin/runs.toml", "evidence/demo/s1/race.txt",
                                      "evidence/demo/new.txt"])
 def test_a_page_whose_runs_toml_or_set_changes_while_it_is_checked_is_not_stored(demo_repo: Path, changed: str):
     _twin_lesson(demo_repo)  # another lesson: its runs.toml counts for every set (a [harness] says how to read)
@@ -334,7 +334,7 @@ def test_a_set_behind_a_symlinked_folder_is_read_through(settled: Path, tmp_path
     (settled / "evidence/demo").symlink_to(elsewhere, target_is_directory=True)
     wait_settled(settled)
     assert check(settled) == uncached(settled)
-    transcript, manifest = elsewhere / "race.txt", elsewhere / "manifest.json"
+    transcript, manifest = elsewhere / "s1/race.txt", elsewhere / "manifest.json"
     old_hash = cache.hashlib.sha256(transcript.read_bytes()).hexdigest()
     transcript.write_text(transcript.read_text().replace("[120 hazards]", "[121 hazards]"))
     new_hash = cache.hashlib.sha256(transcript.read_bytes()).hexdigest()
@@ -352,7 +352,7 @@ def test_a_transcript_read_in_its_racy_window_is_not_kept_parsed(demo_repo: Path
     site.refresh()
     before = dict(evidence._parse_cache)
     ev = site.site.evidence.sets["demo"]
-    ev.transcript("race")
+    ev.transcript("s1/race")
     assert evidence._parse_cache == before  # just written: read bytes may not be the hashed ones
 
 
@@ -382,9 +382,9 @@ def test_the_same_bytes_read_by_the_same_harness_in_two_lessons_are_parsed_once(
     _twin_lesson(demo_repo)
     seen = _parses(monkeypatch)
     sets = CheckedSite(demo_repo, store=Store(None)).site.evidence.sets
-    demo, twin = sets["demo"].transcript("bare"), sets["twin"].transcript("bare")
-    assert seen == ["evidence/demo/bare.txt"]
-    assert twin.source == "evidence/twin/bare.txt" and demo.source == "evidence/demo/bare.txt"
+    demo, twin = sets["demo"].transcript("s1/bare"), sets["twin"].transcript("s1/bare")
+    assert seen == ["evidence/demo/s1/bare.txt"]
+    assert twin.source == "evidence/twin/s1/bare.txt" and demo.source == "evidence/demo/s1/bare.txt"
     assert twin.collections() == demo.collections() and twin.collections()["rows"]
     assert twin.derived is demo.derived  # the query indexes are built once for both
 
@@ -394,23 +394,23 @@ def test_the_size_of_bytes_parsed_elsewhere_is_known_without_reading_them(demo_r
     _twin_lesson(demo_repo)
     _parses(monkeypatch)
     sets = CheckedSite(demo_repo, store=Store(None)).site.evidence.sets
-    sets["demo"].transcript("bare")  # parsed here: its bytes read once
+    sets["demo"].transcript("s1/bare")  # parsed here: its bytes read once
     read: list[str] = []
     real = EvidenceSet.transcript_text
     monkeypatch.setattr(EvidenceSet, "transcript_text", lambda ev, name: read.append(name) or real(ev, name))
-    size = (demo_repo / "evidence/twin/bare.txt").stat().st_size
-    assert sets["twin"].transcript_size("bare") == size and read == []  # the parse knows the size
-    assert sets["twin"].transcript_size("race") == (demo_repo / "evidence/twin/race.txt").stat().st_size
-    assert read == ["race"]  # never parsed: read for its size, once
-    assert sets["twin"].transcript_size("race") and read == ["race"]
+    size = (demo_repo / "evidence/twin/s1/bare.txt").stat().st_size
+    assert sets["twin"].transcript_size("s1/bare") == size and read == []  # the parse knows the size
+    assert sets["twin"].transcript_size("s1/race") == (demo_repo / "evidence/twin/s1/race.txt").stat().st_size
+    assert read == ["s1/race"]  # never parsed: read for its size, once
+    assert sets["twin"].transcript_size("s1/race") and read == ["s1/race"]
 
 
 def test_the_same_bytes_read_by_another_harness_are_parsed_again(demo_repo: Path, monkeypatch):
     _twin_lesson(demo_repo, ('threads = "int"', 'threads = "str"'))
     seen = _parses(monkeypatch)
     sets = CheckedSite(demo_repo, store=Store(None)).site.evidence.sets
-    demo, twin = sets["demo"].transcript("bare"), sets["twin"].transcript("bare")
-    assert seen == ["evidence/demo/bare.txt", "evidence/twin/bare.txt"]
+    demo, twin = sets["demo"].transcript("s1/bare"), sets["twin"].transcript("s1/bare")
+    assert seen == ["evidence/demo/s1/bare.txt", "evidence/twin/s1/bare.txt"]
     assert {r["threads"] for r in demo.collections()["rows"]} != {r["threads"] for r in twin.collections()["rows"]}
 
 

@@ -133,7 +133,7 @@ def test_exact_claim_every_recording_agrees_with_passes(repeats: Path):
 def test_exact_claim_every_recording_contradicts(repeats: Path):
     assert errs(repeats, "{{ 9 @ demo/race:reports[severity=Warning].hazards }}") == [
         ("docs/p.md:1: claim '9' (demo/race:reports[severity=Warning].hazards) disagrees with 5 recordings of race; "
-        "each says '8' (evidence/demo/race.r1.txt, line 10)")]
+        "each says '8' (evidence/demo/s1/race.r1.txt, line 10)")]
 
 
 def test_range_that_holds_every_recording_passes_and_shows_as_written(repeats: Path):
@@ -144,7 +144,7 @@ def test_range_that_holds_every_recording_passes_and_shows_as_written(repeats: P
 def test_range_that_misses_a_recording(repeats: Path):
     assert errs(repeats, "{{ 118\u2013124 @ demo/race:reports[severity=Error].hazards }}") == [
         ("docs/p.md:1: claim '118\u2013124' (demo/race:reports[severity=Error].hazards) does not hold: 5 recordings "
-        "of race give 118 to 125; 125 (evidence/demo/race.r3.txt, line 7) is outside it")]
+        "of race give 118 to 125; 125 (evidence/demo/s1/race.r3.txt, line 7) is outside it")]
 
 
 def test_range_too_loose(repeats: Path):
@@ -167,7 +167,7 @@ def test_range_written_with_a_hyphen(repeats: Path):
 def test_range_on_text(repeats: Path):
     assert errs(repeats, "{{ 1\u20132 @ demo/race:reports[severity=Error].severity }}") == [
         ("docs/p.md:1: claim '1\u20132' (demo/race:reports[severity=Error].severity) is a range, but 5 recordings of "
-        "race gives 'Error' (evidence/demo/race.r1.txt, line 7), which is not a number")]
+        "race gives 'Error' (evidence/demo/s1/race.r1.txt, line 7), which is not a number")]
 
 
 def test_rounded_claims(repeats: Path):
@@ -229,13 +229,13 @@ def test_wildcard_selects_every_record_of_every_recording(repeats: Path):
 def test_wildcard_key_must_exist(demo_repo: Path):
     assert errs(demo_repo, "{{ 0 @ demo/race:rows[thread=*].mismatches }}") == [
         ("docs/p.md:1: claim '0' (demo/race:rows[thread=*].mismatches): filter key 'thread' is not a field of rows "
-        "in evidence/demo/race.txt; did you mean 'threads'? its fields: first_bad, gated, kernel, mismatches, threads")]
+        "in evidence/demo/s1/race.txt; did you mean 'threads'? its fields: first_bad, gated, kernel, mismatches, threads")]
 
 
 def test_several_records_without_a_wildcard(demo_repo: Path):
     assert errs(demo_repo, "{{ 0 @ demo/race:rows[kernel=k].mismatches }}") == [
         ("docs/p.md:1: claim '0' (demo/race:rows[kernel=k].mismatches): rows[kernel=k] selects 2 records in "
-        "evidence/demo/race.txt, not exactly one; add filters that single one out, or write KEY=* to claim every "
+        "evidence/demo/s1/race.txt, not exactly one; add filters that single one out, or write KEY=* to claim every "
         "record it selects")]
 
 
@@ -244,20 +244,20 @@ def test_several_records_without_a_wildcard(demo_repo: Path):
 def test_unknown_filter_key(demo_repo: Path):
     assert errs(demo_repo, "{{ 0 @ demo/race:#reports[no_such_key=x] }}") == [
         ("docs/p.md:1: claim '0' (demo/race:#reports[no_such_key=x]): filter key 'no_such_key' is not a field of "
-        "reports in evidence/demo/race.txt; its fields: access, accesses, file, hazards, kernel, line, location, "
+        "reports in evidence/demo/s1/race.txt; its fields: access, accesses, file, hazards, kernel, line, location, "
         "pairs, severity")]
 
 
 def test_misspelt_filter_value_gets_a_suggestion(demo_repo: Path):
     assert errs(demo_repo, "{{ 0 @ demo/race:#reports[severity=error] }}") == [
         ("docs/p.md:1: claim '0' (demo/race:#reports[severity=error]): filter severity='error' matches no record of "
-        "reports in evidence/demo/race.txt, nor any record of the set with a 'severity'; did you mean 'Error'?")]
+        "reports in evidence/demo/s1/race.txt, nor any record of the set with a 'severity'; did you mean 'Error'?")]
 
 
 def test_filter_value_nothing_resembles(demo_repo: Path):
     assert errs(demo_repo, "{{ 0 @ demo/race:#rows[threads=7777] }}") == [
         ("docs/p.md:1: claim '0' (demo/race:#rows[threads=7777]): filter threads='7777' matches no record of rows in "
-        "evidence/demo/race.txt, nor any record of the set with a 'threads'; its values there: '256', '32'")]
+        "evidence/demo/s1/race.txt, nor any record of the set with a 'threads'; its values there: '256', '32'")]
 
 
 def test_a_count_of_zero_over_a_well_formed_filter(demo_repo: Path):
@@ -270,7 +270,7 @@ def test_a_count_of_zero_over_a_well_formed_filter(demo_repo: Path):
 def test_filter_on_a_collection_no_run_has(demo_repo: Path):
     assert errs(demo_repo, "{{ 0 @ demo/race:#barriers[kernel=k] }} {{ 0 @ demo/race:#barriers }}") == [
         ("docs/p.md:1: claim '0' (demo/race:#barriers[kernel=k]): barriers has no records in "
-        "evidence/demo/race.txt nor in any run of the set, so filter key 'kernel' cannot be checked; claim the "
+        "evidence/demo/s1/race.txt nor in any run of the set, so filter key 'kernel' cannot be checked; claim the "
         "count without filters: #barriers")]
 
 
@@ -292,7 +292,7 @@ def test_a_claim_wrapped_over_two_lines_is_checked(demo_repo: Path):
     text = "the Warning had {{ 999999 @\ndemo/race:reports[severity=Warning].hazards }} hazards.\nNext line."
     assert errs(demo_repo, text) == [
         ("docs/p.md:1: claim '999999' (demo/race:reports[severity=Warning].hazards) disagrees with "
-        "evidence/demo/race.txt; it says '8' (line 10)")]
+        "evidence/demo/s1/race.txt; it says '8' (line 10)")]
     result = run_page(demo_repo, text.replace("999999", "8"))
     assert result.errors == [] and result.markdown == 'the Warning had <span class="lk-v">8</span> hazards.\nNext line.'
 
@@ -393,7 +393,7 @@ def test_racecheck_summary_shapes(demo_repo: Path, quote: str, shown: str):
     assert errs(demo_repo, SECTION + CITE + quote) == [
         (f"docs/p.md:9: quote {shown!r} is not, verbatim, a summary line of every recording of a run cited in its "
         "sentence; they say: 'RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)' in "
-        "evidence/demo/race.txt (line 13)")]
+        "evidence/demo/s1/race.txt (line 13)")]
 
 
 @pytest.mark.parametrize("quote, shown", [
@@ -419,7 +419,7 @@ def test_a_summary_wrapped_or_spaced_is_still_a_quote(demo_repo: Path, quote: st
     assert errs(demo_repo, SECTION + CITE + quote) == [
         (f"docs/p.md:9: quote {shown!r} is not, verbatim, a summary line of every recording of a run cited in its "
         "sentence; they say: 'RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)' in "
-        "evidence/demo/race.txt (line 13)")]
+        "evidence/demo/s1/race.txt (line 13)")]
 
 
 @pytest.mark.parametrize("quote", [
@@ -447,7 +447,7 @@ def test_a_right_summary_attached_to_the_wrong_run(demo_repo: Path):
     assert errs(demo_repo, text) == [
         ("docs/p.md:7: quote 'RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)' is not, verbatim, a "
         "summary line of every recording of a run cited in its sentence; they say: "
-        "'RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)' in evidence/demo/race-fixed.txt (line 6)")]
+        "'RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)' in evidence/demo/s1/race-fixed.txt (line 6)")]
 
 
 def test_a_section_that_cites_nothing(demo_repo: Path):
@@ -464,8 +464,8 @@ def test_a_summary_that_differs_between_recordings(demo_repo: Path):
         ("docs/p.md:9: quote 'RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)' is not, verbatim, a "
         "summary line of every recording of a run cited in its sentence; they say: "
         "'RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)' in 2 of 3 recordings of race "
-        "(evidence/demo/race.r1.txt, line 13); 'RACECHECK SUMMARY: 3 hazards displayed (1 error, 1 warning)' in "
-        "1 of 3 recordings of race (evidence/demo/race.r3.txt, line 13)")]
+        "(evidence/demo/s1/race.r1.txt, line 13); 'RACECHECK SUMMARY: 3 hazards displayed (1 error, 1 warning)' in "
+        "1 of 3 recordings of race (evidence/demo/s1/race.r3.txt, line 13)")]
     # A claim may stand for the figures that vary; each must hold for that figure in every recording.
     # (A figure whose plural changes between recordings cannot be quoted this way: the words differ.)
     varying = "RACECHECK SUMMARY: {{ 2\u20133 @ race:hazards_displayed }} hazards displayed (1 error, 1 warning)"
@@ -474,8 +474,8 @@ def test_a_summary_that_differs_between_recordings(demo_repo: Path):
         ("docs/p.md:9: quote 'RACECHECK SUMMARY: 2\u20133 hazards displayed (1 error, 2 warnings)' is not, verbatim, "
         "a summary line of every recording of a run cited in its sentence; they say: "
         "'RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)' in 2 of 3 recordings of race "
-        "(evidence/demo/race.r1.txt, line 13); 'RACECHECK SUMMARY: 3 hazards displayed (1 error, 1 warning)' in "
-        "1 of 3 recordings of race (evidence/demo/race.r3.txt, line 13)")]
+        "(evidence/demo/s1/race.r1.txt, line 13); 'RACECHECK SUMMARY: 3 hazards displayed (1 error, 1 warning)' in "
+        "1 of 3 recordings of race (evidence/demo/s1/race.r3.txt, line 13)")]
 
 
 # -- table labels and headers ----------------------------------------------------------------------------
@@ -551,16 +551,16 @@ def test_every_recording_is_listed_the_first_shown_the_others_linked(repeats: Pa
     assert ("<summary>racecheck on the demo (5 recordings, exit code 0 in each, 1.5\u20131.5 s)</summary>") in html
     assert html.count('<section class="lk-recording">') == 5 and html.count("<details") == 1  # no box in the box
     assert '<section class="lk-recording">\n<p class="lk-recording-head">Recording 1 of 5 (exit code 0, 1.5 s)</p>' in html
-    size = (repeats / "evidence/demo/race.r5.txt").stat().st_size
+    size = (repeats / "evidence/demo/s1/race.r5.txt").stat().st_size
     assert ('<section class="lk-recording">\n<p class="lk-recording-file">Recording 5 of 5 (exit code 0, 1.5 s): '
-            '<a class="lk-evidence" href="evidence/demo/race.r5.txt">'
-            f"evidence/demo/race.r5.txt</a> ({size} bytes)</p>\n</section>") in html
+            '<a class="lk-evidence" href="evidence/demo/s1/race.r5.txt">'
+            f"evidence/demo/s1/race.r5.txt</a> ({size} bytes)</p>\n</section>") in html
     # The first recording's text is on the page; the others are linked, not inlined.
     assert "[118 hazards]" in html and "[125 hazards]" not in html
     assert html.count("<tr><td>") == 5  # the table of recordings lists all five
     assert "Recorded 5 times; claims on this run hold for every recording." in html
     assert "NumPy" not in html and "compute-sanitizer 2025.3.1.0" in html
-    assert [p.path for p in result.published] == [f"evidence/demo/race.r{k}.txt" for k in range(1, 6)]
+    assert [p.path for p in result.published] == [f"evidence/demo/s1/race.r{k}.txt" for k in range(1, 6)]
     assert all(p.source == repeats / "evidence/demo" / p.file for p in result.published)
 
 
@@ -597,7 +597,7 @@ def test_the_figures_that_differ_between_recordings_are_tabled(demo_repo: Path):
 
 def test_a_hang_is_shown_as_stopped_by_its_timeout(demo_repo: Path):
     from conftest import rewrite_entry
-    rewrite_entry(demo_repo, "race", timed_out=True, exit_code=None)
+    rewrite_entry(demo_repo, "s1/race", timed_out=True, exit_code=None)
     result = run_page(demo_repo, "{{ transcript demo/race }}")
     assert "<summary>Transcript demo/race (stopped by its timeout, 1.5 s)</summary>" in result.blocks[0]
 
@@ -617,26 +617,26 @@ def test_a_large_first_recording_shows_its_first_lines_and_links_the_file(demo_r
     assert len(f"{shown}\n{next_line}\n".encode()) > 6 * 1024
     kept = shown.count("\n") + 1
     assert (f'<p class="lk-transcript-more" data-lk-lines="{lines}">The first {kept} lines of {lines}; '
-            f'{lines - kept} more in <a class="lk-evidence" href="evidence/demo/race.txt">evidence/demo/race.txt</a> '
+            f'{lines - kept} more in <a class="lk-evidence" href="evidence/demo/s1/race.txt">evidence/demo/s1/race.txt</a> '
             f"({len(big.encode()) / 1024:.0f} KiB).</p>") in html
     assert next_line not in html and "program line 29999" not in html
-    assert [p.path for p in result.published] == ["evidence/demo/race.txt"]
+    assert [p.path for p in result.published] == ["evidence/demo/s1/race.txt"]
 
 
 def test_links_to_recordings_are_made_relative_to_where_the_page_is_built(repeats: Path):
     result = run_page(repeats, "{{ transcript demo/race }}")
-    assert 'href="evidence/demo/race.r2.txt"' in result.fill(result.markdown)
-    assert 'href="../evidence/demo/race.r2.txt"' in result.fill(result.markdown, "../")
-    assert 'href="../../evidence/demo/race.r2.txt"' in result.fill(result.markdown, "../../")
+    assert 'href="evidence/demo/s1/race.r2.txt"' in result.fill(result.markdown)
+    assert 'href="../evidence/demo/s1/race.r2.txt"' in result.fill(result.markdown, "../")
+    assert 'href="../../evidence/demo/s1/race.r2.txt"' in result.fill(result.markdown, "../../")
 
 
 def test_a_recording_line_that_looks_like_a_link_is_shown_as_text(demo_repo: Path):
-    line = '<a class="lk-evidence" href="evidence/demo/race.txt">x</a>'
+    line = '<a class="lk-evidence" href="evidence/demo/s1/race.txt">x</a>'
     record_set(demo_repo, "demo", {"race": RACE + line + "\n", "bare": BARE})
     result = run_page(demo_repo, "{{ transcript demo/race }}")
     html = result.fill(result.markdown, "../")
     assert html.count('<a class="lk-evidence"') == 0  # the whole text is inline: no link needed
-    assert "&lt;a class=&quot;lk-evidence&quot; href=&quot;evidence/demo/race.txt&quot;&gt;x&lt;/a&gt;" in html
+    assert "&lt;a class=&quot;lk-evidence&quot; href=&quot;evidence/demo/s1/race.txt&quot;&gt;x&lt;/a&gt;" in html
 
 
 # -- a figure must stand apart from what is typed beside it -----------------------------------------

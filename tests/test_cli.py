@@ -33,8 +33,8 @@ def test_check_lists_every_error_and_exits_1(demo_repo: Path):
     done = cli_run("check", "--repo", str(demo_repo))
     assert done.returncode == 1
     assert done.stderr.splitlines() == [
-        "docs/index.md:1: claim '9' (demo/race:#reports) disagrees with evidence/demo/race.txt; it says '2'",
-        "docs/index.md:2: claim '8' (demo/race:#reports) disagrees with evidence/demo/race.txt; it says '2'",
+        "docs/index.md:1: claim '9' (demo/race:#reports) disagrees with evidence/demo/s1/race.txt; it says '2'",
+        "docs/index.md:2: claim '8' (demo/race:#reports) disagrees with evidence/demo/s1/race.txt; it says '2'",
         "2 errors found"]
 
 
@@ -59,7 +59,7 @@ def test_check_finds_the_repository_from_a_folder_inside_it(demo_repo: Path):
     (demo_repo / "docs/index.md").write_text("{{ 9 @ demo/race:#reports }}\n")
     done = cli_run("check", cwd=demo_repo / "code" / "demo")
     assert (done.returncode, done.stderr) == (1, ("docs/index.md:1: claim '9' (demo/race:#reports) disagrees "
-                                                 "with evidence/demo/race.txt; it says '2'\n1 error found\n"))
+                                                 "with evidence/demo/s1/race.txt; it says '2'\n1 error found\n"))
 
 
 def test_find_repo_walks_up_to_mkdocs_yml(tmp_path: Path):
@@ -142,13 +142,13 @@ def test_transcript_outside_evidence_with_tool_lines_notes_the_lesson_option(tmp
 def test_transcript_of_a_recording_whose_tool_run_holds_no_tool_output(demo_repo: Path):
     from conftest import BARE, record_set
     record_set(demo_repo, "demo", {"race": BARE, "bare": BARE})  # race runs compute-sanitizer; bare, ./demo
-    race = cli_run("transcript", "evidence/demo/race.txt", cwd=demo_repo)
+    race = cli_run("transcript", "evidence/demo/s1/race.txt", cwd=demo_repo)
     assert (race.returncode, race.stdout) == (1, "")
-    assert race.stderr == ("evidence/demo/race.txt: holds no compute-sanitizer output (no line starts =========, "
+    assert race.stderr == ("evidence/demo/s1/race.txt: holds no compute-sanitizer output (no line starts =========, "
                            "and no usage it prints when it refuses its command line), yet its run invokes "
                            "compute-sanitizer, which always prints one or the other; expected the transcript of "
                            "that run\n")
-    bare = cli_run("transcript", "evidence/demo/bare.txt", cwd=demo_repo)
+    bare = cli_run("transcript", "evidence/demo/s1/bare.txt", cwd=demo_repo)
     assert (bare.returncode, json.loads(bare.stdout)["mode"]) == (0, "all")
 
 
@@ -258,7 +258,7 @@ REFRESH_ONLY = "expected UTF-8 text (the refresh writes only UTF-8, so it did no
     ("code/demo/demo.cu", "code/demo/demo.cu:3:4: not valid UTF-8 (byte 0xff); save the file as UTF-8"),
     ("mkdocs.yml", "mkdocs.yml:3:4: not valid UTF-8 (byte 0xff); save the file as UTF-8"),
     ("evidence/demo/manifest.json", f"evidence/demo/manifest.json:3:4: not valid UTF-8 (byte 0xff); {REFRESH_ONLY}"),
-    ("evidence/demo/race.txt", f"evidence/demo/race.txt:3:4: not valid UTF-8 (byte 0xff); {REFRESH_ONLY}"),
+    ("evidence/demo/s1/race.txt", f"evidence/demo/s1/race.txt:3:4: not valid UTF-8 (byte 0xff); {REFRESH_ONLY}"),
 ])
 def test_check_names_the_first_bad_byte_of_any_file(demo_repo: Path, file: str, message: str):
     path = demo_repo / file
@@ -296,9 +296,9 @@ def test_transcript_of_a_run_shows_every_recording(demo_repo, capsys):
                                    "bare": "x\n"})
     assert cli_main(["transcript", "demo/race", "--repo", str(demo_repo)]) == 0
     out = _json.loads(capsys.readouterr().out)
-    assert [r["recording"] for r in out] == ["race.r1", "race.r2", "race.r3"]
+    assert [r["recording"] for r in out] == ["s1/race.r1", "s1/race.r2", "s1/race.r3"]
     assert [r["reports"][0]["hazards"] for r in out] == [120, 125, 120]
-    assert out[1]["file"] == "evidence/demo/race.r2.txt" and out[1]["repeats"] == 3
+    assert out[1]["file"] == "evidence/demo/s1/race.r2.txt" and out[1]["repeats"] == 3
 
 
 def test_transcript_of_an_unknown_run_names_the_runs(demo_repo, capsys):

@@ -151,7 +151,7 @@ def test_accept_refuses_a_vanished_difference_and_says_why(demo_repo):
 
 def test_accept_holds_back_a_comparison_on_a_set_with_errors(demo_repo):
     two_sets(demo_repo, repeats=1)
-    (demo_repo / "evidence/demo-b/race.txt").write_text("edited\n")
+    (demo_repo / "evidence/demo-b/s1/race.txt").write_text("edited\n")
     (demo_repo / "docs/index.md").write_text("# x\n\n{{ 3 @ race:#reports in demo = demo-b }}\n")
     code, out = run_accept(demo_repo)
     assert code == accept.EXIT_REFUSED and "evidence/demo-b: 1 claim on it not accepted" in out
@@ -194,7 +194,7 @@ def test_a_run_recorded_once_pairs_with_every_recording(demo_repo):
 def test_a_ratio_needs_runs_recorded_together(demo_repo):
     ratio_set(demo_repo, [30.0, 36.0], [5.0, 6.0], ids=["refresh-1", "refresh-2"], bare_ids=["refresh-1", "refresh-1"])
     (message,) = errs(demo_repo, "{{ ~6 @ demo/race:wall_s / demo/bare:wall_s }}\n")
-    assert "race.r2 and bare.r2 come from different refreshes; a ratio compares runs recorded together" in message
+    assert "s1/race.r2 and s1/bare.r2 come from different refreshes; a ratio compares runs recorded together" in message
     assert message.endswith("re-record both: .venv/bin/python scripts/refresh.py demo")
     ratio_set(demo_repo, [30.0, 36.0], [5.0, 6.0], ids=[None, None])
     (message,) = errs(demo_repo, "{{ ~6 @ demo/race:wall_s / demo/bare:wall_s }}\n")

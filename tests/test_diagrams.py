@@ -35,7 +35,7 @@ def test_a_diagrams_claims_are_expanded_checked_and_marked(demo_repo: Path):
 def test_a_wrong_claim_in_a_diagram_names_the_svg_line(demo_repo: Path):
     found = _page(demo_repo, SVG.replace("{{ 120 @", "{{ 121 @"))
     assert found == [("code/demo/diagrams/d.svg:4: claim '121' (race:reports[severity=Error].hazards) disagrees "
-                      "with evidence/demo/race.txt; it says '120' (line 7)")]
+                      "with evidence/demo/s1/race.txt; it says '120' (line 7)")]
 
 
 @pytest.mark.parametrize("typed, line", [

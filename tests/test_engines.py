@@ -23,7 +23,7 @@ from lessonkit.site.verify import main as verify_main
 # PYTHONPATH: a site that lists lessonkit.site.mdext imports it while the engine reads mkdocs.yml.
 ENV = dict(os.environ, NO_MKDOCS_2_WARNING="1", DISABLE_MKDOCS_2_WARNING="true", PYTHONPATH=str(REPO))
 WRONG_CLAIM = ("docs/index.md:7: claim '121' (race:reports[severity=Error].hazards) disagrees with "
-               "evidence/demo/race.txt; it says '120' (line 7)")
+               "evidence/demo/s1/race.txt; it says '120' (line 7)")
 FIX = ("the engine published it without lessonkit; MkDocs and ProperDocs need "
        "'hooks: [hooks/lessonkit_hooks.py]', other engines 'markdown_extensions: [lessonkit.site.mdext]'")
 

@@ -20,21 +20,21 @@ def errors(repo: Path) -> list[str]:
 
 def test_recorded_set_is_clean(demo_repo: Path):
     ev = load_all_evidence(demo_repo)
-    assert ev.errors == [] and set(ev.sets["demo"].entries) == {"race", "bare"}
+    assert ev.errors == [] and set(ev.sets["demo"].entries) == {"s1/race", "s1/bare"}
 
 
 def test_hand_edited_transcript(demo_repo: Path):
-    path = demo_repo / "evidence/demo/race.txt"
+    path = demo_repo / "evidence/demo/s1/race.txt"
     path.write_text(path.read_text().replace("[120 hazards]", "[121 hazards]"))
     assert errors(demo_repo) == [
-        ("evidence/demo/race.txt: does not match the sha256 in the manifest: it was edited after it was "
+        ("evidence/demo/s1/race.txt: does not match the sha256 in the manifest: it was edited after it was "
         "recorded; evidence is written only by the refresh: .venv/bin/python scripts/refresh.py demo --only race")]
 
 
 def test_missing_transcript(demo_repo: Path):
-    (demo_repo / "evidence/demo/bare.txt").unlink()
+    (demo_repo / "evidence/demo/s1/bare.txt").unlink()
     assert errors(demo_repo) == [
-        "evidence/demo/bare.txt: transcript 'bare' is missing; re-record it: .venv/bin/python scripts/refresh.py demo --only bare"]
+        "evidence/demo/s1/bare.txt: transcript 's1/bare' is missing; re-record it: .venv/bin/python scripts/refresh.py demo --only bare"]
 
 
 def test_file_not_in_manifest(demo_repo: Path):
@@ -59,19 +59,19 @@ def test_unparseable_manifest_names_the_line(demo_repo: Path):
 def test_manifest_field_of_wrong_type(demo_repo: Path):
     path = demo_repo / "evidence/demo/manifest.json"
     data = json.loads(path.read_text())
-    data["transcripts"]["race"]["exit_code"] = "zero"
+    data["transcripts"]["s1/race"]["exit_code"] = "zero"
     path.write_text(json.dumps(data))
     assert errors(demo_repo) == [
-        "evidence/demo/manifest.json: transcript 'race': field 'exit_code' is missing or of the wrong type"]
+        "evidence/demo/manifest.json: transcript 's1/race': field 'exit_code' is missing or of the wrong type"]
 
 
 def test_hand_edited_manifest_entry(demo_repo: Path):
     path = demo_repo / "evidence/demo/manifest.json"
     data = json.loads(path.read_text())
-    data["transcripts"]["race"]["wall_s"] = 0.5
+    data["transcripts"]["s1/race"]["wall_s"] = 0.5
     path.write_text(json.dumps(data))
     assert errors(demo_repo) == [
-        ("evidence/demo/manifest.json: transcript 'race' does not match its digest: the entry was edited after it "
+        ("evidence/demo/manifest.json: transcript 's1/race' does not match its digest: the entry was edited after it "
          "was recorded; evidence is written only by the refresh: .venv/bin/python scripts/refresh.py demo")]
 
 
@@ -89,10 +89,10 @@ def test_manifest_of_format_two_is_refused(demo_repo: Path):
 
 @pytest.mark.parametrize("exit_code, ended", [(1, "exited 1"), (None, "timed out")])
 def test_a_gated_run_must_have_exited_0(demo_repo: Path, exit_code: int | None, ended: str):
-    rewrite_entry(demo_repo, "bare", exit_code=exit_code, timed_out=exit_code is None)
-    rewrite_entry(demo_repo, "race", exit_code=1)  # not gated: a failure is evidence too
+    rewrite_entry(demo_repo, "s1/bare", exit_code=exit_code, timed_out=exit_code is None)
+    rewrite_entry(demo_repo, "s1/race", exit_code=1)  # not gated: a failure is evidence too
     assert errors(demo_repo) == [
-        (f"evidence/demo/manifest.json: transcript 'bare' {ended}, but its run is gated (gate = true in "
+        (f"evidence/demo/manifest.json: transcript 's1/bare' {ended}, but its run is gated (gate = true in "
          "code/demo/runs.toml) and a gated run must exit 0; fix the program, then re-record it: "
          ".venv/bin/python scripts/refresh.py demo --only bare")]
 
@@ -102,32 +102,32 @@ def test_repeats_need_every_recording(demo_repo: Path):
     record_set(demo_repo, "demo", {"race": [RACE] * 3, "bare": "x\n"})
     path = demo_repo / "evidence/demo/manifest.json"
     data = json.loads(path.read_text())
-    del data["transcripts"]["race.r2"]
+    del data["transcripts"]["s1/race.r2"]
     path.write_text(json.dumps(data))
     assert errors(demo_repo) == [
-        "evidence/demo/manifest.json: group 'race' has 2 recordings but they say 3 repeats"]
+        "evidence/demo/manifest.json: group 'race' has 2 recordings in session 's1' but they say 3 repeats"]
 
 
 def test_recording_names_follow_their_repeat(demo_repo: Path):
     from conftest import RACE, record_set
     record_set(demo_repo, "demo", {"race": [RACE] * 2, "bare": "x\n"})
-    rewrite_entry(demo_repo, "race.r2", repeat=1)
+    rewrite_entry(demo_repo, "s1/race.r2", repeat=1)
     assert errors(demo_repo) == [
-        ("evidence/demo/manifest.json: transcript 'race.r2': expected the name 'race.r1' for recording 1 of 2 "
+        ("evidence/demo/manifest.json: transcript 's1/race.r2': expected the name 's1/race.r1' for recording 1 of 2 "
         "of 'race'")]
 
 
 @pytest.mark.parametrize("data, message", [
-    (b"ok\nbad \xff here\n", ("evidence/demo/race.txt:2:5: not valid UTF-8 (byte 0xff); expected UTF-8 text (the "
+    (b"ok\nbad \xff here\n", ("evidence/demo/s1/race.txt:2:5: not valid UTF-8 (byte 0xff); expected UTF-8 text (the "
                               "refresh writes only UTF-8, so it did not write this file)")),
-    (b"ok\nmode: \x00all\n", ("evidence/demo/race.txt:2:7: holds a NUL byte (0x00); expected the text a run "
+    (b"ok\nmode: \x00all\n", ("evidence/demo/s1/race.txt:2:7: holds a NUL byte (0x00); expected the text a run "
                              "printed, which has none")),
 ], ids=["invalid UTF-8", "NUL byte"])
 def test_a_bad_byte_in_a_transcript_is_an_error_at_its_place(demo_repo: Path, data: bytes, message: str):
     ev = load_evidence_set(demo_repo, "demo")
-    (demo_repo / "evidence/demo/race.txt").write_bytes(data)
+    (demo_repo / "evidence/demo/s1/race.txt").write_bytes(data)
     with pytest.raises(LessonError) as info:
-        ev.transcript_text("race")
+        ev.transcript_text("s1/race")
     assert str(info.value) == message
 
 
@@ -218,15 +218,15 @@ SYMLINK = ("is a symbolic link; evidence is the files the refresh wrote, never a
 
 
 def test_a_transcript_that_is_a_symlink_is_refused(demo_repo: Path, tmp_path_factory):
-    race = demo_repo / "evidence/demo/race.txt"
+    race = demo_repo / "evidence/demo/s1/race.txt"
     elsewhere = tmp_path_factory.mktemp("elsewhere") / "race.txt"
     elsewhere.write_bytes(race.read_bytes())  # the very bytes the manifest hashed
     race.unlink()
     race.symlink_to(elsewhere)
-    assert errors(demo_repo) == [f"evidence/demo/race.txt: {SYMLINK} --only race"]
+    assert errors(demo_repo) == [f"evidence/demo/s1/race.txt: {SYMLINK} --only race"]
     with pytest.raises(LessonError) as info:
-        load_evidence_set(demo_repo, "demo").transcript_text("race")
-    assert str(info.value) == f"evidence/demo/race.txt: {SYMLINK} --only race"
+        load_evidence_set(demo_repo, "demo").transcript_text("s1/race")
+    assert str(info.value) == f"evidence/demo/s1/race.txt: {SYMLINK} --only race"
 
 
 def test_a_manifest_that_is_a_symlink_is_refused(demo_repo: Path, tmp_path_factory):

@@ -26,12 +26,12 @@ def test_explain_prints_each_sentence_and_what_backs_each_figure(demo_repo: Path
     assert errors == []
     assert lines == [
         "docs/p.md:3: racecheck found [2] reports; the error had [110\u2013130] hazards.",
-        f"    2: one value every recording gives; the number of reports records; run race of {toolkit}, 3 recordings",
+        f"    2: one value every recording gives; the number of reports records; run race of {toolkit}, 3 recordings in 1 session (s1)",
         ("    110\u2013130: a range every recording falls in; the field hazards of the reports records where severity "
-        f"is Error; run race of {toolkit}, 3 recordings"),
+        f"is Error; run race of {toolkit}, 3 recordings in 1 session (s1)"),
         "docs/p.md:4: It took [~2] s.",
         ("    ~2: a rounded value every recording rounds to ([1.5, 2.5)); the field wall_s, in seconds; "
-        f"run race of {toolkit}, 3 recordings"),
+        f"run race of {toolkit}, 3 recordings in 1 session (s1)"),
         "docs/p.md:6: The GPU was an [NVIDIA H200].",
         (f"    NVIDIA H200: as the set records it; the provenance field gpu (the machine and tools the set was "
          f"recorded with); {toolkit}"),
@@ -54,8 +54,8 @@ def test_each_produced_figure_carries_what_backs_it(demo_repo: Path):
     markdown = Site.load(demo_repo).page(page, "docs/p.md").markdown
     toolkit = "set demo (nvcc 13.0.88, compute-sanitizer 2025.3.1.0)"
     assert ('<span class="lk-v" data-lk-why="2: one value every recording gives; the number of reports records; '
-            f'run race of {toolkit}, 1 recording">2</span>') in markdown
+            f'run race of {toolkit}, 1 recording in 1 session (s1)">2</span>') in markdown
     assert ('data-lk-why="generated from every recording: the field hazards of the reports records where severity '
-            f'is Error; run race of {toolkit}, 1 recording">120</span>') in markdown
+            f'is Error; run race of {toolkit}, 1 recording in 1 session (s1)">120</span>') in markdown
     assert (f'data-lk-why="generated from every recording: the field mismatches; run race of {toolkit}, 1 recording '
-            'a run; the cell (k, 256)">7</span>') in markdown
+            'a run in 1 session (s1); the cell (k, 256)">7</span>') in markdown

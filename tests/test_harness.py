@@ -261,7 +261,7 @@ def test_a_page_quotes_a_harness_the_core_never_heard_of(trials_repo: Path):
     assert [str(e) for e in site.page(PAGE, "docs/index.md").errors] == []
     wrong = site.page(PAGE.replace("{{ 5 @", "{{ 6 @"), "docs/index.md").errors
     assert [e.message.split(";")[0] for e in wrong] == [
-        "claim '6' (bare:trials[trial=2].wrong) disagrees with evidence/trials/bare.txt"]
+        "claim '6' (bare:trials[trial=2].wrong) disagrees with evidence/trials/s1/bare.txt"]
 
 
 def test_changing_the_declaration_does_not_make_evidence_stale(trials_repo: Path):

@@ -127,7 +127,7 @@ def test_once_recorded_the_notice_and_the_warning_go(course: Path):
     assert result.errors == [] and "Not yet recorded" not in result.markdown
     wrong = Site.load(course).page(page.replace("{{ 0 @", "{{ 1 @"), f"docs/{LESSON}.md").errors
     assert [e.message.split(";")[0] for e in wrong] == [
-        f"claim '1' (bare:wrong) disagrees with evidence/{LESSON}/bare.txt"]
+        f"claim '1' (bare:wrong) disagrees with evidence/{LESSON}/s1/bare.txt"]
 
 
 def test_a_claim_on_a_lesson_not_recorded_is_an_error(course: Path):

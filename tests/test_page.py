@@ -31,14 +31,14 @@ def test_good_page_expands(demo_repo: Path):
 def test_claim_that_disagrees(demo_repo: Path):
     assert errs(demo_repo, "\n\nthe error has {{ 121 @ demo/race:reports[severity=Error].hazards }} hazards") == [
         ("docs/p.md:3: claim '121' (demo/race:reports[severity=Error].hazards) disagrees with "
-        "evidence/demo/race.txt; it says '120' (line 7)")]
+        "evidence/demo/s1/race.txt; it says '120' (line 7)")]
 
 
 def test_table_cell_claim(demo_repo: Path):
     text = "| threads | mismatches |\n|---|---|\n| 256 | {{ 8 @ demo/race:rows[threads=256,kernel=k].mismatches }} |"
     assert errs(demo_repo, text) == [
         ("docs/p.md:3: claim '8' (demo/race:rows[threads=256,kernel=k].mismatches) disagrees with "
-        "evidence/demo/race.txt; it says '7' (line 6)")]
+        "evidence/demo/s1/race.txt; it says '7' (line 6)")]
 
 
 def test_count_and_provenance_claims(demo_repo: Path):
@@ -53,7 +53,7 @@ def test_summary_quote_in_prose_is_checked(demo_repo: Path):
     assert errs(demo_repo, text) == [
         ("docs/p.md:3: quote 'RACECHECK SUMMARY: 3 hazards displayed (1 error, 2 warnings)' is not, verbatim, a "
         "summary line of every recording of a run cited in its sentence; "
-        "they say: 'RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)' in evidence/demo/race.txt (line 13)")]
+        "they say: 'RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)' in evidence/demo/s1/race.txt (line 13)")]
 
 
 def test_summary_quote_in_code_block_is_checked(demo_repo: Path):
@@ -79,14 +79,14 @@ def test_unknown_set_and_transcript(demo_repo: Path):
 
 def test_query_errors(demo_repo: Path):
     assert errs(demo_repo, "{{ 1 @ demo/race:reports.hazards }}\n{{ 1 @ demo/race:nothing }}") == [
-        ("docs/p.md:1: claim '1' (demo/race:reports.hazards): reports[] selects 2 records in evidence/demo/race.txt, "
+        ("docs/p.md:1: claim '1' (demo/race:reports.hazards): reports[] selects 2 records in evidence/demo/s1/race.txt, "
         "not exactly one; add filters that single one out, or write KEY=* to claim every record it selects"),
-        ("docs/p.md:2: claim '1' (demo/race:nothing): evidence/demo/race.txt has no value 'nothing'; it has: "
+        ("docs/p.md:2: claim '1' (demo/race:nothing): evidence/demo/s1/race.txt has no value 'nothing'; it has: "
         "#barriers, #hazards, #reports, #rows, #uninitialized, command, compute_capability, compute_sanitizer, date, day, "
-        "driver, exclusive, exit_code, gpu, hazards_displayed, mode, nvcc, race_errors, race_warnings, repeats, "
-        "summary, timed_out, tool, wall_s, warp_size")]
+        "driver, exclusive, exit_code, gpu, gpu_uuid, hazards_displayed, mode, nvcc, race_errors, race_warnings, "
+        "repeats, started, summary, timed_out, tool, wall_s, warp_size")]
     assert errs(demo_repo, "{{ 1 @ demo/race:hazard_displayed }}") == [
-        ("docs/p.md:1: claim '1' (demo/race:hazard_displayed): evidence/demo/race.txt has no value "
+        ("docs/p.md:1: claim '1' (demo/race:hazard_displayed): evidence/demo/s1/race.txt has no value "
         "'hazard_displayed'; did you mean 'hazards_displayed'?")]
 
 
@@ -141,7 +141,7 @@ def test_a_line_reference_as_a_claim_passes_and_fails_when_the_line_moves(demo_r
 
 def test_highlight_checked_against_evidence(demo_repo: Path):
     assert errs(demo_repo, "{{ region demo/demo.cu body highlight=5@demo/race:reports[severity=Error].line }}") == [
-        ("docs/p.md:1: claim '5' (demo/race:reports[severity=Error].line) disagrees with evidence/demo/race.txt; "
+        ("docs/p.md:1: claim '5' (demo/race:reports[severity=Error].line) disagrees with evidence/demo/s1/race.txt; "
         "it says '4' (line 7)")]
 
 
@@ -189,7 +189,7 @@ def test_check_site_on_the_demo(demo_repo: Path):
     assert check_site(demo_repo) == []
     (demo_repo / "docs/bad.md").write_text("{{ 3 @ demo/race:#reports }}\n")
     assert [str(e) for e in check_site(demo_repo)] == [
-        "docs/bad.md:1: claim '3' (demo/race:#reports) disagrees with evidence/demo/race.txt; it says '2'"]
+        "docs/bad.md:1: claim '3' (demo/race:#reports) disagrees with evidence/demo/s1/race.txt; it says '2'"]
 
 
 def test_a_lesson_can_have_several_sets(demo_repo: Path):

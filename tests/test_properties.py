@@ -436,8 +436,10 @@ def test_the_visible_text_is_what_one_regular_expression_finds(text):
 
 
 def _lines(parts: list[tuple[str, bool]]):
+    """The page's lines; a line holds no line end (the alphabet's newline becomes a space)."""
     from lessonkit.pages.scan import Lines, OutLine
-    return Lines.of([OutLine(i, text, generated=generated) for i, (text, generated) in enumerate(parts)])
+    return Lines.of([OutLine(i, text.replace("\n", " "), generated=generated)
+                     for i, (text, generated) in enumerate(parts)])
 
 
 _LINE_PARTS = st.lists(st.tuples(st.lists(st.sampled_from(_PAGE_ALPHABET + ["````", "~~~~", "```x```", "  ```"]),

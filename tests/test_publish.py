@@ -42,14 +42,14 @@ def test_every_recording_a_box_cites_is_published_once_at_the_site_root(demo_rep
     write_tree(demo_repo, {"docs/more/deep.md": "# Deep\n\n{{ transcript demo/race }}\n"})
     site = built(demo_repo)
     for k in (1, 2, 3):
-        assert (site / f"evidence/demo/race.r{k}.txt").read_bytes() == \
-            (demo_repo / f"evidence/demo/race.r{k}.txt").read_bytes()
+        assert (site / f"evidence/demo/s1/race.r{k}.txt").read_bytes() == \
+            (demo_repo / f"evidence/demo/s1/race.r{k}.txt").read_bytes()
     assert sorted(p.relative_to(site).as_posix() for p in (site / "evidence").rglob("*.txt")) == [
-        "evidence/demo/race.r1.txt", "evidence/demo/race.r2.txt", "evidence/demo/race.r3.txt"]
+        "evidence/demo/s1/race.r1.txt", "evidence/demo/s1/race.r2.txt", "evidence/demo/s1/race.r3.txt"]
     # Linked relative to each page, so the site works under any sub-path.
-    assert links((site / "index.html").read_text()) == ["evidence/demo/race.r2.txt", "evidence/demo/race.r3.txt"]
+    assert links((site / "index.html").read_text()) == ["evidence/demo/s1/race.r2.txt", "evidence/demo/s1/race.r3.txt"]
     assert links((site / "more/deep/index.html").read_text()) == [
-        "../../evidence/demo/race.r2.txt", "../../evidence/demo/race.r3.txt"]
+        "../../evidence/demo/s1/race.r2.txt", "../../evidence/demo/s1/race.r3.txt"]
     assert verify_site(site, demo_repo) == []
 
 
@@ -58,17 +58,17 @@ def test_links_hold_without_directory_urls(demo_repo: Path):
     write_tree(demo_repo, {"docs/more/deep.md": "# Deep\n\n{{ transcript demo/race }}\n",
                            "mkdocs.yml": mkdocs_yml("use_directory_urls: false\n")})
     site = built(demo_repo)
-    assert links((site / "more/deep.html").read_text()) == ["../evidence/demo/race.r2.txt", "../evidence/demo/race.r3.txt"]
-    assert (site / "evidence/demo/race.r2.txt").is_file() and verify_site(site, demo_repo) == []
+    assert links((site / "more/deep.html").read_text()) == ["../evidence/demo/s1/race.r2.txt", "../evidence/demo/s1/race.r3.txt"]
+    assert (site / "evidence/demo/s1/race.r2.txt").is_file() and verify_site(site, demo_repo) == []
 
 
 def test_a_page_may_link_a_recording_it_does_not_show(demo_repo: Path):
     """MkDocs finds the linked file among the site's files (strict: a broken link would fail) and
     rewrites the link for where the page is built."""
-    write_tree(demo_repo, {"docs/more/deep.md": "# Deep\n\nThe [bare run's output](../evidence/demo/bare.txt).\n"})
+    write_tree(demo_repo, {"docs/more/deep.md": "# Deep\n\nThe [bare run's output](../evidence/demo/s1/bare.txt).\n"})
     site = built(demo_repo, "--strict")
-    assert '<a href="../../evidence/demo/bare.txt">bare run\'s output</a>' in (site / "more/deep/index.html").read_text()
-    assert (site / "evidence/demo/bare.txt").read_bytes() == (demo_repo / "evidence/demo/bare.txt").read_bytes()
+    assert '<a href="../../evidence/demo/s1/bare.txt">bare run\'s output</a>' in (site / "more/deep/index.html").read_text()
+    assert (site / "evidence/demo/s1/bare.txt").read_bytes() == (demo_repo / "evidence/demo/s1/bare.txt").read_bytes()
     assert verify_site(site, demo_repo) == []
 
 
@@ -79,7 +79,7 @@ def test_a_link_to_a_recording_the_evidence_lacks_is_refused_at_its_line(demo_re
     lead = "docs/p.md:{}: link {!r} leads to {} in the built site, but "
     assert errs(demo_repo, page) == [
         lead.format(3, "evidence/demo/rase.txt", "evidence/demo/rase.txt") + "evidence/demo holds no recording "
-        "'rase.txt' (did you mean 'race.txt'?); the build publishes there only the recordings the evidence "
+        "'rase.txt' (did you mean 's1/race.txt'?); the build publishes there only the recordings the evidence "
         "holds, so the link would be broken; link one of evidence/demo's recordings (its manifest.json lists them)",
         lead.format(4, "../evidence/nope/race.txt", "evidence/nope/race.txt") + "there is no evidence set "
         "'nope'; the build publishes there only the recordings of the sets: demo",
@@ -112,10 +112,10 @@ def test_the_markdown_extension_writes_the_recordings_into_the_site_dir(demo_rep
     html = md.convert((demo_repo / "docs/more/deep.md").read_text())
     # Relative to the page's Markdown file, as the engine reads the links of a page (Zensical
     # rewrites them for where it builds the page).
-    assert links(html) == ["../evidence/demo/race.r2.txt", "../evidence/demo/race.r3.txt"]
+    assert links(html) == ["../evidence/demo/s1/race.r2.txt", "../evidence/demo/s1/race.r3.txt"]
     for k in (1, 2, 3):
-        assert (demo_repo / f"out/evidence/demo/race.r{k}.txt").read_bytes() == \
-            (demo_repo / f"evidence/demo/race.r{k}.txt").read_bytes()
+        assert (demo_repo / f"out/evidence/demo/s1/race.r{k}.txt").read_bytes() == \
+            (demo_repo / f"evidence/demo/s1/race.r{k}.txt").read_bytes()
     assert not any(p.name.startswith(".lessonkit-") for p in (demo_repo / "out/evidence/demo").iterdir())
 
 
@@ -132,14 +132,14 @@ EXTRA = ("is not a recording any page of the site shows or links, and the build 
 
 
 @pytest.mark.parametrize("change, expected", [
-    (lambda site: flip_a_byte(site / "evidence/demo/race.r2.txt"), "edited"),
-    (lambda site: (site / "evidence/demo/race.r3.txt").unlink(),
-     ("evidence/demo/race.r3.txt: is missing: docs/index.md shows or links this recording, so its link is broken; "
+    (lambda site: flip_a_byte(site / "evidence/demo/s1/race.r2.txt"), "edited"),
+    (lambda site: (site / "evidence/demo/s1/race.r3.txt").unlink(),
+     ("evidence/demo/s1/race.r3.txt: is missing: docs/index.md shows or links this recording, so its link is broken; "
      "build the site again (Zensical: zensical build --clean, as a rebuild from its cache converts no page and "
      "writes no recording)")),
     # A file the evidence lacks, and a recording of the set that no page shows or links.
     (lambda site: (site / "evidence/demo/notes.txt").write_text("hand-written\n"), f"evidence/demo/notes.txt: {EXTRA}"),
-    (lambda site: (site / "evidence/demo/bare.txt").write_text(BARE), f"evidence/demo/bare.txt: {EXTRA}"),
+    (lambda site: (site / "evidence/demo/s1/bare.txt").write_text(BARE), f"evidence/demo/s1/bare.txt: {EXTRA}"),
 ], ids=["edited", "deleted", "added", "added-unshown"])
 def test_verify_site_holds_the_published_recordings_to_the_evidence(demo_repo: Path, change, expected: str):
     three_races(demo_repo)
@@ -147,8 +147,8 @@ def test_verify_site_holds_the_published_recordings_to_the_evidence(demo_repo: P
     assert verify_site(site, demo_repo) == []
     change(site)
     if expected == "edited":
-        recorded = read_manifest(demo_repo / "evidence/demo", "evidence/demo").entries["race.r2"].sha256
-        expected = (f"evidence/demo/race.r2.txt: is not the recording the evidence holds: its sha256 is "
-                    f"{sha256_file(site / 'evidence/demo/race.r2.txt')[:12]}, evidence/demo/manifest.json records "
+        recorded = read_manifest(demo_repo / "evidence/demo", "evidence/demo").entries["s1/race.r2"].sha256
+        expected = (f"evidence/demo/s1/race.r2.txt: is not the recording the evidence holds: its sha256 is "
+                    f"{sha256_file(site / 'evidence/demo/s1/race.r2.txt')[:12]}, evidence/demo/manifest.json records "
                     f"{recorded[:12]}; it was changed after the build: build the site again")
     assert [str(e) for e in verify_site(site, demo_repo)] == [f"{site.as_posix()}/{expected}"]

@@ -31,7 +31,8 @@ def refresh(repo: Path, env: dict, *args: str, **extra: str) -> subprocess.Compl
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+    """Every file of an evidence set by its path in the set ('manifest.json', 's1/race.txt')."""
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 def test_records_a_set_with_provenance(lab):
@@ -39,13 +40,13 @@ def test_records_a_set_with_provenance(lab):
     done = refresh(repo, env)
     assert done.returncode == 0, done.stdout + done.stderr
     manifest = json.loads((repo / "evidence/demo/manifest.json").read_text())
-    assert manifest["provenance"]["gpu"] == "Fake GPU" and manifest["provenance"]["driver"] == "999.99"
+    assert manifest["provenance"]["gpu"] == "Fake GPU" and manifest["sessions"]["s1"]["provenance"]["driver"] == "999.99"
     assert manifest["provenance"]["compute_sanitizer"] == "2025.3.1.0" and manifest["provenance"]["nvcc"] == "13.0.88"
-    assert manifest["format"] == 3
+    assert manifest["format"] == 4 and list(manifest["sessions"]) == ["s1"]
     assert all(e["digest"] == entry_digest(n, e) for n, e in manifest["transcripts"].items())
-    race = manifest["transcripts"]["race"]
+    race = manifest["transcripts"]["s1/race"]
     assert race["command"] == "compute-sanitizer --tool racecheck ./demo buggy" and race["exit_code"] == 0
-    text = (repo / "evidence/demo/race.txt").read_text()
+    text = (repo / "evidence/demo/s1/race.txt").read_text()
     # stdout of the program and of the tool, in order
     assert text.index("mode: buggy") < text.index("RACECHECK SUMMARY")
     for name in ("bare", "race", "slow"):
@@ -78,6 +79,11 @@ def test_second_refresh_changes_only_dates_and_durations(lab):
         for entry in data["transcripts"].values():
             for key in ("date", "wall_s", "started", "ended", "refresh_id", "digest"):
                 entry.pop(key)
+        for session in data["sessions"].values():  # the second refresh's readings of the same GPU
+            session.pop("digest")
+            for key in ("started", "ended", "refresh_id", "refreshes"):
+                session["provenance"].pop(key, None)
+        data.pop("set_digest")
         return data
     assert strip(before["manifest.json"]) == strip(after["manifest.json"])
 
@@ -100,7 +106,7 @@ def test_a_run_printing_more_than_its_max_output_records_nothing(lab):
     runs = repo / "code/demo/runs.toml"
     runs.write_text(runs.read_text().replace('name = "race"\n', 'name = "race"\nmax_output = 100\n'))
     done = refresh(repo, env)
-    size = len((repo / "evidence/demo/race.txt").read_bytes())
+    size = len((repo / "evidence/demo/s1/race.txt").read_bytes())
     assert (done.returncode, done.stderr) == (2, (
         f"refresh: run 'race' printed {size} bytes, more than its max_output of 100 bytes (code/demo/runs.toml); "
         "the old evidence is kept and nothing was recorded; raise max_output there if this much output is meant\n"))
@@ -140,10 +146,10 @@ def test_only_rerecords_one_transcript(lab):
     assert done.returncode == 0, done.stderr
     after = snapshot(repo / "evidence/demo")
     new = json.loads(after["manifest.json"])
-    assert b"[321 hazards]" in after["race.txt"] and after["race.txt"] != before["race.txt"]
-    assert after["bare.txt"] == before["bare.txt"] and after["slow.txt"] == before["slow.txt"]
-    assert new["transcripts"]["bare"] == old["transcripts"]["bare"]
-    assert new["transcripts"]["slow"] == old["transcripts"]["slow"]
+    assert b"[321 hazards]" in after["s1/race.txt"] and after["s1/race.txt"] != before["s1/race.txt"]
+    assert after["s1/bare.txt"] == before["s1/bare.txt"] and after["s1/slow.txt"] == before["s1/slow.txt"]
+    assert new["transcripts"]["s1/bare"] == old["transcripts"]["s1/bare"]
+    assert new["transcripts"]["s1/slow"] == old["transcripts"]["s1/slow"]
     assert "run     bare" not in done.stdout
 
 
@@ -229,9 +235,9 @@ def test_a_hang_is_recorded_not_waited_for(lab):
     done = refresh(repo, env, FAKE_SLEEP="60")
     assert time.monotonic() - start < 30
     assert "run     slow                         timed out" in done.stdout
-    entry = json.loads((repo / "evidence/demo/manifest.json").read_text())["transcripts"]["slow"]
+    entry = json.loads((repo / "evidence/demo/manifest.json").read_text())["transcripts"]["s1/slow"]
     assert entry["timed_out"] is True and entry["exit_code"] is None
-    assert "[refresh: no exit after 1 s; the process group was killed]" in (repo / "evidence/demo/slow.txt").read_text()
+    assert "[refresh: no exit after 1 s; the process group was killed]" in (repo / "evidence/demo/s1/slow.txt").read_text()
 
 
 def test_reports_page_claims_that_no_longer_agree(lab):
@@ -241,7 +247,7 @@ def test_reports_page_claims_that_no_longer_agree(lab):
     done = refresh(repo, env, FAKE_HAZARDS="130")
     assert done.returncode == 1
     assert ("docs/index.md:1: claim '120' (demo/race:reports[severity=Error].hazards) disagrees with "
-            "evidence/demo/race.txt; it says '130' (line 6)") in done.stdout
+            "evidence/demo/s1/race.txt; it says '130' (line 6)") in done.stdout
 
 
 REPEATS = RUNS.replace('name = "race"', 'name = "race"\nrepeat = 3').replace(
@@ -255,16 +261,16 @@ def test_repeats_are_recorded_one_entry_each(lab):
     assert done.returncode == 0, done.stdout + done.stderr
     manifest = json.loads((repo / "evidence/demo/manifest.json").read_text())
     names = sorted(manifest["transcripts"])
-    assert names == ["bare", "race.r1", "race.r2", "race.r3", "slow.r1", "slow.r2"]
+    assert names == ["s1/bare", "s1/race.r1", "s1/race.r2", "s1/race.r3", "s1/slow.r1", "s1/slow.r2"]
     for k in (1, 2, 3):
-        entry = manifest["transcripts"][f"race.r{k}"]
-        assert (entry["group"], entry["repeat"], entry["repeats"], entry["file"]) == ("race", k, 3, f"race.r{k}.txt")
+        entry = manifest["transcripts"][f"s1/race.r{k}"]
+        assert (entry["group"], entry["repeat"], entry["repeats"], entry["file"]) == ("race", k, 3, f"s1/race.r{k}.txt")
         assert (repo / "evidence/demo" / entry["file"]).is_file()
     assert "total   6 recordings in " in done.stdout and "4 concurrent in " in done.stdout
     assert "2 exclusive in " in done.stdout
     from lessonkit.evidence.sets import load_all_evidence
     ev = load_all_evidence(repo)
-    assert ev.errors == [] and ev.sets["demo"].groups["race"] == ("race.r1", "race.r2", "race.r3")
+    assert ev.errors == [] and ev.sets["demo"].groups["race"] == ("s1/race.r1", "s1/race.r2", "s1/race.r3")
 
 
 def test_an_exclusive_run_overlaps_no_other(lab):
@@ -293,7 +299,7 @@ def test_only_takes_several_runs(lab):
     done = refresh(repo, env, "--only", "race,slow", FAKE_HAZARDS="55")
     assert done.returncode == 0, done.stderr
     after = snapshot(repo / "evidence/demo")
-    assert after["bare.txt"] == before["bare.txt"] and b"[55 hazards]" in after["race.txt"]
+    assert after["s1/bare.txt"] == before["s1/bare.txt"] and b"[55 hazards]" in after["s1/race.txt"]
     assert "run     bare" not in done.stdout and "run     slow" in done.stdout
 
 
@@ -351,7 +357,7 @@ def test_a_crash_at_any_swap_point_leaves_exactly_one_set(lab, path, point):
     assert list(found) == ["demo"]
     ev = load_all_evidence(repo)
     assert ev.errors == [] and list(ev.sets) == ["demo"]
-    race = (found["demo"] / "race.txt").read_bytes()
+    race = (found["demo"] / "s1/race.txt").read_bytes()
     new_expected = point in ("exchanged", "new-moved")
     assert (b"[222 hazards]" in race) == new_expected and (b"[111 hazards]" in race) != new_expected
     if not new_expected:
@@ -360,7 +366,7 @@ def test_a_crash_at_any_swap_point_leaves_exactly_one_set(lab, path, point):
     again = refresh(repo, env, FAKE_HAZARDS="333")
     assert again.returncode == 0, again.stdout + again.stderr
     assert sorted(p.name for p in (repo / "evidence").iterdir()) == ["demo"]
-    assert b"[333 hazards]" in (repo / "evidence/demo/race.txt").read_bytes()
+    assert b"[333 hazards]" in (repo / "evidence/demo/s1/race.txt").read_bytes()
 
 
 def test_recover_after_a_completed_fallback_swap_removes_the_old_set(tmp_path):
@@ -497,7 +503,7 @@ def test_a_runs_python3_is_the_python_of_the_refresh(lab):
     assert venv_bin in env["PATH"]
     done = refresh(repo, env, PATH=env["PATH"].replace(venv_bin, ""))  # python3: the system's
     assert done.returncode == 0, done.stdout + done.stderr
-    assert sys.prefix + "\n" in (repo / "evidence/demo/py.txt").read_text()
+    assert sys.prefix + "\n" in (repo / "evidence/demo/s1/py.txt").read_text()
 
 
 @pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM", "SIGHUP"])
@@ -521,7 +527,7 @@ def test_a_signal_at_the_swap_leaves_one_complete_set_and_says_which(lab, sig, p
     assert sorted(p.name for p in (repo / "evidence").iterdir()) == ["demo"]
     ev = load_all_evidence(repo)
     assert ev.errors == [] and list(ev.sets) == ["demo"]
-    race = (repo / "evidence/demo/race.txt").read_bytes()
+    race = (repo / "evidence/demo/s1/race.txt").read_bytes()
     assert (b"[222 hazards]" in race) == new
     if not new:
         assert snapshot(repo / "evidence/demo") == old

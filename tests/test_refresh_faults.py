@@ -17,7 +17,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, snapshot
 from fake_gpu import make_lab
 
 from lessonkit.evidence.lessonlock import LessonLock, RunRecord, reap, started_text
@@ -87,8 +87,6 @@ def ledger(env: dict) -> Path:
     return Path(env["TMPDIR"]) / "100-days-of-gpu" / "demo.pids"
 
 
-def snapshot(folder: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
 
 
 # -- the supervisor --------------------------------------------------------------------------
@@ -118,9 +116,9 @@ def test_a_timeout_kills_a_grandchild_that_ignores_sigterm(lab, tmp_path, strays
     assert "run     slow                         timed out" in out
     # The supervisor waits for the whole group before it exits, and the refresh for the supervisor.
     assert (gone(supervisor), gone(program), gone(grandchild)) == (True, True, True)
-    entry = json.loads((repo / "evidence/demo/manifest.json").read_text())["transcripts"]["slow"]
+    entry = json.loads((repo / "evidence/demo/manifest.json").read_text())["transcripts"]["s1/slow"]
     assert (entry["timed_out"], entry["exit_code"]) == (True, None)
-    assert (repo / "evidence/demo/slow.txt").read_text() == (
+    assert (repo / "evidence/demo/s1/slow.txt").read_text() == (
         "device: Fake GPU | compute capability 9.0 | warp size 32\nmode: slow\n\n"
         "[refresh: no exit after 1 s; the process group was killed]\n")
 
@@ -135,9 +133,9 @@ def test_the_supervisor_changes_no_transcript_exit_code_or_environment(lab):
         readme.write_text(readme.read_text().replace("./demo slow\n", f"./demo slow\n{line}\n"))
     refresh(repo, env)
     entries = json.loads((repo / "evidence/demo/manifest.json").read_text())["transcripts"]
-    assert (entries["code"]["exit_code"], (repo / "evidence/demo/code.txt").read_text()) == (3, "out\nerr\n")
-    assert (entries["killed"]["exit_code"], (repo / "evidence/demo/killed.txt").read_text()) == (-15, "bye\n")
-    seen = dict(line.split("=", 1) for line in (repo / "evidence/demo/env.txt").read_text().splitlines())
+    assert (entries["s1/code"]["exit_code"], (repo / "evidence/demo/s1/code.txt").read_text()) == (3, "out\nerr\n")
+    assert (entries["s1/killed"]["exit_code"], (repo / "evidence/demo/s1/killed.txt").read_text()) == (-15, "bye\n")
+    seen = dict(line.split("=", 1) for line in (repo / "evidence/demo/s1/env.txt").read_text().splitlines())
     assert seen == {**env, "PATH": f"{Path(sys.executable).parent}:{env['PATH']}"}
 
 
@@ -220,7 +218,7 @@ def one_complete_set(repo: Path) -> None:
     assert ev.errors == [] and list(ev.sets) == ["demo"]
     assert sorted(p.name for p in (repo / "evidence").iterdir()) == ["demo"]
     assert sorted(json.loads((repo / "evidence/demo/manifest.json").read_text())["transcripts"]) == [
-        "bare", "race", "slow"]
+        "s1/bare", "s1/race", "s1/slow"]
 
 
 def test_a_refresh_started_while_another_runs_is_refused_at_once(lab, tmp_path, strays):

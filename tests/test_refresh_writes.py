@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import snapshot
 from fake_gpu import make_lab
 
 from lessonkit.evidence import refresh as rf
@@ -38,8 +39,6 @@ def recorded(tmp_path: Path, monkeypatch) -> Iterator[Path]:
             signal.signal(sig, handler)
 
 
-def snapshot(folder: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
 
 
 def refresh_fails(repo: Path, capsys) -> str:
@@ -67,7 +66,7 @@ def test_a_full_disk_while_writing_a_transcript(recorded: Path, capsys, monkeypa
         return real(self, *args, **kwargs)
     monkeypatch.setattr(Path, "write_text", full)
     assert refresh_fails(recorded, capsys) == (
-        f"refresh: cannot write {scratch_path(recorded, 'bare.txt')}: No space left on device" + KEPT)
+        f"refresh: cannot write {scratch_path(recorded, 's1/bare.txt')}: No space left on device" + KEPT)
 
 
 def test_a_full_disk_while_writing_the_manifest(recorded: Path, capsys, monkeypatch):

@@ -82,7 +82,7 @@ def toggle(path: Path, a: str, b: str) -> None:
 
 def retext_and_rehash(repo: Path, name: str, a: str, b: str) -> None:
     """Edit a transcript and write its new sha256 into the manifest, as a forger would."""
-    path, manifest = repo / "evidence/demo" / name, repo / "evidence/demo/manifest.json"
+    path, manifest = repo / "evidence/demo/s1" / name, repo / "evidence/demo/manifest.json"
     if not (path.is_file() and manifest.is_file()):
         return
     before = hashlib.sha256(path.read_bytes()).hexdigest()
@@ -106,7 +106,7 @@ def move(a: Path, b: Path) -> None:
 EDITS = {
     "claim": lambda r: toggle(r / "docs/index.md", "{{ 120 @", "{{ 121 @"),
     "forged transcript": lambda r: retext_and_rehash(r, "race.txt", "[120 hazards]", "[121 hazards]"),
-    "hand-edited transcript": lambda r: toggle(r / "evidence/demo/race.txt", "[8 hazards]", "[9 hazards]"),
+    "hand-edited transcript": lambda r: toggle(r / "evidence/demo/s1/race.txt", "[8 hazards]", "[9 hazards]"),
     "renamed region": lambda r: toggle(r / "code/demo/demo.cu", "snippet: body\n", "snippet: body2\n"),
     "renamed region, other lesson": lambda r: toggle(r / "code/two/two.cu", "snippet: step\n", "snippet: stop\n"),
     "same bytes written again": lambda r: toggle(r / "docs/index.md", "# Demo", "# Demo"),
@@ -144,7 +144,7 @@ def test_only_the_edited_page_is_checked_again(tmp_path: Path):
     EDITS["claim"](repo)
     assert [str(e) for e in site.check()] == [
         ("docs/index.md:7: claim '121' (race:reports[severity=Error].hazards) disagrees with "
-        "evidence/demo/race.txt; it says '120' (line 7)")]
+        "evidence/demo/s1/race.txt; it says '120' (line 7)")]
     assert (site.checks, site.reloads) == (3, 1)
     EDITS["renamed region, other lesson"](repo)  # code changed: evidence reloaded, only other.md re-checked
     errors = site.check()  # the claim, the missing region, and lesson two's evidence, now stale
@@ -237,7 +237,7 @@ SERVED = "strict: true\n" + mkdocs_yml() + "watch:\n  - code\n  - evidence\n"
 FORGED = re.compile(
     r"""lessonkit\ found\ problems\ \(rebuild\ (?P<n>\d+)\):\n
         docs/index\.md:7:\ claim\ '120'\ \(race:reports\[severity=Error\]\.hazards\)\ disagrees\ with\ 
-        evidence/demo/race\.txt;\ it\ says\ '121'\ \(line\ 7\)\n1\ error\ found""", re.VERBOSE)
+        evidence/demo/s1/race\.txt;\ it\ says\ '121'\ \(line\ 7\)\n1\ error\ found""", re.VERBOSE)
 
 
 def test_dirty_reload_rechecks_pages_whose_evidence_changed(tmp_path: Path):

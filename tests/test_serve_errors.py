@@ -79,7 +79,7 @@ def test_a_wrong_claim_shows_in_the_browser_and_goes_away(tmp_path: Path, browse
         shown = page.inner_text(ERRORS)
         assert "lessonkit found problems: 1 error" in shown
         assert "docs/index.md:7" in shown and WRONG in shown  # the file, the line and the line itself
-        assert "claim '121' (race:reports[severity=Error].hazards) disagrees with evidence/demo/race.txt" in shown
+        assert "claim '121' (race:reports[severity=Error].hazards) disagrees with evidence/demo/s1/race.txt" in shown
         assert "it says '120' (line 7)" in shown
         assert "lessonkit found problems (rebuild" in serve.expect("Reloading browsers")
         # Fixed: the reader is back on the page they were reading, with the right figure.

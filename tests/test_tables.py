@@ -188,7 +188,7 @@ def test_a_run_that_printed_no_row_is_judged_by_how_it_ended(demo_repo: Path, ch
     record_set(demo_repo, "demo", {"race": RACE, "bare": "device: NVIDIA H200 | compute capability 9.0 | warp size 32\n"})
     path = demo_repo / "evidence/demo/manifest.json"
     data = json.loads(path.read_text())
-    data["transcripts"]["bare"].update(change)
+    data["transcripts"]["s1/bare"].update(change)
     path.write_text(json.dumps(data))
     assert errs(demo_repo, f"{{{{ evidence demo }}}}\n\nBare: {{{{ {verdict} @ bare:verdict }}}}.\n") == []
 
@@ -234,7 +234,7 @@ def test_a_zero_count_over_a_kernel_the_run_never_launched_is_refused(two_kernel
     claim = "{{ 0 @ race:#reports[kernel=k2] }}"
     assert errs(two_kernels, "{{ evidence demo }}\n\nracecheck found " + claim + " reports in k2.\n") == [
         ("docs/p.md:3: claim '0' (race:#reports[kernel=k2]): reports[kernel=k2] counts the records of kernel 'k2', "
-         "which evidence/demo/race.txt never names: the run did not launch it there (it names k), so a count of 0 "
+         "which evidence/demo/s1/race.txt never names: the run did not launch it there (it names k), so a count of 0 "
          "says nothing about k2; cite a run that launched it")]
     # A kernel the run launched: its zero is a finding. A count of what the run did launch stands too.
     assert errs(two_kernels, "{{ evidence demo }}\n\n{{ 0 @ race:#rows[kernel=k,mismatches=3] }} "

@@ -60,7 +60,7 @@ def test_toolkit_names_the_set_and_records_its_versions(lab, layout):
     assert prov["toolkit"] == str(toolkit)
     assert data["refresh"] == f".venv/bin/python scripts/refresh.py demo --toolkit {toolkit}"
     # The run used the toolkit's sanitizer (215 hazards), not the 13.0 one first on the caller's PATH (120).
-    assert "[215 hazards]" in (repo / "evidence/demo-cuda12.4/race.txt").read_text()
+    assert "[215 hazards]" in (repo / "evidence/demo-cuda12.4/s1/race.txt").read_text()
     assert load_all_evidence(repo).errors == []
 
 
@@ -69,7 +69,7 @@ def test_without_toolkit_the_path_tools_are_recorded(lab):
     assert refresh(repo, env).returncode == 0
     prov = manifest(repo, "demo")["provenance"]
     assert prov["nvcc"] == "13.0.88" and "toolkit" not in prov
-    assert "[120 hazards]" in (repo / "evidence/demo/race.txt").read_text()
+    assert "[120 hazards]" in (repo / "evidence/demo/s1/race.txt").read_text()
 
 
 def test_set_option_overrides_the_toolkit_name(lab):
@@ -230,11 +230,11 @@ def test_recordings_name_the_refresh_that_made_them(lab):
     repo, env, _ = lab
     assert refresh(repo, env).returncode == 0
     first = manifest(repo, "demo")["transcripts"]
-    assert first["bare"]["refresh_id"] == first["race"]["refresh_id"]
+    assert first["s1/bare"]["refresh_id"] == first["s1/race"]["refresh_id"]
     assert refresh(repo, env, "--only", "race").returncode == 0
     second = manifest(repo, "demo")["transcripts"]
-    assert second["bare"]["refresh_id"] == first["bare"]["refresh_id"]  # kept as recorded
-    assert second["race"]["refresh_id"] != first["race"]["refresh_id"]
+    assert second["s1/bare"]["refresh_id"] == first["s1/bare"]["refresh_id"]  # kept as recorded
+    assert second["s1/race"]["refresh_id"] != first["s1/race"]["refresh_id"]
 
 
 def test_only_refuses_to_mix_toolkits_in_one_set(lab):
@@ -271,7 +271,7 @@ def test_sanitizer_from_builds_with_one_toolkit_and_runs_the_others_sanitizer(la
     assert (prov["toolkit"], prov["sanitizer_toolkit"]) == (str(old), str(new))
     assert data["refresh"] == f".venv/bin/python scripts/refresh.py demo --toolkit {old} --sanitizer-from {new}"
     # 13.0's sanitizer ran (333 hazards), not the 12.4 toolkit's own (215) nor the PATH's (120).
-    assert "[333 hazards]" in (repo / "evidence/demo-cuda12.4-sanitizer2025.3/race.txt").read_text()
+    assert "[333 hazards]" in (repo / "evidence/demo-cuda12.4-sanitizer2025.3/s1/race.txt").read_text()
 
 
 def test_sanitizer_from_needs_a_sanitizer_folder(lab, tmp_path):
@@ -293,7 +293,7 @@ def test_a_crossed_set_records_only_its_declared_runs_and_is_held_to_its_sanitiz
                     + f'sanitizer = "2025.3"\nsanitizer_dir = "{new}"\nruns = ["race"]\n')
     done = refresh(repo, env, "--toolkit", str(old), "--sanitizer-from", str(new))
     assert done.returncode == 0, done.stdout + done.stderr
-    assert set(manifest(repo, name)["transcripts"]) == {"race"}
+    assert set(manifest(repo, name)["transcripts"]) == {"s1/race"}
     ev = load_all_evidence(repo)
     assert ev.errors == []  # no "run 'bare' has no transcript": the declaration lists race only
     # Recorded with the 12.4 toolkit's own sanitizer instead: refused by the refresh, and by the check.

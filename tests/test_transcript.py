@@ -436,7 +436,7 @@ def test_a_text_with_nothing_to_read_is_an_error_where_output_is_required(harnes
 
 REFUSED = ("unrecognised option '--initcheck-address-space'\n"
            "Usage: compute-sanitizer [options] [your-program] [your-program-options]\n")
-NO_TOOL = ("evidence/demo/race.txt: holds no compute-sanitizer output (no line starts =========, and no usage it "
+NO_TOOL = ("evidence/demo/s1/race.txt: holds no compute-sanitizer output (no line starts =========, and no usage it "
            "prints when it refuses its command line), yet its run invokes compute-sanitizer, which always prints one "
            "or the other; expected the transcript of that run; re-record it: ")
 
@@ -448,9 +448,9 @@ def test_a_tool_run_s_recording_without_the_tool_s_output_is_an_error(demo_repo)
     record_set(demo_repo, "demo", {"race": BARE, "bare": BARE})  # the race run's program output alone
     ev = load_evidence_set(demo_repo, "demo")
     with pytest.raises(LessonError) as info:
-        ev.transcript("race")
+        ev.transcript("s1/race")
     assert str(info.value).startswith(NO_TOOL) and "scripts/refresh.py demo" in str(info.value)
-    assert ev.transcript("bare").scalars["mode"] == "all"  # ./demo: its own lines, and no tool
+    assert ev.transcript("s1/bare").scalars["mode"] == "all"  # ./demo: its own lines, and no tool
     assert [str(e) for e in run_page(demo_repo, "{{ 2 @ demo/race:#reports }} and {{ all @ demo/bare:mode }}").errors] \
         == [f"docs/p.md:1: claim '2' (demo/race:#reports) cannot be checked: {info.value}"]
 
@@ -460,6 +460,6 @@ def test_a_tool_run_s_recording_of_the_tool_refusing_its_command_line_is_read(de
 
     from lessonkit.evidence.sets import load_evidence_set
     record_set(demo_repo, "demo", {"race": REFUSED, "bare": BARE})
-    assert load_evidence_set(demo_repo, "demo").transcript("race").reports == ()
+    assert load_evidence_set(demo_repo, "demo").transcript("s1/race").reports == ()
     with pytest.raises(LessonError):
         parse_transcript(REFUSED.replace("Usage: compute-sanitizer", "Usage: sanitizer"), "t.txt", require_tool=True)

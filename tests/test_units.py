@@ -125,7 +125,7 @@ def test_a_time_by_its_name_is_a_timing(named: Path):
     assert errs(named, page("{{ 311.5 @ res-json:rows[config=mp].launch_us }} \u00b5s")) == [
         ("docs/p.md:3: claim '311.5' (res-json:rows[config=mp].launch_us) is a timing, which changes from run to run "
         "even when nothing else does; quote it rounded (~V) or as a range (LOW\u2013HIGH): "
-        "evidence/demo/res-json.json says '311.5'")]
+        "evidence/demo/s1/res-json.json says '311.5'")]
 
 
 def test_a_count_takes_no_unit(named: Path):

@@ -182,15 +182,19 @@ def _harness_for(args: argparse.Namespace) -> tuple[HarnessFormat | None, bool, 
 
     path = Path(args.file).resolve()
     lesson = args.lesson
-    recorded = path.parent.parent.name == "evidence" and (path.parent / MANIFEST).is_file()
-    manifest = read_manifest(path.parent, f"evidence/{path.parent.name}") if recorded else None
+    # evidence/SET/FILE (a set of format 3) or evidence/SET/SESSION/FILE
+    folder = next((f for f in (path.parent, path.parent.parent)
+                   if f.parent.name == "evidence" and (f / MANIFEST).is_file()), None)
+    recorded = folder is not None
+    manifest = read_manifest(folder, f"evidence/{folder.name}") if folder is not None else None
+    inside = path.relative_to(folder).as_posix() if folder is not None else ""
     if lesson is None and manifest is not None:
         lesson = manifest.lesson
     if lesson is None:
         return None, recorded, False
     repo = repo_root(args.repo, path.parent if args.lesson is None else Path.cwd())
     spec = load_spec(repo / "code", lesson)
-    entry = next((e for e in manifest.entries.values() if e.file == path.name), None) if manifest else None
+    entry = next((e for e in manifest.entries.values() if e.file == inside), None) if manifest else None
     run = spec.run(entry.group) if entry is not None else None
     return spec.harness, recorded, run is not None and run.uses_sanitizer and entry.format == "text"
 

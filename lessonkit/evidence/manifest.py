@@ -1,8 +1,18 @@
 """The evidence manifest, evidence/<set>/manifest.json: its schema, read and written here only.
 
-Format 3: one entry per recording. A run with `repeat = N` (N > 1) is recorded as the
-entries NAME.r1 .. NAME.rN, each with its own file, exit code, wall time, start and end
-time and hashes; the group NAME is what pages cite.
+Format 4: a set holds GPU sessions. A session is one refresh on one start of a GPU machine: every
+run it recorded, with its repeats, and the session's own provenance (the GPU's UUID, PCI bus id,
+clocks, power limit, temperatures, modes, the other processes on the GPU around each exclusive
+run, the driver and package versions, a hash of the machine's boot and of its host;
+lessonkit.evidence.gpuinfo). Sessions are named s1, s2, ... in the order they were recorded (a
+name is never used again in the set's history), and their recordings live in a folder each:
+evidence/<set>/s2/sweep.r3.json is recording 3 of the run sweep in session s2, the entry
+`s2/sweep.r3`. A run with `repeat = N` (N > 1) is recorded as NAME.r1 .. NAME.rN in each session;
+the group NAME, every recording of every session, is what pages cite. The set's own provenance
+holds what every session shares by construction (the GPU's name and compute capability, nvcc,
+compute-sanitizer and the toolkit folders): a session recorded with another of these starts a new
+history. `retired` lists the sessions a refresh dropped and why (inputs changed, older than the
+sessions the lesson keeps, a later refresh on the same machine start).
 
 Each entry carries a `digest`, written by the refresh: the sha256 of the UTF-8 bytes of the
 canonical JSON of `[NAME, FIELDS]`, where FIELDS is the entry's object without `digest`,
@@ -10,11 +20,13 @@ written with sorted keys, `","` and `":"` as separators (no whitespace), ASCII o
 characters as \\u escapes) and no NaN or Infinity; a number keeps the text JSON gives its
 value (`1.5`, `1.0`, `1`). The reader computes the same from what it parsed, so a hand edit
 of any field (or moving an entry to another name) is refused, as an edited transcript is
-refused by its sha256. The set's own fields (lesson, arch, build, refresh, provenance) carry
-one more, `set_digest`: the same hash of `[FIELDS]`, FIELDS those five, so a hand edit of the
-GPU's name or a toolkit's version is refused too. Formats 1 and 2 were written before entries carried a digest; they
-are refused with the command that re-records the set, so that an edit cannot drop the
-digests by lowering the format.
+refused by its sha256. Each session carries one too, the hash of `[ID, PROVENANCE]`, and the
+set's own fields (lesson, arch, build, refresh, provenance, the session names and `retired`) carry
+`set_digest`: the same hash of `[FIELDS]`, so a hand edit of a GPU's UUID, a toolkit's version or
+the list of sessions is refused too. Formats 1 and 2 were written before entries carried a digest;
+they are refused with the command that re-records the set, so that an edit cannot drop the
+digests by lowering the format. Format 3 (one refresh, no session provenance) is read as one
+session, `s0`, whose provenance is what the set recorded; the next refresh retires it.
 
 An entry whose digest holds is then checked for sense (each rule its own error), since the
 refresh wrote it: wall_s agrees with ended - started, a timed-out run has no exit code and a
@@ -35,7 +47,7 @@ import math
 import os
 import re
 import stat
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -47,8 +59,20 @@ from lessonkit.evidence.spec import LessonSpec, RunSpec
 from lessonkit.textio import WRITTEN_BY_REFRESH, read_text
 
 MANIFEST = "manifest.json"
-FORMAT = 3
+FORMAT = 4
+ONE_REFRESH_FORMAT = 3  # one refresh, no session provenance: read as the session LEGACY_SESSION
 OLD_FORMATS = (1, 2)  # written before entries carried a digest: refused, naming the set's refresh command
+LEGACY_SESSION = "s0"
+_SESSION_RE = re.compile(r"""\As(?P<n>0|[1-9][0-9]{0,5})\Z""")
+# The provenance a set holds fixed (its history): a refresh that finds another value for one of these
+# starts a new history, retiring every session before it. Every other field is a session's own.
+HISTORY_KEYS = ("gpu", "compute_capability", "nvcc", "compute_sanitizer", "toolkit", "sanitizer_toolkit")
+
+
+def split_provenance(provenance: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the set's fields, the session's fields) of one refresh's provenance."""
+    return ({k: v for k, v in provenance.items() if k in HISTORY_KEYS},
+            {k: v for k, v in provenance.items() if k not in HISTORY_KEYS})
 BUILD_INPUT = "build line"
 MISSING = "missing"
 
@@ -106,6 +130,12 @@ class TranscriptEntry:
     started: float | None = None
     ended: float | None = None
     refresh_id: str | None = None  # the refresh that made it (UTC start/pid): runs recorded together share it
+    session: str = LEGACY_SESSION  # the GPU session it belongs to (format 3: the one session s0)
+
+    @property
+    def recording(self) -> str:
+        """Its name within its session: NAME or NAME.rK (the entry's name less the session's folder)."""
+        return self.name.rpartition("/")[2]
 
     def fields(self) -> dict[str, Any]:
         """The values a page may quote about how the recording was made."""
@@ -123,8 +153,42 @@ class TranscriptEntry:
 
 
 @dataclass(frozen=True)
+class Session:
+    """One GPU session of a set: a refresh on one start of a GPU machine, and what it ran on."""
+
+    id: str
+    provenance: dict[str, Any]
+
+    @property
+    def number(self) -> int:
+        """Its place in the set's history (s3: 3; the format-3 session s0: 0)."""
+        return session_number(self.id)
+
+    @property
+    def shared(self) -> bool:
+        """Whether another process was on the GPU around one of its exclusive runs (--allow-shared-gpu)."""
+        return self.provenance.get("shared") is True
+
+    @property
+    def started(self) -> str:
+        """When its first run started (UTC), or '' when not recorded (format 3)."""
+        return str(self.provenance.get("started", ""))
+
+    def label(self) -> str:
+        """How messages name it: 'session s2 (2026-12-03T21:04:11Z)'."""
+        return f"session {self.id}" + (f" ({self.started})" if self.started else "")
+
+
+def session_number(session_id: str) -> int:
+    """The number of session `session_id` ('s12': 12; the format-3 session s0: 0); -1 for what is no
+    session name."""
+    m = _SESSION_RE.match(session_id)
+    return int(m.group("n")) if m else -1
+
+
+@dataclass(frozen=True)
 class Manifest:
-    """A whole manifest: the set's build and provenance, and one entry per recording."""
+    """A whole manifest: the set's build and provenance, its sessions, and one entry per recording."""
 
     lesson: str
     arch: str
@@ -132,18 +196,55 @@ class Manifest:
     refresh: str
     provenance: dict[str, Any]
     entries: dict[str, TranscriptEntry] = field(default_factory=dict)
+    sessions: dict[str, Session] = field(default_factory=dict)
+    retired: tuple[dict[str, Any], ...] = ()  # {"session", "started", "why"} of each session a refresh dropped
+    format: int = FORMAT
 
     def groups(self) -> dict[str, tuple[str, ...]]:
-        """Group name -> its entry names in repeat order."""
+        """Group name -> its entry names, session by session in the order recorded, each in repeat order."""
         out: dict[str, list[TranscriptEntry]] = {}
         for entry in self.entries.values():
             out.setdefault(entry.group, []).append(entry)
-        return {g: tuple(e.name for e in sorted(es, key=lambda e: e.repeat)) for g, es in sorted(out.items())}
+        return {g: tuple(e.name for e in sorted(es, key=lambda e: (session_number(e.session), e.repeat)))
+                for g, es in sorted(out.items())}
 
 
 def recording_name(group: str, repeat: int, repeats: int) -> str:
-    """The entry name of recording `repeat` of `repeats`: NAME, or NAME.rK when repeated."""
+    """The name of recording `repeat` of `repeats` within its session: NAME, or NAME.rK when repeated."""
     return group if repeats == 1 else f"{group}.r{repeat}"
+
+
+def entry_name(session: str, recording: str) -> str:
+    """The manifest's name of a session's recording: 's2/sweep.r3' (a format-3 manifest names its
+    recordings without their session)."""
+    return f"{session}/{recording}"
+
+
+LEGACY_NOTE = ("Session s0 was recorded before sessions were kept: its GPU's UUID, clocks and temperatures were not "
+               "recorded, nor whether another process used the GPU during its runs.")
+
+
+def in_sessions(old: Manifest) -> tuple[Manifest, dict[str, str]]:
+    """`old` as format 4 would hold it, and each entry's file as it lies today (by its format-4 name).
+
+    A format-3 manifest becomes the one session s0: its recordings move to the folder s0/ under the
+    names s0/NAME, unchanged (their sha256 says so), and the session's provenance is what the set
+    recorded beyond its history (driver, package versions), the earliest recording's date, and a
+    note of what such a session lacks. A format-4 manifest is returned as it is."""
+    if old.format != ONE_REFRESH_FORMAT:
+        return old, {name: e.file for name, e in old.entries.items()}
+    fixed, own = split_provenance(old.provenance)
+    entries, sources = {}, {}
+    for name, entry in old.entries.items():
+        new = entry_name(LEGACY_SESSION, name)
+        entries[new] = replace(entry, name=new, file=f"{LEGACY_SESSION}/{entry.file}", session=LEGACY_SESSION)
+        sources[new] = entry.file
+    dates = sorted(e.date for e in old.entries.values())
+    provenance = {**own, "started": dates[0] if dates else "", "ended": dates[-1] if dates else "",
+                  "note": LEGACY_NOTE}
+    session = Session(LEGACY_SESSION, provenance)
+    return replace(old, provenance=fixed, entries=entries, sessions={LEGACY_SESSION: session},
+                   format=FORMAT), sources
 
 
 def recording_file(file: str, repeat: int, repeats: int) -> str:
@@ -201,11 +302,22 @@ def entry_digest(name: str, fields: dict[str, Any]) -> str:
 
 
 _SET_FIELDS = ("lesson", "arch", "build", "refresh", "provenance")
+_SESSION_SET_FIELDS = ("session_ids", "retired")  # format 4 adds these to what set_digest covers
 
 
 def set_digest(fields: dict[str, Any]) -> str:
-    """The digest of a manifest's own fields (_SET_FIELDS, the rest left out): see the module's docstring."""
-    return sha256_text(_canonical([{k: fields[k] for k in _SET_FIELDS}]))
+    """The digest of a manifest's own fields (_SET_FIELDS, and from format 4 the session names and
+    `retired`; the rest left out): see the module's docstring."""
+    own = {k: fields[k] for k in _SET_FIELDS}
+    if fields.get("format") == FORMAT:
+        own["session_ids"] = sorted(fields.get("sessions", {}), key=session_number)
+        own["retired"] = fields.get("retired", [])
+    return sha256_text(_canonical([own]))
+
+
+def session_digest(session_id: str, provenance: dict[str, Any]) -> str:
+    """The digest of one session: the hash of [ID, PROVENANCE] (see the module's docstring)."""
+    return sha256_text(_canonical([session_id, provenance]))
 
 
 def parse_manifest(text: str, shown: str) -> Manifest:
@@ -214,7 +326,7 @@ def parse_manifest(text: str, shown: str) -> Manifest:
     if not isinstance(data, dict):
         raise _error(shown, "expected a JSON object at the top level")
     fmt = data.get("format")
-    if (fmt != FORMAT and fmt not in OLD_FORMATS) or isinstance(fmt, bool):
+    if (fmt not in (FORMAT, ONE_REFRESH_FORMAT) and fmt not in OLD_FORMATS) or isinstance(fmt, bool):
         raise _error(shown, f"format {fmt!r} is not {FORMAT}; re-record the set")
     for key in ("lesson", "arch", "build", "refresh"):
         if not isinstance(data.get(key), str):
@@ -224,16 +336,43 @@ def parse_manifest(text: str, shown: str) -> Manifest:
         raise _error(shown, f"format {fmt}: recorded before entries carried a digest; re-record the set: {refresh}")
     if not isinstance(data.get("provenance"), dict) or not isinstance(data.get("transcripts"), dict):
         raise _error(shown, "'provenance' and 'transcripts' must be JSON objects")
+    if fmt == FORMAT and (not isinstance(data.get("sessions"), dict) or not isinstance(data.get("retired", []), list)):
+        raise _error(shown, "'sessions' must be a JSON object and 'retired' a list")
     if data.get("set_digest") != set_digest(data):
-        raise _error(shown, "the set's fields (lesson, arch, build, refresh, provenance) do not match its "
-                     "set_digest: the manifest was edited after it was recorded; evidence is written only by the "
-                     f"refresh: {refresh}")
+        raise _error(shown, "the set's fields (lesson, arch, build, refresh, provenance, the sessions' names and "
+                     "retired) do not match its set_digest: the manifest was edited after it was recorded; "
+                     f"evidence is written only by the refresh: {refresh}")
+    sessions = _parse_sessions(shown, data, refresh) if fmt == FORMAT else {
+        LEGACY_SESSION: Session(LEGACY_SESSION, dict(data["provenance"]))}
     entries: dict[str, TranscriptEntry] = {}
     for name, raw in data["transcripts"].items():
-        entries[name] = _parse_entry(shown, name, raw, refresh)
+        entries[name] = _parse_entry(shown, name, raw, refresh, fmt, sessions)
         _check_sense(shown, entries[name], refresh)
-    _check_groups(shown, entries)
-    return Manifest(data["lesson"], data["arch"], data["build"], refresh, dict(data["provenance"]), entries)
+    _check_groups(shown, entries, fmt)
+    for session in sessions:
+        if not any(e.session == session for e in entries.values()):
+            raise _error(shown, f"session {session!r} has no recordings; a refresh drops a session it leaves "
+                         f"empty; re-record the set: {refresh}")
+    retired = tuple(dict(r) for r in data.get("retired", []) if isinstance(r, dict))
+    return Manifest(data["lesson"], data["arch"], data["build"], refresh, dict(data["provenance"]), entries,
+                    sessions, retired, fmt)
+
+
+def _parse_sessions(shown: str, data: dict[str, Any], refresh: str) -> dict[str, Session]:
+    """The sessions of a format-4 manifest, each held to its digest, in the order recorded."""
+    sessions: dict[str, Session] = {}
+    for sid in sorted(data["sessions"], key=session_number):
+        raw = data["sessions"][sid]
+        if not _SESSION_RE.match(sid):
+            raise _error(shown, f"session {sid!r} is not a session name (s1, s2, ...); re-record the set: {refresh}")
+        if not isinstance(raw, dict) or not isinstance(raw.get("provenance"), dict) or set(raw) != {"provenance",
+                                                                                                    "digest"}:
+            raise _error(shown, f"session {sid!r}: expected an object of 'provenance' and 'digest'")
+        if raw["digest"] != session_digest(sid, raw["provenance"]):
+            raise _error(shown, f"session {sid!r} does not match its digest: its provenance was edited after it was "
+                         f"recorded; evidence is written only by the refresh: {refresh}")
+        sessions[sid] = Session(sid, dict(raw["provenance"]))
+    return sessions
 
 
 def _is(value: Any, kind: Any) -> bool:
@@ -243,9 +382,16 @@ def _is(value: Any, kind: Any) -> bool:
     return isinstance(value, kinds)
 
 
-def _parse_entry(shown: str, name: str, raw: Any, refresh: str) -> TranscriptEntry:
+def _parse_entry(shown: str, name: str, raw: Any, refresh: str, fmt: int = FORMAT,
+                 sessions: dict[str, Session] | None = None) -> TranscriptEntry:
     if not isinstance(raw, dict):
         raise _error(shown, f"transcript {name!r}: expected an object")
+    session = LEGACY_SESSION
+    if fmt == FORMAT:
+        session = raw.get("session")
+        if not isinstance(session, str) or session not in (sessions or {}):
+            raise _error(shown, f"transcript {name!r}: field 'session' names no session of the set "
+                         f"({', '.join(sessions or {}) or 'none'})")
     for key, kinds in _EXACT_FIELDS:
         if type(raw.get(key, _ABSENT)) not in kinds and (key not in raw or not _is(raw[key], _FIELDS[key])):
             raise _error(shown, f"transcript {name!r}: field '{key}' is missing or of the wrong type")
@@ -254,13 +400,19 @@ def _parse_entry(shown: str, name: str, raw: Any, refresh: str) -> TranscriptEnt
     if raw["digest"] != entry_digest(name, raw):
         raise _error(shown, f"transcript {name!r} does not match its digest: the entry was edited after it was "
                      f"recorded; evidence is written only by the refresh: {refresh}")
-    if "/" in raw["file"] or raw["file"].startswith(".") or raw["file"] == MANIFEST:
-        raise _error(shown, f"transcript {name!r}: file {raw['file']!r} must be a plain name in the set's folder")
+    folder, _, base = raw["file"].rpartition("/")
+    expected_folder = "" if fmt == ONE_REFRESH_FORMAT else session
+    if folder != expected_folder or not base or base.startswith(".") or "/" in base or base == MANIFEST:
+        where = "in the set's folder" if fmt == ONE_REFRESH_FORMAT else f"in its session's folder {session}/"
+        raise _error(shown, f"transcript {name!r}: file {raw['file']!r} must be a plain name {where}")
+    if fmt == FORMAT and not name.startswith(session + "/"):
+        raise _error(shown, f"transcript {name!r}: a recording of session {session!r} is named {session}/NAME")
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in raw["inputs"].items()):
         raise _error(shown, f"transcript {name!r}: 'inputs' must map names to sha256 strings")
     extra = {k: raw[k] for k in _GROUP_FIELDS}
     if "refresh_id" in raw:
         extra["refresh_id"] = raw["refresh_id"]
+    extra["session"] = session
     return TranscriptEntry(
         name=name, file=raw["file"], command=raw["command"], exit_code=raw["exit_code"],
         timed_out=raw["timed_out"], wall_s=float(raw["wall_s"]), date=raw["date"],
@@ -303,7 +455,7 @@ def _utc_second(timestamp: float) -> str:
         return "not a time"
 
 
-def _check_groups(shown: str, entries: dict[str, TranscriptEntry]) -> None:
+def _check_groups(shown: str, entries: dict[str, TranscriptEntry], fmt: int = FORMAT) -> None:
     """Every group has recordings 1..N under the names recording_name gives, one file each."""
     files: dict[str, str] = {}
     for entry in entries.values():
@@ -312,28 +464,38 @@ def _check_groups(shown: str, entries: dict[str, TranscriptEntry]) -> None:
         files[entry.file] = entry.name
         if not 1 <= entry.repeat <= entry.repeats:
             raise _error(shown, f"transcript {entry.name!r}: repeat {entry.repeat} is not in 1..{entry.repeats}")
-        if entry.name != recording_name(entry.group, entry.repeat, entry.repeats):
-            raise _error(shown, f"transcript {entry.name!r}: expected the name "
-                         f"{recording_name(entry.group, entry.repeat, entry.repeats)!r} for recording "
+        recording = recording_name(entry.group, entry.repeat, entry.repeats)
+        expected = recording if fmt == ONE_REFRESH_FORMAT else entry_name(entry.session, recording)
+        if entry.name != expected:
+            raise _error(shown, f"transcript {entry.name!r}: expected the name {expected!r} for recording "
                          f"{entry.repeat} of {entry.repeats} of {entry.group!r}")
-    by_group: dict[str, list[TranscriptEntry]] = {}
+    by_group: dict[tuple[str, str], list[TranscriptEntry]] = {}
     for entry in entries.values():
-        by_group.setdefault(entry.group, []).append(entry)
-    for group, members in by_group.items():
+        by_group.setdefault((entry.session, entry.group), []).append(entry)
+    for (session, group), members in by_group.items():
         counts = {e.repeats for e in members}
         if len(counts) != 1 or len(members) != members[0].repeats:
-            raise _error(shown, f"group {group!r} has {len(members)} recordings but they say "
+            where = "" if fmt == ONE_REFRESH_FORMAT else f" in session {session!r}"
+            raise _error(shown, f"group {group!r} has {len(members)} recordings{where} but they say "
                          f"{', '.join(str(c) for c in sorted(counts))} repeats")
 
 
 def manifest_to_text(manifest: Manifest) -> str:
-    """The manifest as the refresh writes it (sorted keys, one trailing newline), each entry with its digest."""
+    """The manifest as the refresh writes it (sorted keys, one trailing newline), each entry and each
+    session with its digest; a format-3 manifest (one refresh, read as the session s0) as it was read."""
     transcripts = {}
     for name, entry in sorted(manifest.entries.items()):
         fields = entry.to_json()
+        if manifest.format != FORMAT:
+            del fields["session"]
         transcripts[name] = {**fields, "digest": entry_digest(name, fields)}
-    data = {"format": FORMAT, "lesson": manifest.lesson, "arch": manifest.arch, "build": manifest.build,
-            "refresh": manifest.refresh, "provenance": manifest.provenance, "transcripts": transcripts}
+    data: dict[str, Any] = {"format": manifest.format, "lesson": manifest.lesson, "arch": manifest.arch,
+                            "build": manifest.build, "refresh": manifest.refresh, "provenance": manifest.provenance,
+                            "transcripts": transcripts}
+    if manifest.format == FORMAT:
+        data["sessions"] = {sid: {"provenance": s.provenance, "digest": session_digest(sid, s.provenance)}
+                            for sid, s in manifest.sessions.items()}
+        data["retired"] = list(manifest.retired)
     data["set_digest"] = set_digest(data)
     return json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n"
 

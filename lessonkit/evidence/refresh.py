@@ -20,27 +20,35 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from lessonkit.errors import LessonError
+from lessonkit.evidence import gpuinfo
 from lessonkit.evidence.declared import refuse_recording
 from lessonkit.evidence.lessonlock import LessonLock, lessons_root, reap
 from lessonkit.evidence.manifest import (
+    HISTORY_KEYS,
     MISSING,
     Manifest,
+    Session,
     TranscriptEntry,
+    entry_name,
+    in_sessions,
     input_hashes,
+    read_manifest,
     recording_file,
     recording_name,
+    session_number,
     sha256_file,
+    split_provenance,
     write_manifest,
 )
 from lessonkit.evidence.plan import RefreshError, check_inputs, choose_runs, dry_run, write_failed
 from lessonkit.evidence.runner import RunResult, Runs, run_all, run_to_end, utc_now
-from lessonkit.evidence.sets import load_evidence_set
 from lessonkit.evidence.spec import LessonSpec, RunSpec, load_spec
 from lessonkit.evidence.swap import crash_point, recover, scratch_folder, swap_in
 from lessonkit.evidence.toolkit import (
@@ -73,6 +81,8 @@ def _writing(path: Path, repo: Path) -> Iterator[None]:
     try:
         yield
     except OSError as exc:
+        if os.environ.get("LESSONKIT_DEBUG"):
+            raise
         raise write_failed(path, exc, repo) from None
 
 
@@ -151,15 +161,90 @@ def python_first(env: dict[str, str]) -> dict[str, str]:
     return {**env, "PATH": folder + os.pathsep + env.get("PATH", os.defpath)}
 
 
+SHARED_GPU_WAIT_S = 60.0  # how long a refresh waits for another process to leave the GPU before an exclusive run
+SHARED_GPU_POLL_S = 1.0
+
+
+class GpuShared(RefreshError):
+    """Another process held the GPU before an exclusive run, for longer than the refresh would wait."""
+
+
+class GpuGuard:
+    """Before and after each exclusive run, the other compute processes on the GPU (nvidia-smi).
+
+    Found before a run, they are waited for, up to `wait_s`; still there, the refresh is refused
+    (GpuShared: exit 2, the old evidence kept), unless `allow_shared`: then the run is recorded and the
+    session is marked shared. What was found around each exclusive run goes into the session's
+    provenance, empty lists included, so a reader sees that the GPU was the run's own.
+    """
+
+    def __init__(self, uuid: str | None, allow_shared: bool, out, wait_s: float = SHARED_GPU_WAIT_S,
+                 poll_s: float = SHARED_GPU_POLL_S, run: gpuinfo.Runner = gpuinfo.run_smi) -> None:
+        self.uuid, self.allow_shared, self.out = uuid, allow_shared, out
+        self.wait_s, self.poll_s, self.run = wait_s, poll_s, run
+        self.seen: dict[str, dict[str, list[dict[str, object]]]] = {}
+        self.ignore = frozenset({os.getpid()})
+
+    @property
+    def shared(self) -> bool:
+        """Whether another process was found on the GPU around any exclusive run."""
+        return any(found for around in self.seen.values() for found in around.values())
+
+    def _others(self) -> list[gpuinfo.GpuProcess]:
+        try:
+            return gpuinfo.compute_processes(self.uuid, self.run, self.ignore)
+        except gpuinfo.GpuInfoError as exc:
+            raise RefreshError(f"cannot tell whether the GPU is this refresh's alone: {exc}; the old evidence is "
+                               "kept and nothing was recorded") from None
+
+    def before(self, job: str) -> None:
+        """Wait until no other process holds the GPU (or refuse, or note it when allowed)."""
+        others = self._others()
+        deadline = time.monotonic() + self.wait_s
+        if others and not self.allow_shared:
+            self.out(f"wait    the GPU is shared with {_processes(others)}; exclusive run {job!r} waits up to "
+                     f"{self.wait_s:g} s for it to be the refresh's alone")
+            while others and time.monotonic() < deadline:
+                time.sleep(min(self.poll_s, max(0.0, deadline - time.monotonic())))
+                others = self._others()
+            if others:
+                raise GpuShared(f"GPU shared with {_processes(others)}: exclusive run {job!r} needs the GPU to "
+                                f"itself, and waited {self.wait_s:g} s; the old evidence is kept and nothing was "
+                                "recorded; stop the other process, or record anyway with --allow-shared-gpu (the "
+                                "session is then marked shared, and backs no timing and no exclusive run's figure)")
+        elif others:
+            self.out(f"shared  the GPU is shared with {_processes(others)} as exclusive run {job!r} starts "
+                     "(--allow-shared-gpu): the session is marked shared")
+        self.seen[job] = {"start": [p.to_json() for p in others]}
+
+    def after(self, job: str) -> None:
+        """Note what else held the GPU as the run ended."""
+        others = self._others()
+        if others:
+            self.out(f"shared  the GPU was shared with {_processes(others)} as exclusive run {job!r} ended"
+                     + ("" if self.allow_shared else "; the session is marked shared"))
+        self.seen.setdefault(job, {})["end"] = [p.to_json() for p in others]
+
+
+def _processes(found: list[gpuinfo.GpuProcess]) -> str:
+    return ", ".join(p.shown() for p in found)
+
+
 def refresh(repo: Path, lesson: str, set_name: str | None = None, only: list[str] | None = None,
             arch: str | None = None, out=print, toolkit_dir: str | None = None,
-            sanitizer_from: str | None = None) -> int:
+            sanitizer_from: str | None = None, allow_shared_gpu: bool = False,
+            shared_gpu_wait: float = SHARED_GPU_WAIT_S, new_history: bool = False) -> int:
     """Re-record a lesson's evidence; returns 0 if the pages still agree, 1 if not, 2 if nothing was recorded.
 
     With `toolkit_dir`, the build and every run use that toolkit folder's nvcc and compute-sanitizer
     (lessonkit.evidence.toolkit), and the set is named after its release unless `set_name` is given;
     with `sanitizer_from` too, the runs use that other toolkit's compute-sanitizer (a crossed set,
     named after both releases, recording only the runs its [[compare]] declaration lists).
+
+    The recordings are a new session of the set (lessonkit.evidence.manifest): the set keeps the
+    sessions of today's inputs, the lesson's `sessions = K` latest of them for each run; a refresh on
+    the machine start of a kept session re-records that session's runs. Before each exclusive run
+    the GPU must be the refresh's alone (GpuGuard), unless `allow_shared_gpu`.
     """
     spec = load_spec(repo / "code", lesson)
     with LessonLock(lesson) as lock:
@@ -167,14 +252,16 @@ def refresh(repo: Path, lesson: str, set_name: str | None = None, only: list[str
             out(f"reap    {line}")
         runs = Runs(lock.ledger)
         try:
-            return _refresh_locked(repo, spec, set_name, only, arch, out, toolkit_dir, sanitizer_from, runs)
+            return _refresh_locked(repo, spec, set_name, only, arch, out, toolkit_dir, sanitizer_from, runs,
+                                   allow_shared_gpu, shared_gpu_wait, new_history)
         finally:
             runs.end_all()
 
 
 def _refresh_locked(repo: Path, spec: LessonSpec, set_name: str | None, only: list[str] | None,
                     arch: str | None, out, toolkit_dir: str | None, sanitizer_from: str | None,
-                    live: Runs) -> int:
+                    live: Runs, allow_shared_gpu: bool = False, shared_gpu_wait: float = SHARED_GPU_WAIT_S,
+                    new_history: bool = False) -> int:
     """The refresh, under the lesson's lock; `live` holds its runs."""
     lesson = spec.lesson
     toolkit, env, cuda_release, sanitizer = None, dict(os.environ), None, None
@@ -209,6 +296,12 @@ def _refresh_locked(repo: Path, spec: LessonSpec, set_name: str | None, only: li
                                provenance.get("compute_sanitizer"), sanitizer_from is not None)
     if refused:
         raise RefreshError(refused)
+    other_gpu = _other_gpu(_old_manifest(target, set_name), provenance)
+    if other_gpu and not new_history:
+        raise RefreshError(f"evidence/{set_name} was recorded on {other_gpu}; this machine has "
+                           f"{provenance.get('gpu')!r} (compute capability {provenance.get('compute_capability')}). A set "
+                           "holds one GPU's sessions: record this GPU into a set of its own (--set NAME), or retire "
+                           "the set's sessions and start a new history on this GPU (--new-history); nothing was run")
     arch = arch or "sm_" + provenance["compute_capability"].replace(".", "")
     if arch not in spec.build:
         raise RefreshError(f"{spec.path} has no build line for {arch}; it has: {', '.join(spec.build)}")
@@ -234,11 +327,22 @@ def _refresh_locked(repo: Path, spec: LessonSpec, set_name: str | None, only: li
             for path in (repo / "code" / lesson).iterdir():
                 if path.is_file():
                     shutil.copy2(path, build_dir / path.name)
+        try:
+            session = gpuinfo.session_start()
+        except gpuinfo.GpuInfoError as exc:
+            raise RefreshError(f"cannot read the session's GPU with nvidia-smi: {exc}") from None
+        out(f"session GPU {session.get('gpu_uuid')} at {session.get('pci_bus_id')}, machine start {session['boot']}")
         out(f"build   {build_line}")
         output, code = run_to_end(build_line, build_dir, live, env)  # supervised too: it ends with us
         if code != 0:
             raise RefreshError(f"the build failed (exit {code}); nothing was recorded:\n{output}")
-        results = run_all(runs, build_dir, work / "runs", out, live, env)
+        uuid = session.get("gpu_uuid")
+        guard = GpuGuard(uuid if isinstance(uuid, str) and uuid.startswith("GPU-") else None, allow_shared_gpu,
+                         out, shared_gpu_wait)
+        results = run_all(runs, build_dir, work / "runs", out, live, env, guard)
+        session = gpuinfo.session_end(session)
+        session["shared"] = guard.shared
+        session["gpu_processes"] = guard.seen
         failed_gates = [r for r in results if not r.run.passes_gate(r.exit_code)]
         if failed_gates:
             text = "\n".join(f"--- {r.job.name} ({'timed out' if r.timed_out else f'exit {r.exit_code}'}):\n"
@@ -253,67 +357,212 @@ def _refresh_locked(repo: Path, spec: LessonSpec, set_name: str | None, only: li
         refresh_cmd = refresh_command(lesson, set_name, str(toolkit.root) if toolkit else None, cuda_release,
                                       str(toolkit.sanitizer_root) if toolkit and toolkit.sanitizer_root else None,
                                       sanitizer)
-        _record(repo, spec, set_name, build_line, arch, provenance, results, bool(only), refresh_cmd)
+        _record(repo, spec, set_name, build_line, arch, provenance, session, results, bool(only), refresh_cmd, out)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return report_claims(repo, out)
 
 
 def _entry(res: RunResult, name: str, file: str, sha: str, inputs: dict[str, str], fmt: str,
-           group: str, refresh_id: str) -> TranscriptEntry:
+           group: str, refresh_id: str, session: str) -> TranscriptEntry:
     return TranscriptEntry(
         name=name, file=file, command=res.run.command, exit_code=res.exit_code, timed_out=res.timed_out,
         wall_s=round(res.wall_s, 2), date=res.date, inputs=inputs, sha256=sha, format=fmt, group=group,
         repeat=res.job.repeat, repeats=res.run.repeat, exclusive=res.run.exclusive,
-        started=round(res.started, 3), ended=round(res.ended, 3), refresh_id=refresh_id)
+        started=round(res.started, 3), ended=round(res.ended, 3), refresh_id=refresh_id, session=session)
 
 
-def _record(repo: Path, spec: LessonSpec, set_name: str, build_line: str, arch: str,
-            provenance: dict[str, str], results: list[RunResult], partial: bool, refresh_cmd: str) -> None:
+MAX_RETIRED = 30  # the retired sessions a set remembers, newest last
+
+
+@dataclass(frozen=True)
+class Kept:
+    """What a refresh keeps of a set's earlier sessions, what it retires and why, and which session its
+    recordings join: `same_start`, the kept session of this machine start, or a new one."""
+
+    sessions: dict[str, Session]
+    entries: dict[str, TranscriptEntry]
+    retired: tuple[dict[str, object], ...]
+    next_number: int
+    same_start: str | None = None
+    retiring: tuple[dict[str, object], ...] = ()  # what this refresh retires (also the last of `retired`)
+    sources: dict[str, str] = field(default_factory=dict)  # each kept entry's file as it lies today
+
+
+def keep_sessions(old: Manifest | None, spec: LessonSpec, set_name: str, arch: str, build_line: str,
+                  fixed: dict[str, object], boot: str, recorded: set[str], repo: Path, started: str) -> Kept:
+    """The earlier sessions a new refresh joins. A session is one start of a GPU machine: a refresh on
+    the machine start (`boot`) of a kept session re-records its runs (`recorded`) in that session;
+    one on a new start makes a new session. Kept: every recording whose run the set still records
+    with today's command, repeats and inputs; then, for each run, the latest `spec.sessions` sessions
+    (less one where this refresh records the run in a new session). A session left empty retires,
+    with why, and so does every session of another history (build line, GPU or toolchain)."""
+    if old is None:
+        return Kept({}, {}, (), 1)
+    old, sources = in_sessions(old)  # a format-3 set: its one refresh is the session s0
+    numbers = [session_number(sid) for sid in old.sessions] + [
+        session_number(str(r.get("session", ""))) for r in old.retired]
+    next_number = max([0, *numbers]) + 1
+    retired = list(old.retired)
+
+    def retire(sid: str, why: str, runs: list[str] | None = None) -> None:
+        record: dict[str, object] = {"session": sid, "started": old.sessions[sid].started, "why": why, "by": started}
+        if runs is not None:
+            record["runs"] = sorted(set(runs))
+        retired.append(record)
+
+    history = _history_change(old, arch, build_line, fixed)
+    if history:
+        for sid in old.sessions:
+            retire(sid, history)
+        return Kept({}, {}, tuple(retired[-MAX_RETIRED:]), next_number, None, tuple(retired[len(old.retired):]))
+    same = next((sid for sid, sess in old.sessions.items()
+                 if boot != "unknown" and sess.provenance.get("boot") == boot), None)
+    mine = {r.name: r for r in spec.runs_of_set(set_name)}
+    dropped: dict[str, dict[str, list[str]]] = {}  # session -> why -> runs
+    entries: dict[str, TranscriptEntry] = {}
+    for name, entry in old.entries.items():
+        run = spec.run(entry.group)
+        why = None
+        if run is None or run.name not in mine:
+            why = "its run is no longer recorded in this set"
+        elif entry.command != run.command:
+            why = "recorded with another command"
+        elif entry.repeats != run.repeat:
+            why = f"recorded {entry.repeats} time(s), runs.toml now asks for {run.repeat}"
+        elif entry.inputs != (today := input_hashes(repo, spec, run, build_line)):
+            changed = sorted(k for k in set(today) | set(entry.inputs) if entry.inputs.get(k) != today.get(k))
+            why = f"inputs changed since ({', '.join(changed)})"
+        elif run.name in recorded and entry.session == same:
+            continue  # re-recorded in its own session, on the same machine start
+        if why is None:
+            entries[name] = entry
+        else:
+            dropped.setdefault(entry.session, {}).setdefault(why, []).append(run.name if run else entry.group)
+    # The latest K sessions of each run (K - 1 beside a new session that records the run).
+    holders: dict[str, list[str]] = {}
+    for entry in entries.values():
+        run_name = spec.run(entry.group).name  # type: ignore[union-attr]
+        if entry.session not in holders.setdefault(run_name, []):
+            holders[run_name].append(entry.session)
+    for run_name, sids in holders.items():
+        room = spec.sessions - (1 if run_name in recorded and same is None else 0)
+        for sid in sorted(sids, key=session_number)[:max(0, len(sids) - room)]:
+            why = f"older than the {spec.sessions} latest sessions the lesson keeps (sessions = {spec.sessions})"
+            dropped.setdefault(sid, {}).setdefault(why, []).append(run_name)
+            entries = {n: e for n, e in entries.items()
+                       if not (e.session == sid and spec.run(e.group).name == run_name)}  # type: ignore[union-attr]
+    left = {e.session for e in entries.values()} | ({same} if same else set())
+    for sid in old.sessions:
+        for why, runs in dropped.get(sid, {}).items():
+            retire(sid, why, runs if sid in left else None)
+    sessions = {sid: sess for sid, sess in old.sessions.items() if sid in left}
+    return Kept(sessions, entries, tuple(retired[-MAX_RETIRED:]), next_number, same, tuple(retired[len(old.retired):]),
+                {name: sources[name] for name in entries})
+
+
+def joined_session(earlier: Session, now: dict[str, object]) -> dict[str, object]:
+    """A session's provenance once a later refresh on its machine start re-recorded some of its runs:
+    the GPU's state as the first refresh began and as the last ended, what held the GPU around every
+    exclusive run either made, shared if either found the GPU shared."""
+    was = earlier.provenance
+    merged = {**was, **{k: v for k, v in now.items() if not str(k).endswith("_start") and k != "started"}}
+    merged["gpu_processes"] = {**dict(was.get("gpu_processes") or {}), **dict(now.get("gpu_processes") or {})}
+    merged["shared"] = bool(was.get("shared")) or bool(now.get("shared"))
+    merged["refreshes"] = int(was.get("refreshes", 1)) + 1
+    return merged
+
+
+def _history_change(old: Manifest, arch: str, build_line: str, fixed: dict[str, object]) -> str | None:
+    """Why a new session cannot join `old`'s history (another build or toolchain), or None."""
+    if old.arch != arch or old.build != build_line:
+        return f"recorded with another build line ({old.build!r}; this refresh: {build_line!r})"
+    keys = [k for k in HISTORY_KEYS if k in old.provenance or k in fixed]
+    for key in keys + sorted((set(old.provenance) | set(fixed)) - set(keys)):
+        if old.provenance.get(key) != fixed.get(key):
+            return (f"recorded with {key} {old.provenance.get(key)!r}; this refresh has {fixed.get(key)!r}: "
+                    "a new history")
+    return None
+
+
+def _other_gpu(old: Manifest | None, provenance: dict[str, str]) -> str | None:
+    """How `old`'s sessions name their GPU, when it is not the GPU of `provenance` (else None)."""
+    if old is None:
+        return None
+    was = {k: old.provenance.get(k) for k in ("gpu", "compute_capability")}
+    if all(was[k] == provenance.get(k) for k in was):
+        return None
+    return f"{was['gpu']!r} (compute capability {was['compute_capability']})"
+
+
+def _old_manifest(target: Path, set_name: str) -> Manifest | None:
+    """The set's manifest as it stands, or None when there is none or it cannot be read (a new history)."""
+    if not (target / "manifest.json").is_file():
+        return None
+    try:
+        return read_manifest(target, f"evidence/{set_name}")
+    except LessonError:
+        return None
+
+
+def _record(repo: Path, spec: LessonSpec, set_name: str, build_line: str, arch: str, provenance: dict[str, str],
+            session_info: dict[str, object], results: list[RunResult], partial: bool, refresh_cmd: str,
+            out=print) -> None:
     target = repo / "evidence" / set_name
     refresh_id = f"{utc_now()}/{os.getpid()}"  # this refresh: its recordings were made together
+    fixed, own = split_provenance(provenance)
+    old = _old_manifest(target, set_name)
+    if partial and old is None:
+        raise RefreshError(f"--only needs a readable set at evidence/{set_name}; run a full refresh first")
+    if partial and (history := _history_change(in_sessions(old)[0], arch, build_line, fixed)):
+        what = "mix toolkits in" if "build line" not in history else "start a new history in"
+        raise RefreshError(f"--only would {what} evidence/{set_name}: it was {history}; re-record the whole set: "
+                           f"{refresh_cmd}")
+    kept = keep_sessions(old, spec, set_name, arch, build_line, fixed, str(session_info.get("boot")),
+                         {r.run.name for r in results}, repo, str(session_info.get("started", "")))
+    sid = kept.same_start or f"s{kept.next_number}"
     scratch = scratch_folder(target)
     with _writing(scratch, repo):
         scratch.mkdir()
     try:
         entries: dict[str, TranscriptEntry] = {}
-        if partial:  # keep every other recording exactly as it was recorded
-            old = load_evidence_set(repo, set_name)
-            redone = {r.run.name for r in results} | {a.name for r in results for a in r.run.artifacts}
-            for name, entry in old.entries.items():
-                if entry.group not in redone:
-                    with _writing(scratch / entry.file, repo):
-                        shutil.copy2(target / entry.file, scratch / entry.file)
-                    entries[name] = entry
-            for key in ("nvcc", "toolkit", "compute_sanitizer"):
-                if (key in provenance or key != "compute_sanitizer") and old.provenance.get(key) != provenance.get(key):
-                    raise RefreshError(f"--only would mix toolkits in evidence/{set_name}: it was recorded with "
-                                       f"{key} {old.provenance.get(key)!r}, this refresh has {provenance.get(key)!r}; "
-                                       f"re-record the whole set: {refresh_cmd}")
-            provenance = {**old.provenance, **provenance}
+        for name, entry in kept.entries.items():  # every kept recording exactly as it was recorded
+            with _writing(scratch / entry.file, repo):
+                (scratch / entry.session).mkdir(exist_ok=True)
+                shutil.copy2(target / kept.sources[name], scratch / entry.file)
+            entries[name] = entry
+        with _writing(scratch / sid, repo):
+            (scratch / sid).mkdir(exist_ok=True)
         for res in results:
             inputs = input_hashes(repo, spec, res.run, build_line)
             if MISSING in inputs.values():
                 raise RefreshError(f"an input of {res.run.name!r} disappeared during the refresh: "
                                    f"{', '.join(k for k, v in inputs.items() if v == MISSING)}")
             k, n = res.job.repeat, res.run.repeat
-            file = recording_file(f"{res.run.name}.txt", k, n)
+            file = f"{sid}/" + recording_file(f"{res.run.name}.txt", k, n)
+            name = entry_name(sid, res.job.name)
             with _writing(scratch / file, repo):
                 (scratch / file).write_text(res.output, encoding="utf-8")
-            entries[res.job.name] = _entry(res, res.job.name, file, sha256_file(scratch / file), inputs,
-                                           "text", res.run.name, refresh_id)
+            entries[name] = _entry(res, name, file, sha256_file(scratch / file), inputs, "text", res.run.name,
+                                   refresh_id, sid)
             for art in res.run.artifacts:
                 src = res.cwd / art.file
                 if not src.is_file() or src.is_symlink():
                     raise RefreshError(f"run {res.job.name!r} did not write its artifact {art.file!r}")
-                file = recording_file(art.file, k, n)
+                file = f"{sid}/" + recording_file(art.file, k, n)
+                name = entry_name(sid, recording_name(art.name, k, n))
                 with _writing(scratch / file, repo):
                     shutil.copy2(src, scratch / file)
-                name = recording_name(art.name, k, n)
                 entries[name] = _entry(res, name, file, sha256_file(scratch / file), inputs, art.format, art.name,
-                                       refresh_id)
+                                       refresh_id, sid)
+        now = {**own, **session_info, "refresh_id": refresh_id}
+        sessions = {**kept.sessions, sid: Session(sid, joined_session(kept.sessions[sid], now) if kept.same_start
+                                                  else now)}
         with _writing(scratch / "manifest.json", repo):
-            write_manifest(scratch, Manifest(spec.lesson, arch, build_line, refresh_cmd, provenance, entries))
+            write_manifest(scratch, Manifest(spec.lesson, arch, build_line, refresh_cmd, fixed, entries, sessions,
+                                             kept.retired))
+        for line in _retired_lines(old, kept, sid):
+            out(line)
         crash_point("scratch-written")
         # Signals wait until the swap is done, so an interruption never leaves it half made.
         blocked = set(ENDING_SIGNALS)
@@ -328,6 +577,17 @@ def _record(repo: Path, spec: LessonSpec, set_name: str, build_line: str, arch: 
     finally:
         if scratch.exists():
             shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _retired_lines(old: Manifest | None, kept: Kept, sid: str) -> list[str]:
+    """What the refresh prints of the set's sessions: the new one, the kept ones, what retired."""
+    others = [s for s in kept.sessions if s != sid]
+    lines = [(f"session {sid} re-recorded (the same machine start)" if kept.same_start else f"session {sid} added")
+             + f"; the set's other sessions: {', '.join(others) or 'none'}"]
+    for record in kept.retiring:
+        runs = f" (runs {', '.join(record['runs'])})" if "runs" in record else ""
+        lines.append(f"retire  {record['session']}{runs}: {record['why']}")
+    return lines
 
 
 def report_claims(repo: Path, out=print) -> int:
@@ -369,6 +629,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="re-record these runs (comma-separated, or repeated), keeping the others")
     parser.add_argument("--arch", help="build line to use, e.g. sm_90 (default: from the GPU; "
                         "with --dry-run, the first build line)")
+    parser.add_argument("--allow-shared-gpu", action="store_true",
+                        help="record even when another process holds the GPU before an exclusive run; the session "
+                             "is marked shared and backs no timing and no exclusive run's figure (default: wait "
+                             "up to --shared-gpu-wait seconds, then refuse with exit 2)")
+    parser.add_argument("--shared-gpu-wait", type=float, default=SHARED_GPU_WAIT_S, metavar="SECONDS",
+                        help=f"how long an exclusive run waits for another process to leave the GPU "
+                             f"(default {SHARED_GPU_WAIT_S:g})")
+    parser.add_argument("--new-history", action="store_true",
+                        help="the set was recorded on another GPU: retire its sessions and start its history on this "
+                             "one (default: refuse, exit 2)")
     parser.add_argument("--dry-run", action="store_true",
                         help="no GPU needed: build into a scratch folder and list every command the refresh "
                              "would run; nothing is run or recorded (exit 0 when the build succeeds)")
@@ -383,7 +653,8 @@ def main(argv: list[str] | None = None) -> int:
                            out=lambda s: print(s, flush=True), toolkit_dir=args.toolkit)
         return refresh(Path(args.repo).resolve(), args.lesson, args.set_name, only, args.arch,
                        out=lambda s: print(s, flush=True), toolkit_dir=args.toolkit,
-                       sanitizer_from=args.sanitizer_from)
+                       sanitizer_from=args.sanitizer_from, allow_shared_gpu=args.allow_shared_gpu,
+                       shared_gpu_wait=args.shared_gpu_wait, new_history=args.new_history)
     except (RefreshError, LessonError) as exc:
         print(f"refresh: {exc}", file=sys.stderr)
         return 2

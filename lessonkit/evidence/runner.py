@@ -195,8 +195,10 @@ def _job_dir(build_dir: Path, runs_dir: Path, job: Job) -> Path:
 
 
 def run_all(specs: list[RunSpec], build_dir: Path, runs_dir: Path, out, runs: Runs,
-            env: dict[str, str] | None = None) -> list[RunResult]:
-    """Every recording: the shared ones concurrently, then each exclusive one with the GPU to itself."""
+            env: dict[str, str] | None = None, guard=None) -> list[RunResult]:
+    """Every recording: the shared ones concurrently, then each exclusive one with the GPU to itself.
+    `guard` (lessonkit.evidence.refresh.GpuGuard), when given, is asked before and after each
+    exclusive recording whether anything else holds the GPU; it may refuse (RefreshError)."""
     jobs = [Job(r, k) for r in specs for k in range(1, r.repeat + 1)]
     shared = [j for j in jobs if not j.run.exclusive]
     exclusive = [j for j in jobs if j.run.exclusive]
@@ -221,7 +223,12 @@ def run_all(specs: list[RunSpec], build_dir: Path, runs_dir: Path, out, runs: Ru
             raise
     concurrent = time.monotonic() - start
     for job in exclusive:  # after the pool has drained: nothing else of the refresh is running
-        report(execute(job, _job_dir(build_dir, runs_dir, job), runs, env))
+        if guard is not None:
+            guard.before(job.name)
+        result = execute(job, _job_dir(build_dir, runs_dir, job), runs, env)
+        if guard is not None:
+            guard.after(job.name)
+        report(result)
     total = time.monotonic() - start
     longest = max((r.wall_s for r in results if not r.run.exclusive), default=0.0)
     out(f"total   {len(results)} recordings in {total:.2f} s: {len(shared)} concurrent in {concurrent:.2f} s "

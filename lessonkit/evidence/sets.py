@@ -22,6 +22,7 @@ from lessonkit.evidence.manifest import (  # noqa: F401
     MANIFEST,
     MISSING,
     Manifest,
+    Session,
     TranscriptEntry,
     input_hashes,
     read_manifest,
@@ -57,6 +58,9 @@ class EvidenceSet:
     provenance: dict[str, Any]
     entries: dict[str, TranscriptEntry]
     groups: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # The GPU sessions, in the order recorded (a format-3 set: its one refresh, s0).
+    sessions: dict[str, Session] = field(default_factory=dict)
+    retired: tuple[dict[str, Any], ...] = ()
     # How the lesson's program lines are read (its runs.toml's [harness]); None: they are not.
     harness: HarnessFormat | None = None
     # The runs whose commands invoke compute-sanitizer (runs.toml): their text recordings must hold its output.
@@ -72,10 +76,55 @@ class EvidenceSet:
         return f"evidence/{self.name}"
 
     def recordings(self, group: str) -> list[str]:
-        """The entry names of `group` (a run or artifact name, or one recording's own name)."""
+        """The entry names of `group` (a run or artifact name, or one recording's own name): every
+        recording of every session, session by session in the order recorded."""
         if group in self.groups:
             return list(self.groups[group])
         return [group] if group in self.entries else []
+
+    def session_of(self, name: str) -> Session:
+        """The session recording `name` belongs to."""
+        return self.sessions[self.entries[name].session]
+
+    def latest_session(self) -> Session:
+        """The session recorded last."""
+        return next(reversed(self.sessions.values()))
+
+    def view(self, sessions: frozenset[str] | None = None, shared_backs: str = "all") -> EvidenceSet:
+        """The same set, seen through fewer recordings: those of `sessions` (all when None), and of a
+        session recorded with the GPU shared (lessonkit.evidence.refresh, --allow-shared-gpu) only the
+        recordings of runs that were not exclusive (`shared_backs="shared runs"`) or none ("nothing").
+        Parsed recordings are shared with this set; what queries work out is kept per view."""
+        if sessions is None and (shared_backs == "all" or not any(s.shared for s in self.sessions.values())):
+            return self
+        key = ("view", sessions, shared_backs)
+        known = self.memo.get(key)
+        if known is not None:
+            return known
+
+        def kept(entry: TranscriptEntry) -> bool:
+            if sessions is not None and entry.session not in sessions:
+                return False
+            shared = self.sessions[entry.session].shared
+            return not shared or shared_backs == "all" or (shared_backs == "shared runs" and not entry.exclusive)
+
+        entries = {n: e for n, e in self.entries.items() if kept(e)}
+        groups = {g: tuple(n for n in names if n in entries) for g, names in self.groups.items()}
+        view = replace(self, entries=entries, groups={g: ns for g, ns in groups.items() if ns},
+                       sessions={sid: s for sid, s in self.sessions.items()
+                                 if any(e.session == sid for e in entries.values())},
+                       _parsed=self._parsed, _sizes=self._sizes, memo={})
+        self.memo[key] = view
+        return view
+
+    def left_out(self, group: str, view: EvidenceSet) -> str:
+        """Why `view` holds no recording of `group` that this set holds (for a message)."""
+        shared = sorted({self.entries[n].session for n in self.recordings(group)
+                         if self.sessions[self.entries[n].session].shared})
+        if shared:
+            return (f"every recording of {group} that is left comes from a session recorded with the GPU shared "
+                    f"({', '.join(shared)}), which backs no timing and no exclusive run's figure")
+        return f"the session named holds no recording of {group}"
 
     def transcript_path(self, name: str) -> str:
         """evidence/<set>/<file> for recording `name`."""
@@ -198,7 +247,7 @@ def _unchanged(path: str, before: os.stat_result) -> bool:
 
 def _from_manifest(set_name: str, root: Path, m: Manifest) -> EvidenceSet:
     return EvidenceSet(set_name, root, m.lesson, m.arch, m.build, m.refresh, dict(m.provenance),
-                       dict(m.entries), m.groups())
+                       dict(m.entries), m.groups(), dict(m.sessions), m.retired)
 
 
 def parse_manifest(text: str, set_name: str, root: Path) -> EvidenceSet:
@@ -242,12 +291,21 @@ def check_integrity(ev: EvidenceSet) -> list[LessonError]:
             errors.append(LessonError(shown, None, "does not match the sha256 in the manifest: it was "
                                       "edited after it was recorded; evidence is written only by the "
                                       f"refresh: {ev.refresh_command(entry.name)}"))
+    folders = {e.file.rpartition("/")[0] for e in ev.entries.values()} - {""}
     for file in sorted(os.listdir(ev.root)):
-        if file not in listed:
-            errors.append(LessonError(f"{ev.shown}/{file}", None,
-                                      "is not in the manifest: the refresh did not write it; remove it "
-                                      f"or re-record the set: {ev.refresh_command()}"))
+        if file in folders and not os.path.islink(os.path.join(ev.root, file)):
+            for inner in sorted(os.listdir(os.path.join(ev.root, file))):
+                if f"{file}/{inner}" not in listed:
+                    errors.append(_unlisted(ev, f"{file}/{inner}"))
+        elif file not in listed:
+            errors.append(_unlisted(ev, file))
     return errors
+
+
+def _unlisted(ev: EvidenceSet, file: str) -> LessonError:
+    """A file (or folder) in the set's folder that the manifest does not list."""
+    return LessonError(f"{ev.shown}/{file}", None, "is not in the manifest: the refresh did not write it; remove "
+                       f"it or re-record the set: {ev.refresh_command()}")
 
 
 def check_freshness(ev: EvidenceSet, repo: Path, spec: LessonSpec) -> list[LessonError]:

@@ -158,6 +158,7 @@ class Found:
     text: str
     path: str = ""
     line: int | None = None
+    session: str = ""  # the GPU session of the recording it is from ('session s2, 2026-12-03T21:04:11Z')
 
 
 @dataclass(frozen=True)
@@ -168,20 +169,32 @@ class Sample:
     group: str
     recordings: int
     timing: bool = False  # seconds or a rate per second: it changes from run to run
+    sessions: int = 1  # the GPU sessions the recordings come from
+    per_session: bool = False  # a session's own provenance: one value a session, not a recording
 
     def where(self) -> str:
-        """'evidence/x/run.txt', '5 recordings of run', 'the 4 records it selects in …'."""
-        place = self.values[0].path if self.recordings == 1 else f"{self.recordings} recordings of {self.group}"
+        """'evidence/x/run.txt', '5 recordings of run', '15 recordings of run in 3 sessions', 'the 4
+        records it selects in …', 'the 3 sessions of set'."""
+        if self.per_session:
+            place = self.values[0].path if self.recordings == 1 else f"the {self.recordings} sessions of {self.group}"
+        elif self.recordings == 1:
+            place = self.values[0].path
+        else:
+            place = f"{self.recordings} recordings of {self.group}"
+            if self.sessions > 1:
+                place += f" in {self.sessions} sessions"
         if len(self.values) == self.recordings:
             return place
         return f"the {len(self.values)} records it selects in {place}"
 
     def at(self, found: Found) -> str:
-        """Where one value is: 'line 7' for a lone recording, else 'evidence/x/run.r2.txt, line 7'."""
+        """Where one value is: 'line 7' for a lone recording, else 'evidence/x/run.r2.txt, line 7', and
+        with several sessions 'evidence/x/s2/run.r2.txt (session s2 (DATE)), line 7'."""
         line = f"line {found.line}" if found.line else ""
         if self.recordings == 1 and len(self.values) == 1:
             return line
-        return ", ".join(p for p in (found.path, line) if p)
+        path = found.path + (f" ({found.session})" if self.sessions > 1 and found.session else "")
+        return ", ".join(p for p in (path, line) if p)
 
 
 @dataclass(frozen=True)
@@ -248,7 +261,9 @@ def _problem(claim: ClaimValue, sample: Sample) -> str | None:
                 return f"disagrees with {where}; it says {first.text!r}{f' ({at})' if at else ''}{hint}"
             return f"disagrees with {where}; each says {first.text!r} ({at}){hint}"
         if span is not None:
-            return f"varies across {where}: {span[0]} to {span[1]}; quote a range{hint}"
+            odd = next((f for f in values if f.text != wanted), values[0])
+            named = f" ({sample.at(odd)} says {odd.text!r})" if sample.sessions > 1 else ""
+            return f"varies across {where}: {span[0]} to {span[1]}{named}; quote a range{hint}"
         shown = ", ".join(repr(t) for t in distinct[:4]) + (", …" if len(distinct) > 4 else "")
         return f"varies across {where}: {shown}; no one value holds for all of them"
     kind = "a range" if claim.kind == "range" else "a rounded figure"

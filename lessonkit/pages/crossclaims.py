@@ -37,10 +37,11 @@ from lessonkit.pages.claims import (
     number,
     parse_claim_value,
 )
-from lessonkit.pages.query import QueryError, keyed, parse_query, resolve
+from lessonkit.pages.query import QueryError, backing, keyed, parse_query, resolve
 from lessonkit.pages.state import ClaimOutcome, PageState, ShownClaim
 
 if TYPE_CHECKING:
+    from lessonkit.evidence.manifest import TranscriptEntry
     from lessonkit.evidence.sets import EvidenceSet
 
 SAME = "same"
@@ -207,38 +208,56 @@ def _sample(page: PageState, index: int, set_name: str | None, form: Form, used:
 
 def ratio(ev: EvidenceSet, num: str, num_query: str, den: str, den_query: str) -> Sample:
     """Each pair's ratio: recording rK of `num` over rK of `den` (a run recorded once pairs with every
-    recording of the other), each pair from the same refresh. QueryError when they cannot be paired."""
+    recording of the other), each pair from one session and the same refresh, session by session;
+    a session that holds one of the runs holds the other. QueryError when they cannot be paired."""
     top, bottom = resolve(ev, num, num_query), resolve(ev, den, den_query)
     for sample, group, query in ((top, num, num_query), (bottom, den, den_query)):
         if len(sample.values) != sample.recordings:
             raise QueryError(f"{group}:{query} selects {len(sample.values)} values in {sample.recordings} "
                              "recordings; a ratio needs one value per recording")
-    names_top, names_bottom = ev.recordings(num), ev.recordings(den)
-    n, m = len(names_top), len(names_bottom)
-    if n != m and 1 not in (n, m):
-        raise QueryError(f"{num} has {n} recordings and {den} {m}; a ratio pairs them by repeat number, so they "
-                         "need as many recordings each (or one of them one)")
-    pairs = [(i if n > 1 else 0, i if m > 1 else 0) for i in range(max(n, m))]
+    view = backing(ev, num, top.timing or bottom.timing)
+    view = backing(view, den, top.timing or bottom.timing)
+    tops, bottoms = _by_session(view, num, top), _by_session(view, den, bottom)
+    for sid in [*tops, *(b for b in bottoms if b not in tops)]:
+        if sid not in tops or sid not in bottoms:
+            has, lacks = (num, den) if sid in tops else (den, num)
+            raise QueryError(f"{view.sessions[sid].label()} holds {has} and not {lacks}; a ratio compares runs "
+                             f"recorded together: re-record both: {ev.refresh_command([num, den])}")
     found = []
-    for i, j in pairs:
-        first, second = ev.entries[names_top[i]], ev.entries[names_bottom[j]]
-        if first.refresh_id is None or first.refresh_id != second.refresh_id:
-            if first.refresh_id is None or second.refresh_id is None:
-                old = first if first.refresh_id is None else second
-                why = f"{old.name} was recorded before the refresh noted which recordings it made together"
-            else:
-                why = f"{first.name} and {second.name} come from different refreshes"
-            raise QueryError(f"{why}; a ratio compares runs recorded together: "
-                             f"re-record both: {ev.refresh_command([num, den])}")
-        a, b = number(top.values[i].text), number(bottom.values[j].text)
-        if a is None or b is None:
-            bad = top.values[i] if a is None else bottom.values[j]
-            raise QueryError(f"a ratio needs numbers; {bad.path} gives {bad.text!r}")
-        if b == 0:
-            raise QueryError(f"{second.name} gives 0 for {den_query}; a ratio cannot divide by it")
-        found.append(Found(_ratio_text(a / b), f"{ev.shown}/manifest.json"))
+    for sid, pairs_top in tops.items():
+        pairs_bottom = bottoms[sid]
+        n, m = len(pairs_top), len(pairs_bottom)
+        if n != m and 1 not in (n, m):
+            raise QueryError(f"{num} has {n} recordings and {den} {m} in {view.sessions[sid].label()}; a ratio "
+                             "pairs them by repeat number, so they need as many recordings each (or one of them one)")
+        for i in range(max(n, m)):
+            (first, a_found), (second, b_found) = pairs_top[i if n > 1 else 0], pairs_bottom[i if m > 1 else 0]
+            if first.refresh_id is None or first.refresh_id != second.refresh_id:
+                if first.refresh_id is None or second.refresh_id is None:
+                    old = first if first.refresh_id is None else second
+                    why = f"{old.name} was recorded before the refresh noted which recordings it made together"
+                else:
+                    why = f"{first.name} and {second.name} come from different refreshes"
+                raise QueryError(f"{why}; a ratio compares runs recorded together: "
+                                 f"re-record both: {ev.refresh_command([num, den])}")
+            a, b = number(a_found.text), number(b_found.text)
+            if a is None or b is None:
+                bad = a_found if a is None else b_found
+                raise QueryError(f"a ratio needs numbers; {bad.path} gives {bad.text!r}")
+            if b == 0:
+                raise QueryError(f"{second.name} gives 0 for {den_query}; a ratio cannot divide by it")
+            found.append(Found(_ratio_text(a / b), f"{ev.shown}/manifest.json ({view.sessions[sid].label()})"))
     group = f"{num} / {den} (paired by repeat)"
-    return Sample(tuple(found), group, len(found), top.timing or bottom.timing)
+    return Sample(tuple(found), group, len(found), top.timing or bottom.timing, sessions=len(tops))
+
+
+def _by_session(view: EvidenceSet, group: str, sample: Sample) -> dict[str, list[tuple[TranscriptEntry, Found]]]:
+    """The recordings of `group` with their values (one each, in the order `resolve` gave), by session."""
+    out: dict[str, list[tuple[TranscriptEntry, Found]]] = {}
+    for name, value in zip(view.recordings(group), sample.values):
+        entry = view.entries[name]
+        out.setdefault(entry.session, []).append((entry, value))
+    return out
 
 
 def _ratio_text(value: Decimal) -> str:

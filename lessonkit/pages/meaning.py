@@ -44,8 +44,13 @@ def _operand(text: str, default: str | None, sets: Mapping[str, EvidenceSet]) ->
             set_name, run = run, ""
     ev = sets.get(set_name)
     if ev is not None and not run:
-        return (f"the provenance field {query.strip()} (the machine and tools the set was recorded with)",
-                f"set {ev.name} ({_toolkit(ev)})")
+        field = query.strip()
+        if field in ev.provenance or field in ("arch", "build"):
+            return (f"the provenance field {field} (the machine and tools the set was recorded with)",
+                    f"set {ev.name} ({_toolkit(ev)})")
+        n = len(ev.sessions)
+        return (f"the provenance field {field} of each session (the GPU and its state, as each session recorded it)",
+                f"set {ev.name} ({_toolkit(ev)}), {n} session{'s' if n != 1 else ''} ({', '.join(ev.sessions)})")
     try:
         q = parse_query(query.strip())
     except QueryError:
@@ -60,10 +65,21 @@ def _operand(text: str, default: str | None, sets: Mapping[str, EvidenceSet]) ->
         what += " where " + " and ".join(f"{k} is {'any' if v == '*' else v}" for k, v in q.filters)
     if ev is None:
         return what, f"run {run} of set {set_name or '?'}"
-    recordings = len(ev.recordings(run)) if run in ev.groups else 0
-    where = (f"run {run} of set {ev.name} ({_toolkit(ev)}), "
-             f"{recordings} recording{'s' if recordings != 1 else ''}")
+    where = f"run {run} of set {ev.name} ({_toolkit(ev)}), {recorded(ev, run)}"
     return what, where
+
+
+def recorded(ev: EvidenceSet, run: str) -> str:
+    """'15 recordings in 3 sessions (s1, s2, s3)': what backs a figure of `run`."""
+    names = ev.recordings(run) if run in ev.groups else []
+    sessions = list(dict.fromkeys(ev.entries[n].session for n in names))
+    text = f"{len(names)} recording{'s' if len(names) != 1 else ''}"
+    if sessions:
+        text += f" in {len(sessions)} session{'s' if len(sessions) != 1 else ''} ({', '.join(sessions)})"
+    shared = [sid for sid in sessions if ev.sessions[sid].shared]
+    if shared:
+        text += f", {', '.join(shared)} with the GPU shared (backing no timing and no exclusive run's figure)"
+    return text
 
 
 def _form(value: str) -> str:
@@ -116,5 +132,8 @@ def describe_table(ev: EvidenceSet, runs: list[str], field: str) -> str:
     unit = unit_of(field)
     counts = [len(ev.recordings(r)) for r in runs if r in ev.groups]
     many = f"{max(counts)} recording{'s' if max(counts) != 1 else ''} a run" if counts else "its recordings"
+    sessions = list(dict.fromkeys(ev.entries[n].session for r in runs for n in ev.recordings(r)))
+    if sessions:
+        many += f" in {len(sessions)} session{'s' if len(sessions) != 1 else ''} ({', '.join(sessions)})"
     return (f"generated from every recording: the field {field}" + (f", in {unit}" if unit else "")
             + f"; run{'s' if len(runs) > 1 else ''} {', '.join(runs)} of set {ev.name} ({_toolkit(ev)}), {many}")

@@ -88,6 +88,14 @@ def _known(names: Any) -> str:
     return ", ".join(sorted(names)) or "none"
 
 
+_ABSENT = object()
+
+
+def _scalar(value: Any) -> bool:
+    """Whether a provenance value is one a page can quote (not a list or an object)."""
+    return value is None or isinstance(value, (str, int, float, bool))
+
+
 @lru_cache(maxsize=4096)
 def parse_query(text: str) -> Query:
     """Read a query (parsed once per distinct text); QueryError when it cannot be read."""
@@ -176,13 +184,28 @@ def _index(parsed: Transcript, name: str, how: tuple[bool, bool, int | None] = (
 
 # -- resolving -------------------------------------------------------------------------------
 
+def backing(ev: EvidenceSet, group: str | None, timing: bool) -> EvidenceSet:
+    """The recordings a claim on `group` rests on: every recording of every kept session, less those
+    of a session recorded with the GPU shared where the figure is a timing (then none of that session)
+    or comes from an exclusive run (whose GPU was meant to be its own). QueryError when none is left."""
+    view = ev.view(None, "nothing" if timing else "shared runs")
+    if group is not None and group in ev.groups and group not in view.groups:
+        raise QueryError(ev.left_out(group, view))
+    return view
+
+
 def resolve(ev: EvidenceSet, group: str | None, query: str) -> Sample:
-    """Every value `query` names in every recording of `group` (the set's provenance when None).
+    """Every value `query` names in every recording of every session of `group` (the set's provenance
+    when None), less what a shared session may not back (`backing`).
 
     QueryError when the query names nothing; LessonError when a recording cannot be read.
     The answer is worked out once per run and query of a loaded set (a page often quotes the
     same value twice), as is a QueryError; a LessonError is not kept.
     """
+    try:
+        ev = backing(ev, group, parse_query(query).timing)
+    except QueryError as exc:
+        raise type(exc)(str(exc)) from None
     key = ("resolve", group, query)
     known = ev.memo.get(key)
     if known is None:
@@ -205,6 +228,7 @@ def keyed(ev: EvidenceSet, group: str, query: str) -> list[tuple[tuple[tuple[tup
         return [(((), f.text),) for f in sample.values]
     wild = [k for k, v in q.filters or () if v == WILDCARD]
     tables = []
+    ev = backing(ev, group, q.timing)
     for name in ev.recordings(group):
         index = _index(ev.transcript(name), q.name)
         rows = [(tuple((k, show(index.records[i].get(k))) for k in wild), show(index.records[i][q.field]))
@@ -220,27 +244,41 @@ def _resolve(ev: EvidenceSet, group: str | None, query: str) -> Sample:
         if not q.is_value:
             raise QueryError(f"set {ev.name!r} has no collections; name a run as {ev.name}/NAME")
         values = {"arch": ev.arch, "build": ev.build, **ev.provenance}
-        if q.name not in values:
-            raise QueryError(f"set {ev.name!r} records no {q.name!r}; it records: {_known(values)}")
-        return Sample((Found(show(values[q.name]), manifest),), ev.name, 1, q.timing)
+        if q.name in values:
+            return Sample((Found(show(values[q.name]), manifest),), ev.name, 1, q.timing)
+        per_session = [(s, s.provenance.get(q.name, _ABSENT)) for s in ev.sessions.values()]
+        if all(v is _ABSENT for _, v in per_session):
+            known = set(values) | {k for s in ev.sessions.values() for k in s.provenance if _scalar(s.provenance[k])}
+            raise QueryError(f"set {ev.name!r} records no {q.name!r}; it records: {_known(known)}")
+        missing = [s.id for s, v in per_session if v is _ABSENT]
+        if missing:
+            raise QueryError(f"{q.name!r} is recorded in some sessions of set {ev.name!r} and not in "
+                             f"{', '.join(missing)}; a claim on it holds for every session")
+        if not all(_scalar(v) for _, v in per_session):
+            raise QueryError(f"{q.name!r} of set {ev.name!r} is not one value a session; a page quotes its "
+                             "values, not a structure")
+        found = tuple(Found(show(v), f"{manifest} ({s.label()})") for s, v in per_session)
+        return Sample(found, ev.name, len(found), q.timing, sessions=len(found), per_session=True)
     names = ev.recordings(group)
+    sessions = len({ev.entries[n].session for n in names})
     if q.is_value:
         parsed = [ev.transcript(n) for n in names]  # every recording read before any value is judged
         found = tuple(_value(ev, n, p, q.name) for n, p in zip(names, parsed))
-        return Sample(found, group, len(names), q.timing)
+        return Sample(found, group, len(names), q.timing, sessions=sessions)
     paths, indexes = _group_indexes(ev, group, q.name)
     _checked_filters(ev, group, q, indexes)
     found_list: list[Found] = []
     filters, wanted, wildcard = q.filters or (), q.field, q.wildcard
     kernel = next((v for k, v in filters if k == KERNEL and v != WILDCARD), None) if q.count else None
     for name, path, index in zip(names, paths, indexes):
+        note = session_note(ev, name)
         chosen = index.select(filters)
         if q.count:
             if not chosen and kernel is not None and kernel not in (named := launched(ev.transcript(name))):
                 raise NotLaunched(f"{q.selection()} counts the records of kernel {kernel!r}, which {path} never "
                                   f"names: the run did not launch it there (it names {_known(named)}), so a "
                                   f"count of 0 says nothing about {kernel}; cite a run that launched it")
-            found_list.append(Found(str(len(chosen)), path))
+            found_list.append(Found(str(len(chosen)), path, session=note))
             continue
         if not wildcard and len(chosen) != 1:
             raise QueryError(f"{q.selection()} selects {len(chosen)} records in {path}, not exactly one; "
@@ -251,11 +289,11 @@ def _resolve(ev: EvidenceSet, group: str | None, query: str) -> Sample:
             if wanted not in record:
                 raise QueryError(f"records of {q.name!r} in {path} have no field {q.field!r}; they have: "
                                  f"{_known(k for k in record if not k.startswith('_'))}")
-            found_list.append(Found(show(record[wanted]), path, record.get("_line")))
+            found_list.append(Found(show(record[wanted]), path, record.get("_line"), note))
     if not found_list:
         where = ev.transcript_path(names[0]) if len(names) == 1 else f"{len(names)} recordings of {group}"
         raise QueryError(f"{q.selection()} selects no record in {where}")
-    return Sample(tuple(found_list), group, len(names), q.timing)
+    return Sample(tuple(found_list), group, len(names), q.timing, sessions=sessions)
 
 
 def launched(parsed: Transcript) -> frozenset[str]:
@@ -279,8 +317,19 @@ def select_records(ev: EvidenceSet, group: str, collection: str,
     return [index.records[i] for i in index.select(filters)]
 
 
+def session_note(ev: EvidenceSet, name: str) -> str:
+    """'session s2, 2026-12-03T21:04:11Z': the session of recording `name`, as messages name it."""
+    session = ev.session_of(name)
+    return f"session {session.id}" + (f", {session.started}" if session.started else "")
+
+
 def _value(ev: EvidenceSet, name: str, parsed: Transcript, wanted: str) -> Found:
     """A plain value of one recording: a transcript scalar, a manifest field, or provenance."""
+    found = _value_of(ev, name, parsed, wanted)
+    return Found(found.text, found.path, found.line, session_note(ev, name))
+
+
+def _value_of(ev: EvidenceSet, name: str, parsed: Transcript, wanted: str) -> Found:
     path = ev.transcript_path(name)
     entry = ev.entries[name].fields()
     if wanted == "verdict" and wanted not in parsed.scalars:
@@ -293,7 +342,11 @@ def _value(ev: EvidenceSet, name: str, parsed: Transcript, wanted: str) -> Found
         return Found(show(entry[wanted]), manifest)
     if wanted in ev.provenance:
         return Found(show(ev.provenance[wanted]), manifest)
+    session = ev.session_of(name)
+    if wanted in session.provenance and _scalar(session.provenance[wanted]):
+        return Found(show(session.provenance[wanted]), f"{manifest} ({session.label()})")
     known = set(parsed.scalars) | set(entry) | set(ev.provenance) | {f"#{c}" for c in parsed.collections()}
+    known |= {k for k, v in session.provenance.items() if _scalar(v)}
     near = difflib.get_close_matches(wanted, sorted(known), n=1)
     if near:
         raise QueryError(f"{path} has no value {wanted!r}; did you mean {near[0]!r}?")

@@ -183,9 +183,27 @@ def _status(entries: Sequence[TranscriptEntry]) -> str:
     return f"{len(entries)} recordings, " + ", ".join(said) + f", {min(walls):.1f}\u2013{max(walls):.1f} s"
 
 
+def _session_values(ev: EvidenceSet, sessions: Sequence[str]) -> dict[str, str]:
+    """The set's provenance and its sessions' own, as text: a value the sessions differ in is given
+    session by session ('580.159.04 in s0, 580.161.01 in s1')."""
+    values = {k: str(v) for k, v in ev.provenance.items()}
+    keys = dict.fromkeys(k for sid in sessions for k, v in ev.sessions[sid].provenance.items()
+                         if isinstance(v, (str, int, float)) and not isinstance(v, bool))
+    for key in keys:
+        seen = {sid: ev.sessions[sid].provenance.get(key) for sid in sessions}
+        if len({str(v) for v in seen.values()}) == 1:
+            values.setdefault(key, str(next(iter(seen.values()))))
+        else:
+            values.setdefault(key, ", ".join(f"{v if v is not None else 'not recorded'} in {sid}"
+                                             for sid, v in seen.items()))
+    return values
+
+
 def _run_provenance(ev: EvidenceSet, entries: Sequence[TranscriptEntry]) -> str:
-    """Where and with what a run was recorded: only the versions that bear on that command."""
-    p = ev.provenance
+    """Where and with what a run was recorded: only the versions that bear on that command, and the
+    sessions its recordings come from."""
+    sessions = list(dict.fromkeys(e.session for e in entries))
+    p = _session_values(ev, sessions)
     command = entries[0].command
     keys = ["driver", "nvcc"]
     if "compute-sanitizer" in command:
@@ -200,6 +218,9 @@ def _run_provenance(ev: EvidenceSet, entries: Sequence[TranscriptEntry]) -> str:
         gpu += f" (compute capability {html.escape(str(p['compute_capability']))})"
     dates = sorted(e.date for e in entries)
     when = dates[0] if dates[0] == dates[-1] else f"{dates[0]} to {dates[-1]}"
+    if len(sessions) > 1:
+        starts = [f"{sid} from {min(e.date for e in entries if e.session == sid)}" for sid in sessions]
+        when = f"in {len(sessions)} sessions ({', '.join(starts)})"
     sentence = f"Recorded {html.escape(when)} on {gpu}; {versions}."
     if len(entries) > 1:
         alone = ", each with the GPU to itself" if all(e.exclusive for e in entries) else ""
@@ -224,18 +245,46 @@ def _spread_table(entries: Sequence[TranscriptEntry], figures: Sequence[dict[str
             f"{head}</tr></thead>\n<tbody>\n" + "\n".join(rows) + "\n</tbody>\n</table>\n")
 
 
+# A session's own provenance, as the sessions table shows it (lessonkit.evidence.gpuinfo records it).
+_SESSION_COLUMNS = (
+    ("started", "started (UTC)"), ("gpu_uuid", "GPU UUID"), ("driver", "driver"),
+    ("max_sm_clock_mhz", "max SM clock (MHz)"), ("power_limit_w", "power limit (W)"),
+    ("temperature_c_start", "temperature at start (°C)"), ("temperature_c_end", "at end (°C)"),
+    ("shared", "GPU shared"),
+)
+
+
 def render_provenance(ev: EvidenceSet) -> str:
-    """A table of the set's provenance, each value marked as produced."""
+    """A table of the set's provenance, then one row for each session it keeps, each value marked as produced."""
+    sessions = list(ev.sessions)
+    values = _session_values(ev, sessions)
     rows = ["| recorded with | value |", "| --- | --- |"]
     for key, label in _PROVENANCE_ORDER:
-        if key in ev.provenance:
-            rows.append(f"| {label} | {produced(html.escape(str(ev.provenance[key])))} |")
+        if key in values and key != "host":
+            rows.append(f"| {label} | {produced(html.escape(values[key]))} |")
     rows.append(f"| build line | {produced(_inline_code(ev.build))} |")
     dates = sorted(e.date for e in ev.entries.values())
     if dates:
         span = dates[0] if dates[0][:10] == dates[-1][:10] else f"{dates[0]} to {dates[-1]}"
         rows.append(f"| recorded (UTC) | {produced(html.escape(span))} |")
-    return "\n".join(rows)
+    columns = [(k, label) for k, label in _SESSION_COLUMNS
+               if any(k in ev.sessions[sid].provenance for sid in sessions)]
+    if not sessions or not columns:
+        return "\n".join(rows)
+    table = ["| session | " + " | ".join(label for _, label in columns) + " |",
+             "| --- |" + " --- |" * len(columns)]
+    for sid in sessions:
+        prov = ev.sessions[sid].provenance
+        cells = []
+        for key, _ in columns:
+            value = prov.get(key)
+            text = ("yes" if value else "no") if isinstance(value, bool) else ("not recorded" if value is None
+                                                                              else str(value))
+            cells.append(produced(html.escape(text)))
+        table.append(f"| {produced(sid)} | " + " | ".join(cells) + " |")
+    notes = sorted({str(ev.sessions[sid].provenance["note"]) for sid in sessions if "note" in ev.sessions[sid].provenance})
+    tail = "".join(f"\n\n{produced(html.escape(n))}" for n in notes)
+    return "\n".join(rows) + "\n\n" + "\n".join(table) + tail
 
 
 def render_commands(ev: EvidenceSet, names: list[str]) -> str:

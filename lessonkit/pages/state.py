@@ -23,6 +23,7 @@ from lessonkit.pages.units import shown_unit, split_transform
 
 PAGE_RANK = 2  # what a page claims comes after the evidence and sources it depends on
 
+_SESSION_REF_RE = re.compile(r"""^(?P<ref>[^\[\]]+?)\s*\[\s*session\s*=\s*(?P<session>latest|s[0-9]+)\s*\]$""")
 _SLOT_RE = re.compile(r"""<div\ data-lk-slot="(?P<n>\d+)"></div>""", re.VERBOSE)
 
 
@@ -121,8 +122,31 @@ class PageState:
     def lookup(self, index: int, ref: str, claim: str | None = None) -> tuple[EvidenceSet, str | None] | None:
         """Resolve REF to (set, run or None); records an error (or a skip) and returns None if it names nothing.
 
-        `claim`: the text of the claim that names REF, so that its error names it among others on its line.
+        REF may end in `[session=latest]` or `[session=sN]`: then the set is seen through that one
+        session's recordings (a page describing one session). `claim`: the text of the claim that
+        names REF, so that its error names it among others on its line.
         """
+        m = _SESSION_REF_RE.match(ref)
+        if m is None:
+            return self._lookup(index, ref, claim)
+        found = self._lookup(index, m.group("ref"), claim)
+        if found is None:
+            return None
+        ev, group = found
+        wanted = m.group("session")
+        if wanted == "latest":
+            wanted = ev.latest_session().id
+        if wanted not in ev.sessions:
+            self.error(index, f"{ref!r} names session {m.group('session')!r}, which evidence set {ev.name!r} does not "
+                       f"keep; its sessions: {', '.join(ev.sessions)} (or latest)")
+            return None
+        view = ev.view(frozenset({wanted}))
+        if group is not None and group not in view.groups:
+            self.error(index, f"{ref!r}: {ev.sessions[wanted].label()} of {ev.name!r} holds no recording of {group!r}")
+            return None
+        return view, group
+
+    def _lookup(self, index: int, ref: str, claim: str | None = None) -> tuple[EvidenceSet, str | None] | None:
         set_name, sep, group = ref.partition("/")
         default = self.sets.get(self.default_set or "")
         if not sep:
@@ -153,7 +177,8 @@ class PageState:
         if not group:
             return ev, None
         if group not in ev.groups:
-            entry = ev.entries.get(group)
+            entry = ev.entries.get(group) or next(
+                (e for e in ev.entries.values() if e.recording == group or e.name.endswith("/" + group)), None)
             if entry is not None:
                 self.error(index, f"{group!r} is recording {entry.repeat} of {entry.repeats} of {entry.group!r}; "
                            f"cite the run {entry.group!r}: a claim holds for every recording")
