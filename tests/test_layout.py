@@ -23,7 +23,8 @@ from conftest import REPO
 
 PACKAGE = "lessonkit"
 LAYERS = ("base", "evidence", "pages", "site", "cli")
-BASE = frozenset({"lessonkit", "lessonkit.errors", "lessonkit.textio", "lessonkit.cache", "lessonkit.repo"})
+BASE = frozenset({"lessonkit", "lessonkit.errors", "lessonkit.textio", "lessonkit.jsonkeys", "lessonkit.cache",
+                  "lessonkit.repo"})
 SUBPACKAGE_LAYERS = {"evidence": "evidence", "pages": "pages", "site": "site", "cli": "cli"}
 
 

@@ -324,3 +324,19 @@ def test_a_rewrite_that_restores_size_and_mtime_gets_a_new_hash(tmp_path):
     f.write_text("bbbb")
     os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))  # same size and mtime as before
     assert sha256_file(f) != first
+
+
+def test_a_duplicated_key_is_refused_at_its_line():
+    """json.loads keeps the last of two equal keys; a manifest with one is refused, naming the second's line."""
+    text = text_of(entry())
+    first = text.index('"exit_code"')
+    doubled = text[:first] + '"exit_code": 7,\n      ' + text[first:]
+    line = doubled[:doubled.index('"exit_code"', first + 5)].count("\n") + 1
+    assert refused(doubled) == (f"evidence/s/manifest.json:{line}: the key 'exit_code' appears twice in one object; "
+                                "the refresh writes each key once, so the manifest was edited after it was recorded")
+
+
+def test_an_equal_key_in_another_object_is_no_duplicate():
+    from lessonkit.jsonkeys import duplicate_key_line, loads
+    text = '{"a": {"x": 1, "s": "{\\"x\\": 2}"}, "b": [{"x": 1}, {"x": 2}], "x": "x:"}'
+    assert duplicate_key_line(text) is None and loads(text)["b"] == [{"x": 1}, {"x": 2}]

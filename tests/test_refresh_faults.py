@@ -264,3 +264,81 @@ def test_the_lock_names_its_holder(tmp_path):
     assert not root.exists()  # released: the lock file and its (empty) folder are gone
     with LessonLock("demo", root):  # and it can be taken again
         pass
+
+
+# -- what a run prints, and what it leaves behind ---------------------------------------------
+
+def add_run(repo: Path, name: str, line: str, **keys: object) -> None:
+    """A run of `line` in the demo lesson (its README lists it, as the site's check asks)."""
+    runs, readme = repo / "code/demo/runs.toml", repo / "code/demo/README.md"
+    extra = "".join(f"\n{k} = {v}" for k, v in {"timeout": 30, **keys}.items())
+    runs.write_text(runs.read_text() + f'\n[[run]]\nname = "{name}"\ncommand = "{line}"{extra}\n')
+    readme.write_text(readme.read_text().replace("./demo slow\n", f"./demo slow\n{line}\n"))
+
+
+@pytest.mark.parametrize(("printf", "said"), [
+    (r"printf 'ok\\000no'", "a NUL byte at byte offset 2"),
+    (r"printf 'ok\\377no'", "a byte that is not UTF-8 (0xff) at byte offset 2"),
+])
+def test_output_that_is_not_utf8_text_is_refused_before_the_swap(lab, printf, said):
+    repo, env = lab
+    assert refresh(repo, env).returncode == 0
+    before = snapshot(repo / "evidence/demo")
+    add_run(repo, "bytes", f"sh -c \\\"{printf}\\\"")
+    done = refresh(repo, env)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr == (f"refresh: run 'bytes' printed {said}; a transcript is UTF-8 text, which every reader of "
+                           "the evidence takes as it is, so this output cannot be recorded; the old evidence is kept "
+                           "and nothing was recorded\n")
+    assert snapshot(repo / "evidence/demo") == before
+
+
+def test_output_is_capped_while_it_is_read(lab):
+    """`yes` prints without end: the run is stopped once it passes max_output, long before its timeout,
+    and no more than that is held."""
+    repo, env = lab
+    add_run(repo, "endless", "yes", timeout=300, max_output=100_000)
+    start = time.monotonic()
+    done = refresh(repo, env)
+    assert done.returncode == 2 and time.monotonic() - start < 60, done.stdout + done.stderr
+    assert done.stderr == ("refresh: run 'endless' printed more than its max_output of 100000 bytes "
+                           "(code/demo/runs.toml); it was stopped there, the old evidence is kept and nothing was "
+                           "recorded; raise max_output there if this much output is meant\n")
+    assert not (repo / "evidence/demo").exists()
+
+
+# A child in a session of its own (setsid), its PID in the file $1, holding the run's output pipe open.
+ESCAPE = """setsid sh -c 'echo $$ > "$0"; exec sleep 300' "$1" &
+while [ ! -s "$1" ]; do sleep 0.01; done
+"""
+
+
+def test_a_descendant_that_left_the_group_dies_at_the_timeout(lab, tmp_path, strays):
+    """A child that calls setsid() leaves the run's process group and keeps its output pipe open: it is
+    killed at the timeout all the same, and the refresh stops reading."""
+    repo, env = lab
+    pid_file = tmp_path / "escaped"
+    (repo / "code/demo/escape.sh").write_text(ESCAPE + "sleep 300\n")
+    add_run(repo, "escape", f"sh escape.sh {pid_file}", timeout=2)
+    start = time.monotonic()
+    proc = subprocess.run(command(repo), env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and time.monotonic() - start < 40, proc.stdout + proc.stderr
+    escaped = int(pid_file.read_text())
+    strays(escaped)
+    assert "run     escape                       timed out" in proc.stdout
+    wait_until(lambda: gone(escaped), "the run's setsid() descendant to be killed", 10)
+
+
+def test_a_descendant_that_left_the_group_dies_when_the_command_exits(lab, tmp_path, strays):
+    """The command exits at once, its setsid() child keeps the pipe open: the run still ends then."""
+    repo, env = lab
+    pid_file = tmp_path / "escaped"
+    (repo / "code/demo/daemon.sh").write_text(ESCAPE + "echo started\n")
+    add_run(repo, "daemon", f"sh daemon.sh {pid_file}", timeout=120)
+    start = time.monotonic()
+    proc = subprocess.run(command(repo), env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and time.monotonic() - start < 40, proc.stdout + proc.stderr
+    escaped = int(pid_file.read_text())
+    strays(escaped)
+    assert gone(escaped)
+    assert (repo / "evidence/demo/s1/daemon.txt").read_text() == "started\n"

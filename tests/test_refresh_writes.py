@@ -58,13 +58,13 @@ def scratch_path(repo: Path, name: str) -> str:
 
 
 def test_a_full_disk_while_writing_a_transcript(recorded: Path, capsys, monkeypatch):
-    real = Path.write_text
+    real = Path.write_bytes
 
     def full(self, *args, **kwargs):
         if ".refresh." in str(self):
             raise ENOSPC
         return real(self, *args, **kwargs)
-    monkeypatch.setattr(Path, "write_text", full)
+    monkeypatch.setattr(Path, "write_bytes", full)
     assert refresh_fails(recorded, capsys) == (
         f"refresh: cannot write {scratch_path(recorded, 's1/bare.txt')}: No space left on device" + KEPT)
 
@@ -106,11 +106,66 @@ def test_a_swap_refused_by_the_file_system(recorded: Path, capsys, monkeypatch):
     def refused(a, b):
         raise OSError(errno.EACCES, os.strerror(errno.EACCES), str(a), None, str(b))
     monkeypatch.setattr(rf, "swap_in", refused)
-    assert refresh_fails(recorded, capsys) == (
-        f"refresh: cannot write {scratch_path(recorded, '')[:-1]}: Permission denied" + KEPT)
+    assert refresh_fails(recorded, capsys) == ("refresh: cannot write evidence/demo: Permission denied" + KEPT)
+
+
+def test_a_full_disk_while_copying_names_the_copy_not_its_source(recorded: Path, capsys, monkeypatch):
+    """shutil's copy reports a full disk with the source as its file name (filename2: the destination)."""
+    real = shutil.copy2
+
+    def full(src, dst, **kwargs):
+        if ".refresh." in str(dst):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(src), None, str(dst))
+        return real(src, dst, **kwargs)
+    monkeypatch.setattr(shutil, "copy2", full)
+    assert refresh_fails_with_only(recorded, capsys) == (
+        f"refresh: cannot write {scratch_path(recorded, 's1/race.txt')}: No space left on device" + KEPT)
+
+
+def refresh_fails_with_only(repo: Path, capsys) -> str:
+    """refresh_fails for `--only bare`: the other recordings are copied from the old set."""
+    before = snapshot(repo / "evidence/demo")
+    capsys.readouterr()
+    assert rf.main(["demo", "--repo", str(repo), "--only", "bare"]) == 2
+    assert snapshot(repo / "evidence/demo") == before
+    return capsys.readouterr().err
 
 
 def test_a_missing_tool(recorded: Path, capsys, monkeypatch):
     (Path(os.environ["PATH"].split(os.pathsep)[0]) / "compute-sanitizer").unlink()
     assert refresh_fails(recorded, capsys) == (
         "refresh: the refresh needs a GPU machine; not found on PATH: compute-sanitizer (the sanitizer)\n")
+
+
+def test_a_full_tmpdir_while_the_runs_go_is_one_message(recorded: Path, capsys, monkeypatch):
+    """The run ledger is written as each run starts; $TMPDIR full there is the refresh's one message, exit 2."""
+    real = Path.write_text
+
+    def full(self, *args, **kwargs):
+        if self.name.endswith(".pids.part"):
+            raise ENOSPC
+        return real(self, *args, **kwargs)
+    monkeypatch.setattr(Path, "write_text", full)
+    ledger = Path(os.environ["TMPDIR"]) / "100-days-of-gpu/demo.pids"
+    assert refresh_fails(recorded, capsys) == (
+        f"refresh: cannot write {ledger}: No space left on device; the refresh keeps its lock, its run ledger and its "
+        "build folder there (TMPDIR, else /tmp)" + KEPT)
+
+
+def test_the_lock_has_one_place_and_a_refresh_that_cannot_take_it_there_refuses(recorded: Path, capsys,
+                                                                                 monkeypatch, tmp_path):
+    """TMPDIR that cannot be written is refused, never swapped for another folder (tempfile.gettempdir() would
+    fall back to /tmp, where a second refresh of the lesson could take a second lock)."""
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("a file where TMPDIR names a folder\n")
+    monkeypatch.setenv("TMPDIR", str(blocked))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() would now pick a fallback folder
+    fallback = Path(tempfile.gettempdir()) / "100-days-of-gpu"
+    assert fallback.parent != blocked
+    before = snapshot(recorded / "evidence/demo")
+    capsys.readouterr()
+    assert rf.main(["demo", "--repo", str(recorded)]) == 2
+    assert capsys.readouterr().err == (
+        f"refresh: cannot write {blocked}/100-days-of-gpu/demo.lock: Not a directory; the refresh keeps its lock, its "
+        "run ledger and its build folder there (TMPDIR, else /tmp)" + KEPT)
+    assert snapshot(recorded / "evidence/demo") == before and not (fallback / "demo.lock").exists()

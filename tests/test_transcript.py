@@ -463,3 +463,8 @@ def test_a_tool_run_s_recording_of_the_tool_refusing_its_command_line_is_read(de
     assert load_evidence_set(demo_repo, "demo").transcript("s1/race").reports == ()
     with pytest.raises(LessonError):
         parse_transcript(REFUSED.replace("Usage: compute-sanitizer", "Usage: sanitizer"), "t.txt", require_tool=True)
+
+
+def test_json_transcript_with_a_duplicated_key():
+    assert json_error('{"cells": [{"kernel": "k",\n "wrong": 0,\n "wrong": 5}]}') == (
+        "s.json:3: the key 'wrong' appears twice in one object; a value read from it would be only the last of the two")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from lessonkit import jsonkeys
 from lessonkit.errors import LessonError
 from lessonkit.evidence.transcript import Transcript
 
@@ -15,7 +16,10 @@ _KINDS = {list: "an array", str: "a string", bool: "true or false", int: "a numb
 def parse_json_transcript(text: str, source: str) -> Transcript:
     """Top-level scalars become scalars; top-level lists of objects become collections."""
     try:
-        data = json.loads(text)
+        data = jsonkeys.loads(text)
+    except jsonkeys.DuplicateKey as exc:
+        raise LessonError(source, exc.line, f"the key {exc.key!r} appears twice in one object; a value read from it "
+                          "would be only the last of the two") from None
     except json.JSONDecodeError as exc:
         raise LessonError(source, exc.lineno, f"not valid JSON: {exc.msg} (column {exc.colno})") from exc
     except RecursionError:

@@ -1,6 +1,6 @@
 """What a refresh holds while it runs: its lesson's lock, and the ledger of its live runs.
 
-Both live in $TMPDIR/100-days-of-gpu/, beside the lesson's build folder, where the next refresh
+Both live in $TMPDIR/100-days-of-gpu/ (lessons_root: /tmp when TMPDIR is unset, never a fallback), beside the lesson's build folder, where the next refresh
 of the lesson finds them: `<lesson>.lock` (flock, so the lock dies with its holder; the file
 names the holder's PID, start time and command line) and `<lesson>.pids` (one JSON line per
 live run: its process group, the start time of the group's leader, the refresh and the command).
@@ -12,13 +12,13 @@ Standard library only, as the refresh.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
 import shlex
 import signal
 import sys
-import tempfile
 import time
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -34,8 +34,18 @@ REAP_WAIT_S = 10.0   # a killed group's processes are gone within this (a GPU co
 
 
 def lessons_root() -> Path:
-    """$TMPDIR/100-days-of-gpu: the lessons' build folders, locks and run ledgers."""
-    return Path(tempfile.gettempdir()) / ROOT_NAME
+    """$TMPDIR/100-days-of-gpu (/tmp/100-days-of-gpu when TMPDIR is unset): the lessons' build folders,
+    locks and run ledgers. One fixed place: not tempfile.gettempdir(), which falls back to another
+    folder without a word when TMPDIR cannot be written, where a second refresh of a lesson would
+    take a second lock. A refresh that cannot write here refuses (LessonLock.acquire)."""
+    return Path(os.environ.get("TMPDIR") or "/tmp") / ROOT_NAME
+
+
+def cannot_write(path: Path, exc: OSError) -> RefreshError:
+    """A failed write of the refresh's own files ($TMPDIR full or read-only) as its one message."""
+    return RefreshError(f"cannot write {path}: {exc.strerror or exc}; the refresh keeps its lock, its run ledger "
+                        "and its build folder there (TMPDIR, else /tmp); the old evidence is kept and nothing was "
+                        "recorded")
 
 
 def started_text(ticks: int | None) -> str:
@@ -89,8 +99,12 @@ class RunLedger:
 
     def _write(self) -> None:
         text = "".join(json.dumps(asdict(r)) + "\n" for r in self.records.values())
-        self._part().write_text(text, encoding="utf-8")
-        os.replace(self._part(), self.path)  # a refresh killed while writing leaves the whole previous ledger
+        try:
+            self._part().write_text(text, encoding="utf-8")
+            os.replace(self._part(), self.path)  # a refresh killed while writing leaves the whole previous ledger
+        except OSError as exc:
+            self._part().unlink(missing_ok=True)
+            raise cannot_write(self.path, exc) from None
 
 
 def read_ledger(path: Path) -> list[RunRecord]:
@@ -172,11 +186,13 @@ class LessonLock:
     def acquire(self) -> None:
         """Take the lock, or raise RefreshError naming the refresh that holds it."""
         while True:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
             try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
                 fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)  # not inherited by the runs
             except FileNotFoundError:
                 continue  # another lesson's refresh removed the empty folder as it let go
+            except OSError as exc:
+                raise cannot_write(self.path, exc) from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -193,8 +209,13 @@ class LessonLock:
         self._fd = fd
         me = Holder(os.getpid(), start_ticks(os.getpid()), shlex.join(sys.orig_argv))
         data = json.dumps(asdict(me)).encode("utf-8")
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, data, 0)
+        try:
+            os.ftruncate(fd, 0)
+            if os.pwrite(fd, data, 0) != len(data):
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        except OSError as exc:
+            self.release()
+            raise cannot_write(self.path, exc) from None
 
     def _refusal(self, fd: int) -> str:
         deadline = time.monotonic() + HOLDER_WAIT_S

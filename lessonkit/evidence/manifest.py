@@ -52,7 +52,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from lessonkit import cache
+from lessonkit import cache, jsonkeys
 from lessonkit.cache import HashStore
 from lessonkit.errors import LessonError
 from lessonkit.evidence.spec import LessonSpec, RunSpec
@@ -282,7 +282,10 @@ def _not_finite_line(text: str) -> int | None:
 def _load_json(text: str, shown: str) -> Any:
     """The manifest's JSON; NaN, Infinity and numbers beyond a float are refused (json.loads takes them)."""
     try:
-        return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+        return jsonkeys.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+    except jsonkeys.DuplicateKey as exc:
+        raise _error(shown, f"the key {exc.key!r} appears twice in one object; the refresh writes each key once, so "
+                     "the manifest was edited after it was recorded", exc.line) from None
     except json.JSONDecodeError as exc:
         raise _error(shown, f"not valid JSON: {exc.msg} (column {exc.colno})", exc.lineno) from exc
     except _NotFinite as exc:

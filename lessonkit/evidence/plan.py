@@ -32,7 +32,13 @@ class RefreshError(Exception):
 def write_failed(path: Path, exc: OSError, repo: Path) -> RefreshError:
     """A failed write of `path` (a full disk, a read-only folder) as the refresh's one message: the
     path (relative to `repo` where it is inside), the system's reason, and that the old evidence is kept."""
-    where = Path(exc.filename) if isinstance(exc.filename, str) else path
+    # A copy's error names its source first (shutil sets filename to the source, filename2 to the
+    # destination): name what could not be written, the destination, or the folder on its way.
+    where = path
+    if isinstance(exc.filename2, str):
+        where = Path(exc.filename2)
+    elif isinstance(exc.filename, str) and (path.is_relative_to(exc.filename) or Path(exc.filename).is_relative_to(path)):
+        where = Path(exc.filename)
     shown = where.relative_to(repo) if where.is_relative_to(repo) else where
     return RefreshError(f"cannot write {shown}: {exc.strerror or exc}; the old evidence is kept and "
                         "nothing was recorded")

@@ -49,6 +49,7 @@ from lessonkit.evidence.manifest import (
 )
 from lessonkit.evidence.plan import RefreshError, check_inputs, choose_runs, dry_run, write_failed
 from lessonkit.evidence.runner import RunResult, Runs, run_all, run_to_end, utc_now
+from lessonkit.evidence.sets import check_integrity, load_evidence_set
 from lessonkit.evidence.spec import LessonSpec, RunSpec, load_spec
 from lessonkit.evidence.swap import crash_point, recover, scratch_folder, swap_in
 from lessonkit.evidence.toolkit import (
@@ -81,8 +82,6 @@ def _writing(path: Path, repo: Path) -> Iterator[None]:
     try:
         yield
     except OSError as exc:
-        if os.environ.get("LESSONKIT_DEBUG"):
-            raise
         raise write_failed(path, exc, repo) from None
 
 
@@ -349,11 +348,15 @@ def _refresh_locked(repo: Path, spec: LessonSpec, set_name: str | None, only: li
                              f"{r.output}" for r in failed_gates)
             raise RefreshError("a gated run failed, so the fixed kernels are not right; the old evidence "
                                f"is kept and nothing was recorded:\n{text}")
-        for r in results:  # what would be its transcript, measured as it would be written
-            if (size := len(r.output.encode("utf-8"))) > r.run.max_output:
-                raise RefreshError(f"run {r.job.name!r} printed {size} bytes, more than its max_output of "
-                                   f"{r.run.max_output} bytes ({spec.path}); the old evidence is kept and nothing "
-                                   "was recorded; raise max_output there if this much output is meant")
+        for r in results:  # what would be its transcript, read as it was printed
+            if r.over_cap:
+                raise RefreshError(f"run {r.job.name!r} printed more than its max_output of {r.run.max_output} bytes "
+                                   f"({spec.path}); it was stopped there, the old evidence is kept and nothing was "
+                                   "recorded; raise max_output there if this much output is meant")
+            if (bad := not_text(r.raw)) is not None:
+                raise RefreshError(f"run {r.job.name!r} printed {bad}; a transcript is UTF-8 text, which every reader "
+                                   "of the evidence takes as it is, so this output cannot be recorded; the old "
+                                   "evidence is kept and nothing was recorded")
         refresh_cmd = refresh_command(lesson, set_name, str(toolkit.root) if toolkit else None, cuda_release,
                                       str(toolkit.sanitizer_root) if toolkit and toolkit.sanitizer_root else None,
                                       sanitizer)
@@ -361,6 +364,19 @@ def _refresh_locked(repo: Path, spec: LessonSpec, set_name: str | None, only: li
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return report_claims(repo, out)
+
+
+def not_text(raw: bytes) -> str | None:
+    """What in a run's output is not UTF-8 text without NUL ('a NUL byte at byte offset 12'), or None."""
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        nul = raw.find(b"\0", 0, exc.start)
+        if nul < 0:
+            return f"a byte that is not UTF-8 (0x{raw[exc.start]:02x}) at byte offset {exc.start}"
+        return f"a NUL byte at byte offset {nul}"
+    nul = raw.find(b"\0")
+    return None if nul < 0 else f"a NUL byte at byte offset {nul}"
 
 
 def _entry(res: RunResult, name: str, file: str, sha: str, inputs: dict[str, str], fmt: str,
@@ -514,6 +530,8 @@ def _record(repo: Path, spec: LessonSpec, set_name: str, build_line: str, arch: 
     old = _old_manifest(target, set_name)
     if partial and old is None:
         raise RefreshError(f"--only needs a readable set at evidence/{set_name}; run a full refresh first")
+    if partial:  # what the runs it leaves out used (compute-sanitizer, say) stays as the set recorded it
+        fixed = {**{k: v for k, v in in_sessions(old)[0].provenance.items() if k not in fixed}, **fixed}
     if partial and (history := _history_change(in_sessions(old)[0], arch, build_line, fixed)):
         what = "mix toolkits in" if "build line" not in history else "start a new history in"
         raise RefreshError(f"--only would {what} evidence/{set_name}: it was {history}; re-record the whole set: "
@@ -542,7 +560,7 @@ def _record(repo: Path, spec: LessonSpec, set_name: str, build_line: str, arch: 
             file = f"{sid}/" + recording_file(f"{res.run.name}.txt", k, n)
             name = entry_name(sid, res.job.name)
             with _writing(scratch / file, repo):
-                (scratch / file).write_text(res.output, encoding="utf-8")
+                (scratch / file).write_bytes(res.raw)  # UTF-8 text, as printed (not_text refused anything else)
             entries[name] = _entry(res, name, file, sha256_file(scratch / file), inputs, "text", res.run.name,
                                    refresh_id, sid)
             for art in res.run.artifacts:
@@ -561,6 +579,7 @@ def _record(repo: Path, spec: LessonSpec, set_name: str, build_line: str, arch: 
         with _writing(scratch / "manifest.json", repo):
             write_manifest(scratch, Manifest(spec.lesson, arch, build_line, refresh_cmd, fixed, entries, sessions,
                                              kept.retired))
+        readable(repo, set_name, scratch, {n for n, e in entries.items() if e.session == sid})
         for line in _retired_lines(old, kept, sid):
             out(line)
         crash_point("scratch-written")
@@ -577,6 +596,22 @@ def _record(repo: Path, spec: LessonSpec, set_name: str, build_line: str, arch: 
     finally:
         if scratch.exists():
             shutil.rmtree(scratch, ignore_errors=True)
+
+
+def readable(repo: Path, set_name: str, scratch: Path, new: set[str]) -> None:
+    """The set about to be swapped in, read as the site reads it: its manifest, every file's hash, and
+    each new recording parsed by its reader (the lesson's harness, JSON, XML). A set the site could
+    not build from is never swapped in: RefreshError, the old set kept."""
+    try:
+        ev = load_evidence_set(repo, set_name, scratch)
+        problems = check_integrity(ev)
+        if problems:
+            raise problems[0]
+        for name in sorted(new):
+            ev.transcript(name)
+    except LessonError as exc:
+        raise RefreshError(f"the new recordings cannot be read as the site reads them: {exc}; the old evidence is "
+                           "kept and nothing was recorded") from None
 
 
 def _retired_lines(old: Manifest | None, kept: Kept, sid: str) -> list[str]:

@@ -11,6 +11,7 @@ Standard library only, as the refresh.
 from __future__ import annotations
 
 import os
+import select
 import shlex
 import signal
 import subprocess
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from lessonkit.evidence.lessonlock import RunLedger, RunRecord
+from lessonkit.evidence.lessonlock import RunLedger, RunRecord, cannot_write
 from lessonkit.evidence.manifest import recording_name
 from lessonkit.evidence.plan import RefreshError
 from lessonkit.evidence.spec import RunSpec
@@ -56,6 +57,8 @@ class RunResult:
     started: float
     ended: float
     cwd: Path
+    raw: bytes = b""  # the output as printed (the transcript is its bytes when they are UTF-8 text)
+    over_cap: bool = False  # it printed more than the run's max_output; only that much was kept
 
     @property
     def run(self) -> RunSpec:
@@ -146,51 +149,103 @@ class Runs:
                 self.end(proc)
 
 
+BUILD_OUTPUT_CAP = 16 * 1024 * 1024  # the build's output kept in memory, at most
+
+
+@dataclass
+class Collected:
+    """What a run printed, read while it ran: at most `cap` bytes are kept."""
+
+    data: bytes
+    timed_out: bool  # the deadline came before the output ended
+    over_cap: bool   # it printed more than the cap; the rest was not kept
+
+
+def collect(proc: subprocess.Popen, runs: Runs, timeout: float | None, cap: int) -> Collected:
+    """Read `proc`'s output as it comes, keeping at most `cap` bytes, until it ends, the timeout passes or
+    the cap is passed; in the last two cases the run is ended (the supervisor kills every process of
+    it), what it still prints is drained for at most END_WAIT_S without being kept, and the pipe is let
+    go, so no process that keeps it open can hold the refresh. The supervisor is reaped either way."""
+    fd = proc.stdout.fileno()
+    kept = bytearray()
+    deadline = None if timeout is None else time.monotonic() + timeout
+    timed_out = over = False
+    while True:
+        wait = None if deadline is None else deadline - time.monotonic()
+        if wait is not None and wait <= 0:
+            timed_out = True
+            break
+        ready, _, _ = select.select([fd], [], [], wait)
+        if not ready:
+            continue
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            break
+        if len(kept) + len(chunk) > cap:
+            kept += chunk[:cap + 1 - len(kept)]
+            over = True
+            break
+        kept += chunk
+    if timed_out or over:
+        runs.end(proc)
+        drain_until = time.monotonic() + END_WAIT_S
+        while (left := drain_until - time.monotonic()) > 0 and select.select([fd], [], [], left)[0]:
+            if not os.read(fd, 1 << 16):
+                break
+    proc.stdout.close()
+    try:
+        proc.wait(timeout=END_WAIT_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()  # its command's group stays in the ledger (Runs.finish), for the next refresh to end
+        proc.wait()
+    return Collected(bytes(kept), timed_out, over)
+
+
 def run_to_end(command: str, cwd: Path, runs: Runs, env: dict[str, str] | None = None) -> tuple[str, int]:
     """Run `command` (the build) under a supervisor until it exits: its output, stdout and stderr
-    together, and its exit code."""
+    together (at most BUILD_OUTPUT_CAP bytes of it), and its exit code."""
     proc = runs.start(command, cwd, env)
     ended = False
     try:
-        out, _ = proc.communicate()
+        got = collect(proc, runs, None, BUILD_OUTPUT_CAP)
         ended = True
     finally:
         runs.finish(proc, ended)
-    return out.decode("utf-8", errors="replace"), proc.returncode
+    return got.data.decode("utf-8", errors="replace"), proc.returncode
 
 
 def execute(job: Job, cwd: Path, runs: Runs, env: dict[str, str] | None = None) -> RunResult:
-    """Run one recording with a timeout; stdout and stderr together, in order; a hang is killed and recorded."""
+    """Run one recording with a timeout; stdout and stderr together, in order, read as they come and
+    capped at the run's max_output; a hang is killed and recorded."""
     run = job.run
     started = time.time()
     start = time.monotonic()
     date = utc_now()
     proc = runs.start(run.command, cwd, env)
-    timed_out, ended = False, False
+    ended = False
     try:
-        try:
-            out, _ = proc.communicate(timeout=run.timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            runs.end(proc)  # the supervisor kills the whole group, as the refresh did before it had one
-            out, _ = proc.communicate()
+        got = collect(proc, runs, run.timeout, run.max_output)
         ended = True
     finally:
         runs.finish(proc, ended)
     wall = time.monotonic() - start
-    text = out.decode("utf-8", errors="replace")
-    if timed_out:
-        text += f"\n[refresh: no exit after {run.timeout:g} s; the process group was killed]\n"
-    return RunResult(job, text, None if timed_out else proc.returncode, timed_out, wall, date,
-                     started, time.time(), cwd)
+    raw = got.data
+    if got.timed_out:
+        raw += f"\n[refresh: no exit after {run.timeout:g} s; the process group was killed]\n".encode()
+    timed_out = got.timed_out
+    return RunResult(job, raw.decode("utf-8", errors="replace"), None if timed_out else proc.returncode, timed_out,
+                     wall, date, started, time.time(), cwd, raw, got.over_cap)
 
 
 def _job_dir(build_dir: Path, runs_dir: Path, job: Job) -> Path:
     """A working folder of its own for each recording (repeats write the same artifact names)."""
     cwd = runs_dir / job.name
-    cwd.mkdir(parents=True)
-    for path in build_dir.iterdir():
-        (cwd / path.name).symlink_to(path)
+    try:
+        cwd.mkdir(parents=True)
+        for path in build_dir.iterdir():
+            (cwd / path.name).symlink_to(path)
+    except OSError as exc:
+        raise cannot_write(cwd, exc) from None
     return cwd
 
 

@@ -7,7 +7,9 @@ a supervisor is needed for the command's own children; it fires when the forking
 the refresh's pool threads outlive their runs). It starts the command in a new process group and
 kills that whole group with SIGKILL (so a grandchild that ignores SIGTERM, such as the program
 under compute-sanitizer, goes too) on SIGTERM, SIGHUP or SIGINT, at the refresh's death, and when
-the command exits; then it waits until they are gone (it is their subreaper, so it can). The
+the command exits; then it kills every other process below it in the process tree (one that left
+the group with setsid() and kept the output pipe open, too) and waits until they are all gone (it
+is their subreaper, so orphans become its children and none escapes the tree). The
 command inherits the supervisor's standard streams, so its transcript is exactly what it wrote:
 the supervisor writes nothing to them, and exits as the command did (the same code, or killed by
 the same signal).
@@ -26,6 +28,7 @@ import resource
 import signal
 import subprocess
 import sys
+import time
 from typing import NamedTuple
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -42,6 +45,7 @@ class ProcStat(NamedTuple):
     state: str
     pgrp: int
     start: int  # clock ticks after boot (field 22): with the PID, names one process for good
+    ppid: int = 0
 
 
 def read_stat(pid: int) -> ProcStat | None:
@@ -53,7 +57,27 @@ def read_stat(pid: int) -> ProcStat | None:
         return None
     # The command name (field 2) is in parentheses and may hold spaces or ')'; count after the last ')'.
     fields = stat[stat.rindex(b")") + 2:].split()
-    return ProcStat(fields[0].decode(), int(fields[2]), int(fields[19]))
+    return ProcStat(fields[0].decode(), int(fields[2]), int(fields[19]), int(fields[1]))
+
+
+def descendants(root: int) -> list[int]:
+    """Every process below `root` in the process tree (from /proc; empty without it), whatever its
+    group or session: a child that called setsid() is still a descendant."""
+    children: dict[int, list[int]] = {}
+    try:
+        pids = [int(e.name) for e in os.scandir("/proc") if e.name.isdigit()]
+    except OSError:
+        return []
+    for pid in pids:
+        stat = read_stat(pid)
+        if stat is not None:
+            children.setdefault(stat.ppid, []).append(pid)
+    found, todo = [], list(children.get(root, []))
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(children.get(pid, []))
+    return found
 
 
 def start_ticks(pid: int) -> int | None:
@@ -94,16 +118,27 @@ def _die_when_parent_dies(parent: int) -> bool:
 
 
 def _end_group(pgid: int) -> int:
-    """Kill what is left of the command's group, wait until each of it is gone; the command's exit code."""
+    """Kill what is left of the command: its group, and every other descendant (one that left the group
+    with setsid() too); wait until each of them is gone; the command's exit code."""
     global _program
     _kill_group(pgid)
     _program = None  # from here the group's ID may be freed: a late signal must not kill by it
-    returncode = 0
-    while True:  # the group's orphans are our children (subreaper), so this waits for all of them
+    me, returncode = os.getpid(), 0
+    while True:
+        # Every descendant is below us in the tree (orphans are re-parented to us, the subreaper), so
+        # killing what the tree shows, again after each reaped child, leaves none, whatever it forks.
+        for pid in descendants(me):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
         try:
-            pid, status = os.waitpid(-pgid, 0)
+            pid, status = os.waitpid(-1, 0)
         except ChildProcessError:
-            return returncode
+            if not descendants(me):
+                return returncode
+            time.sleep(0.01)  # a killed descendant's own children are being handed to us
+            continue
         if pid == pgid:
             returncode = os.waitstatus_to_exitcode(status)
 
