@@ -236,3 +236,13 @@ def test_a_manifest_that_is_a_symlink_is_refused(demo_repo: Path, tmp_path_facto
     manifest.unlink()
     manifest.symlink_to(elsewhere)
     assert errors(demo_repo) == [f"evidence/demo/manifest.json: {SYMLINK}"]
+
+
+def test_a_run_whose_exclusive_changed_is_stale(demo_repo: Path):
+    """A run recorded sharing the GPU says nothing about one that must have it to itself: stale."""
+    runs = demo_repo / "code/demo/runs.toml"
+    runs.write_text(runs.read_text().replace('name = "race"', 'name = "race"\nexclusive = true'))
+    ev = load_all_evidence(demo_repo)
+    assert [str(e) for e in ev.errors] == [
+        "evidence/demo/manifest.json: run 'race' is stale: recorded without the GPU to itself, code/demo/runs.toml now "
+        "says exclusive = true; refresh on a GPU machine: .venv/bin/python scripts/refresh.py demo --only race"]

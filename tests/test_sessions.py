@@ -297,3 +297,18 @@ def test_the_refresh_polls_no_longer_than_it_waits():
     with pytest.raises(GpuShared):
         guard.before("slow")
     assert 0.25 <= time.monotonic() - start < 2 and len(calls) >= 3
+
+
+def test_a_run_that_now_has_the_gpu_to_itself_starts_its_history_anew(lab, tmp_path):
+    repo, env = lab
+    assert refresh(repo, start_machine(env, tmp_path, "a")).returncode == 0
+    runs = repo / "code/demo/runs.toml"
+    runs.write_text(runs.read_text().replace('name = "race"', 'name = "race"\nexclusive = true'))
+    done = refresh(repo, start_machine(env, tmp_path, "b"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    m = manifest(repo)
+    assert sorted({e["session"] for n, e in m["transcripts"].items() if e["group"] == "race"}) == ["s2"]
+    assert sorted({e["session"] for n, e in m["transcripts"].items() if e["group"] == "bare"}) == ["s1", "s2"]
+    assert m["retired"] == [{"session": "s1", "started": m["sessions"]["s1"]["provenance"]["started"],
+                             "why": "recorded without the GPU to itself, runs.toml now says exclusive = true",
+                             "by": m["sessions"]["s2"]["provenance"]["started"], "runs": ["race"]}]

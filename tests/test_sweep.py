@@ -84,7 +84,7 @@ def test_json_shape_is_queryable_by_the_site():
     (row,) = t.collections()["cells"]
     assert show(row["wrong_launches"]) == "1" and t.scalars["wall_s"] == 1.0
     assert set(row) == {"kernel", "role", "threads", "n", "input", "launches", "wrong_launches",
-                        "mismatched_elements", "worst_launch", "first_bad", "seconds"}
+                        "mismatched_elements", "worst_launch", "first_bad", "seconds", "compiler"}
 
 
 def test_table_lists_every_cell():
@@ -95,7 +95,7 @@ def test_table_lists_every_cell():
 def test_recorded_sweep_controls_are_all_zero():
     # sweep.json with one recording, sweep.r1.json .. sweep.rN.json with repeat = N
     folder = REPO / "evidence/day62-racecheck"
-    recordings = [p for p in folder.iterdir() if re.fullmatch(r"sweep(\.r\d+)?\.json", p.name)]
+    recordings = [p for p in folder.rglob("*.json") if re.fullmatch(r"sweep(\.r\d+)?\.json", p.name)]
     assert recordings
     for path in recordings:
         data = json.loads(path.read_text())
@@ -140,3 +140,58 @@ def test_report_fails_on_a_control_mismatch(tmp_path, capsys):
     assert "CONTROL FAILED: reverseTilesFixed at 32 threads, n=10: 1 of 2 launches wrong, first bad index 3" in out
     data = json.loads((tmp_path / "b.json").read_text())
     assert data["controls_clean"] is False and data["launches_total"] == 4 and len(data["cells"]) == 2
+
+
+# -- one factor at a time: both compilers' cubins in one process, alternating --------------------
+
+def test_compilers_are_read_as_labelled_pairs():
+    assert sweep.compilers("13.0=nvcc, 12.4=/opt/cuda-12.4/bin/nvcc") == [("13.0", "nvcc"),
+                                                                          ("12.4", "/opt/cuda-12.4/bin/nvcc")]
+    for bad, said in [("13.0=nvcc", "two or more"), ("a=nvcc,a=nvcc2", "two or more"), ("nvcc,b=x", "is not LABEL=NVCC")]:
+        with pytest.raises(SystemExit) as exc:
+            sweep.compilers(bad)
+        assert said in str(exc.value)
+
+
+def test_each_cubin_goes_first_as_often_and_the_launches_split_evenly():
+    assert [sweep.round_order(["a", "b"], r) for r in range(4)] == [["a", "b"], ["b", "a"], ["a", "b"], ["b", "a"]]
+    assert sweep.shares(1000, 10) == [100] * 10 and sweep.shares(7, 3) == [3, 2, 2] and sum(sweep.shares(101, 10)) == 101
+    with pytest.raises(SystemExit):
+        sweep.shares(5, 6)
+
+
+class _FakeLauncher:
+    """The GPU side stood in for: every launch is right except the racy scan's at 1024 threads, which
+    goes wrong in every launch of cubin 'b'; the order of the calls is kept."""
+
+    def __init__(self, prebuilt, nvccs):
+        self.cp = type("cp", (), {"asarray": staticmethod(np.asarray), "float32": np.float32,
+                                  "empty": staticmethod(np.empty)})
+        self.gpu, self.cc, self.arch = "Fake GPU", "9.0", "sm_90"
+        self.builds = {label: {"compiler": label, "nvcc": nvcc, "release": f"release {label}", "build": f"{nvcc} ..."}
+                       for label, nvcc in nvccs}
+        self.calls: list[tuple] = []
+
+    def launches(self, kernel, threads, x, d_in, d_out, launches, compiler=None):
+        self.calls.append((kernel, threads, len(x), compiler, launches))
+        bad = kernel == "scanTileRacy" and threads == 1024 and compiler == "b"
+        never = np.iinfo(np.int32).max
+        return (np.full(launches, 3 if bad else 0), np.full(launches, 5 if bad else never), 0.001)
+
+
+def test_the_crossed_sweep_alternates_the_cubins_and_names_each_cells_compiler(monkeypatch, tmp_path, capsys):
+    made = []
+    monkeypatch.setattr(sweep, "Launcher", lambda prebuilt, nvccs: made.append(_FakeLauncher(prebuilt, nvccs)) or made[-1])
+    out = tmp_path / "crossed.json"
+    assert sweep.main(["--compilers", "a=nvcc,b=/opt/b/nvcc", "--rounds", "4", "--sizes", "8803", "--threads",
+                       "256,1024", "--launches-small", "10", "--json", str(out)]) == 0
+    calls = made[0].calls
+    first_cell = [c for c in calls if c[:3] == ("scanTileRacy", 256, 8803)]
+    assert [c[3] for c in first_cell] == ["a", "b", "b", "a", "a", "b", "b", "a"]  # alternating, round by round
+    assert [c[4] for c in first_cell] == [3, 3, 3, 3, 2, 2, 2, 2]                # 10 launches each, in 4 rounds
+    data = json.loads(out.read_text())
+    assert data["rounds"] == 4 and [c["compiler"] for c in data["compilers"]] == ["a", "b"]
+    racy = {(c["threads"], c["compiler"]): (c["wrong_launches"], c["launches"]) for c in data["cells"]
+            if c["kernel"] == "scanTileRacy"}
+    assert racy == {(256, "a"): (0, 10), (256, "b"): (0, 10), (1024, "a"): (0, 10), (1024, "b"): (10, 10)}
+    assert "cubin: /opt/b/nvcc ... (b: release b)" in capsys.readouterr().out

@@ -14,6 +14,12 @@ No randomness is used: the launch order is fixed, so there is no seed.
 racecheck.cu is compiled afresh on every run, in a scratch folder, unless --cubin names a
 prebuilt cubin: a cubin left over from an earlier edit of the source is never picked up.
 
+One factor at a time: --compilers LABEL=NVCC,LABEL=NVCC builds one cubin with each compiler and
+runs every cell with each of them in the same process, in --rounds rounds, each round giving every
+cell a share of its launches with each cubin and alternating which cubin goes first. What differs
+between the two cubins' cells is then the compiler's doing, not the session's or the moment's:
+same GPU, same inputs, same launches, interleaved in time. Each cell names its `compiler`.
+
 CuPy is imported only inside main(): the bookkeeping below runs on NumPy alone.
 """
 
@@ -111,10 +117,11 @@ class Cell:
     worst_launch: int
     first_bad: int | None
     seconds: float
+    compiler: str | None = None  # the label of the compiler whose cubin ran (--compilers), else None
 
 
 def summarize(kernel: str, threads: int, n: int, counts: np.ndarray, firsts: np.ndarray,
-              seconds: float) -> Cell:
+              seconds: float, compiler: str | None = None) -> Cell:
     """Fold per-launch mismatch counts and first bad indices into a Cell."""
     counts = np.asarray(counts, dtype=np.int64)
     firsts = np.asarray(firsts, dtype=np.int64)
@@ -122,7 +129,34 @@ def summarize(kernel: str, threads: int, n: int, counts: np.ndarray, firsts: np.
     first = int(firsts[wrong].min()) if wrong.any() else None
     return Cell(kernel, "control" if kernel in CONTROL else "buggy", threads, n, input_rule(n),
                 len(counts), int(wrong.sum()), int(counts.sum()), int(counts.max(initial=0)), first,
-                round(seconds, 3))
+                round(seconds, 3), compiler)
+
+
+def compilers(text: str) -> list[tuple[str, str]]:
+    """--compilers 'A=nvcc,B=/opt/cuda-12.4/bin/nvcc' as [(label, nvcc)]: two or more, labels unique."""
+    pairs = []
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        label, sep, nvcc = part.partition("=")
+        if not sep or not label or not nvcc:
+            raise SystemExit(f"sweep.py: --compilers: {part!r} is not LABEL=NVCC")
+        pairs.append((label, nvcc))
+    if len(pairs) < 2 or len({label for label, _ in pairs}) != len(pairs):
+        raise SystemExit("sweep.py: --compilers names two or more compilers, each with its own label")
+    return pairs
+
+
+def round_order(labels: list[str], r: int) -> list[str]:
+    """The order the cubins run in round `r` (0-based): rotated by one each round, so each goes first as often."""
+    k = r % len(labels)
+    return labels[k:] + labels[:k]
+
+
+def shares(launches: int, rounds: int) -> list[int]:
+    """`launches` split over `rounds` rounds as evenly as can be (the first rounds take the remainder)."""
+    if not 1 <= rounds <= launches:
+        raise SystemExit(f"sweep.py: --rounds {rounds} must be from 1 to the launches of a cell ({launches})")
+    base, extra = divmod(launches, rounds)
+    return [base + (1 if r < extra else 0) for r in range(rounds)]
 
 
 def results_json(cells: list[Cell], meta: dict) -> dict:
@@ -132,12 +166,15 @@ def results_json(cells: list[Cell], meta: dict) -> dict:
 
 def table(cells: list[Cell]) -> str:
     """The summary table, as printed."""
-    head = f"{'kernel':<30} {'threads':>7} {'n':>8}  {'wrong launches':>15}  {'elements':>10}  {'worst':>7}  first bad"
+    by = any(c.compiler for c in cells)
+    head = (f"{'kernel':<30} {'threads':>7} {'n':>8}" + (f"  {'compiler':<8}" if by else "")
+            + f"  {'wrong launches':>15}  {'elements':>10}  {'worst':>7}  first bad")
     rows = [head]
     for c in cells:
         first = "-" if c.first_bad is None else str(c.first_bad)
-        rows.append(f"{c.kernel:<30} {c.threads:>7} {c.n:>8}  {c.wrong_launches:>6} / {c.launches:<6}  "
-                    f"{c.mismatched_elements:>10}  {c.worst_launch:>7}  {first}")
+        rows.append(f"{c.kernel:<30} {c.threads:>7} {c.n:>8}" + (f"  {c.compiler or '':<8}" if by else "")
+                    + f"  {c.wrong_launches:>6} / {c.launches:<6}  {c.mismatched_elements:>10}  {c.worst_launch:>7}  "
+                    f"{first}")
     return "\n".join(rows)
 
 
@@ -154,11 +191,19 @@ def eval_size(text: str) -> int:
     return int(text)
 
 
-def build_cubin(folder: Path, source: Path, arch: str) -> tuple[Path, str]:
-    """Compile racecheck.cu's kernels to folder/racecheck.cubin with nvcc; returns it and the command."""
-    cmd = ["nvcc", "-cubin", "-std=c++17", "-O2", "-lineinfo", f"-arch={arch}", "-o", "racecheck.cubin", str(source)]
+def build_cubin(folder: Path, source: Path, arch: str, nvcc: str = "nvcc",
+                name: str = "racecheck.cubin") -> tuple[Path, str]:
+    """Compile racecheck.cu's kernels to folder/NAME with `nvcc`; returns it and the command."""
+    cmd = [nvcc, "-cubin", "-std=c++17", "-O2", "-lineinfo", f"-arch={arch}", "-o", name, str(source)]
     subprocess.run(cmd, check=True, cwd=folder)
-    return folder / "racecheck.cubin", shlex.join(cmd)
+    return folder / name, shlex.join(cmd)
+
+
+def nvcc_release(nvcc: str) -> str:
+    """The release line `nvcc --version` prints ('Cuda compilation tools, release 12.4, V12.4.131')."""
+    out = subprocess.run([nvcc, "--version"], check=True, capture_output=True, text=True).stdout
+    lines = [line.strip() for line in out.splitlines() if "release" in line]
+    return lines[0] if lines else out.strip().splitlines()[-1]
 
 
 def prebuilt_cubin(path: str) -> Path:
@@ -178,36 +223,61 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--launches-small", type=int, default=1000, help=f"launches per cell for n <= {SMALL}")
     p.add_argument("--launches-large", type=int, default=100, help="launches per cell for larger inputs")
     p.add_argument("--cubin", default=None, help="a prebuilt cubin of racecheck.cu (default: build it afresh)")
+    p.add_argument("--compilers", default=None, metavar="LABEL=NVCC,LABEL=NVCC",
+                   help="build one cubin with each nvcc and run every cell with each, alternating (see above)")
+    p.add_argument("--rounds", type=int, default=1, help="with --compilers: rounds the launches are split over")
     p.add_argument("--json", default=None, help="write the results here as JSON")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.compilers and args.cubin:
+        p.error("--cubin and --compilers: give one (--compilers builds its own cubins)")
+    return args
 
 
 class Launcher:
-    """The GPU side: racecheck.cu's kernels from a cubin, and the comparison kernel."""
+    """The GPU side: racecheck.cu's kernels from one cubin, or one per compiler, and the comparison kernel."""
 
-    def __init__(self, prebuilt: str | None):
+    def __init__(self, prebuilt: str | None, nvccs: list[tuple[str, str]] | None = None):
         import cupy as cp  # the GPU side only; nothing above needs it
 
         self.cp = cp
         props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
         self.arch = f"sm_{props['major']}{props['minor']}"
-        self._scratch = tempfile.TemporaryDirectory(prefix="sweep-")  # lives as long as the module
-        if prebuilt is None:
-            cubin, self.build = build_cubin(Path(self._scratch.name), SOURCE, self.arch)
+        self._scratch = tempfile.TemporaryDirectory(prefix="sweep-")  # lives as long as the modules
+        scratch = Path(self._scratch.name)
+        self.modules: dict[str | None, object] = {}
+        self.builds: dict[str | None, dict[str, str]] = {}
+        if nvccs:
+            for label, nvcc in nvccs:  # every cubin built before the first launch
+                cubin, build = build_cubin(scratch, SOURCE, self.arch, nvcc, f"racecheck-{len(self.modules)}.cubin")
+                self.modules[label] = cp.RawModule(path=str(cubin))
+                self.builds[label] = {"compiler": label, "nvcc": nvcc, "release": nvcc_release(nvcc), "build": build}
+        elif prebuilt is None:
+            cubin, build = build_cubin(scratch, SOURCE, self.arch)
+            self.modules[None] = cp.RawModule(path=str(cubin))
+            self.builds[None] = {"build": build}
         else:
-            cubin, self.build = prebuilt_cubin(prebuilt), f"(prebuilt {prebuilt})"
-        self.module = cp.RawModule(path=str(cubin))
-        self.module.get_function(BUGGY[0])  # load it now, while the scratch folder exists
+            self.modules[None] = cp.RawModule(path=str(prebuilt_cubin(prebuilt)))
+            self.builds[None] = {"build": f"(prebuilt {prebuilt})"}
+        for module in self.modules.values():
+            module.get_function(BUGGY[0])  # load each now, while the scratch folder exists
+        self.build = "; ".join(b["build"] for b in self.builds.values())
         self._wants: dict[tuple[str, int, int], object] = {}
         self.compare = cp.RawKernel(COMPARE_SOURCE, "compare")
         name = props["name"]
         self.gpu = name.decode() if isinstance(name, bytes) else str(name)
         self.cc = f"{props['major']}.{props['minor']}"
 
-    def cell(self, kernel: str, threads: int, x: np.ndarray, d_in, d_out, launches: int) -> Cell:
+    def cell(self, kernel: str, threads: int, x: np.ndarray, d_in, d_out, launches: int,
+             compiler: str | None = None) -> Cell:
         """Launch `kernel` `launches` times, comparing each output on the GPU."""
+        counts, firsts, seconds = self.launches(kernel, threads, x, d_in, d_out, launches, compiler)
+        return summarize(kernel, threads, len(x), counts, firsts, seconds, compiler)
+
+    def launches(self, kernel: str, threads: int, x: np.ndarray, d_in, d_out, launches: int,
+                 compiler: str | None = None) -> tuple[np.ndarray, np.ndarray, float]:
+        """Launch `kernel` of `compiler`'s cubin `launches` times: each launch's mismatches and first bad index."""
         cp, n = self.cp, len(x)
-        fn = self.module.get_function(kernel)
+        fn = self.modules[compiler].get_function(kernel)
         key = reference_key(kernel, threads, n)
         if key not in self._wants:  # the fix reuses its buggy twin's reference
             self._wants[key] = cp.asarray(reference(kernel, x, threads).astype(np.float32))
@@ -221,15 +291,25 @@ class Launcher:
             fn((blocks,), (threads,), (d_in, d_out, np.int32(n)))
             self.compare((cmp_blocks,), (256,), (d_out, want, np.int32(n), counts, firsts, np.int32(k)))
         cp.cuda.Device().synchronize()
-        return summarize(kernel, threads, n, cp.asnumpy(counts), cp.asnumpy(firsts), time.perf_counter() - t0)
+        return cp.asnumpy(counts), cp.asnumpy(firsts), time.perf_counter() - t0
+
+
+def _say(cell: Cell) -> None:
+    first = "-" if cell.first_bad is None else cell.first_bad
+    by = f" [{cell.compiler}]" if cell.compiler else ""
+    print(f"cell {cell.kernel} threads={cell.threads} n={cell.n}{by}: {cell.wrong_launches}/{cell.launches} launches "
+          f"wrong, {cell.mismatched_elements} elements, worst {cell.worst_launch}, first bad {first} "
+          f"({cell.seconds:.2f} s)", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the sweep on the GPU; exit 1 if a control kernel ever mismatches."""
     args = parse_args(argv)
-    gpu = Launcher(args.cubin)
+    nvccs = compilers(args.compilers) if args.compilers else None
+    gpu = Launcher(args.cubin, nvccs)
     print(f"device: {gpu.gpu} | compute capability {gpu.cc}")
-    print(f"cubin: {gpu.build}")
+    for label, b in gpu.builds.items():
+        print(f"cubin: {b['build']}" + (f" ({label}: {b['release']})" if label else ""))
     cells: list[Cell] = []
     start = time.perf_counter()
     for n in _ints(args.sizes):
@@ -238,16 +318,27 @@ def main(argv: list[str] | None = None) -> int:
         d_in, d_out = gpu.cp.asarray(x), gpu.cp.empty(n, dtype=gpu.cp.float32)
         for kernel in BUGGY + CONTROL:
             for threads in _ints(args.threads):
-                cell = gpu.cell(kernel, threads, x, d_in, d_out, launches)
-                cells.append(cell)
-                first = "-" if cell.first_bad is None else cell.first_bad
-                print(f"cell {kernel} threads={threads} n={n}: {cell.wrong_launches}/{launches} launches wrong, "
-                      f"{cell.mismatched_elements} elements, worst {cell.worst_launch}, first bad {first} "
-                      f"({cell.seconds:.2f} s)", flush=True)
-    return report(cells, time.perf_counter() - start, gpu, args.json)
+                if nvccs is None:
+                    cells.append(gpu.cell(kernel, threads, x, d_in, d_out, launches))
+                    _say(cells[-1])
+                    continue
+                labels = [label for label, _ in nvccs]
+                got: dict[str, list] = {label: [[], [], 0.0] for label in labels}
+                for r, share in enumerate(shares(launches, args.rounds)):
+                    for label in round_order(labels, r):
+                        counts, firsts, seconds = gpu.launches(kernel, threads, x, d_in, d_out, share, label)
+                        got[label][0].append(counts)
+                        got[label][1].append(firsts)
+                        got[label][2] += seconds
+                for label in labels:
+                    counts, firsts, seconds = got[label]
+                    cells.append(summarize(kernel, threads, n, np.concatenate(counts), np.concatenate(firsts),
+                                           seconds, label))
+                    _say(cells[-1])
+    return report(cells, time.perf_counter() - start, gpu, args.json, args.rounds if nvccs else None)
 
 
-def report(cells: list[Cell], wall: float, gpu: Launcher, json_path: str | None) -> int:
+def report(cells: list[Cell], wall: float, gpu: Launcher, json_path: str | None, rounds: int | None = None) -> int:
     """Print the table and totals, write the JSON; 1 if a control kernel ever mismatched."""
     launches_total = sum(c.launches for c in cells)
     print()
@@ -257,10 +348,13 @@ def report(cells: list[Cell], wall: float, gpu: Launcher, json_path: str | None)
     bad_controls = [c for c in cells if c.role == "control" and c.wrong_launches]
     meta = {"format": 1, "gpu": gpu.gpu, "arch": gpu.arch, "seed": None, "launches_total": launches_total,
             "wall_s": round(wall, 2), "launches_per_s": round(rate), "controls_clean": not bad_controls}
+    if rounds is not None:  # --compilers: which compiler built which cubin, and how their launches alternated
+        meta.update(format=2, rounds=rounds, compilers=[b for label, b in gpu.builds.items() if label])
     if json_path:
         Path(json_path).write_text(json.dumps(results_json(cells, meta), indent=2) + "\n")
     for c in bad_controls:
-        print(f"CONTROL FAILED: {c.kernel} at {c.threads} threads, n={c.n}: {c.wrong_launches} of "
+        by = f" ({c.compiler}'s cubin)" if c.compiler else ""
+        print(f"CONTROL FAILED: {c.kernel} at {c.threads} threads, n={c.n}{by}: {c.wrong_launches} of "
               f"{c.launches} launches wrong, first bad index {c.first_bad}")
     if bad_controls:
         return 1

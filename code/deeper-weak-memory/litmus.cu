@@ -14,6 +14,11 @@
 // litmus.py draws the maps: by default role 1 of an instance runs one CTA before role 0;
 // "random threads" pairs writer and reader CTAs by a random permutation.
 //
+// Where each role ran: thread 0 of every testing block writes its multiprocessor's id (%smid)
+// into smids[blockIdx.x] after the test, and litmus.py compares the two roles' blocks instance by
+// instance. The PTX ISA promises no placement, and %smid may change during a thread's life, so it
+// records where each block was as its test ended, the one placement a page can quote.
+//
 // Built to a cubin by litmus.py: nvcc -cubin -O3 -lineinfo -arch=sm_90 -o litmus.cubin litmus.cu
 
 typedef unsigned int u32;
@@ -80,7 +85,15 @@ __device__ void stress(volatile u32* scratch, u32 iters, u32 pattern, u32 lines,
     if (sink == 0xffffffffu) scratch[0] = sink;  // keeps the loads alive
 }
 
+// The id of the multiprocessor this thread runs on, as %smid reads it now.
+__device__ __forceinline__ u32 sm_id() {
+    u32 v;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(v));
+    return v;
+}
+
 struct Args {
+    u32* smids;
     u32* mem;
     u32* r0;
     u32* r1;
@@ -198,17 +211,19 @@ __device__ __forceinline__ void litmus(const Args& a) {
         a.r0[j] = r0;
         a.r1[j] = r1;
     }
+    if (threadIdx.x == 0) a.smids[blockIdx.x] = sm_id();  // after the test: where this block ran it
 }
 
 // Flat arguments (CuPy passes scalars and pointers, not structs).
 #define LITMUS(name, T, F0, F1)                                                                  \
-    extern "C" __global__ void name(u32* mem, u32* r0, u32* r1, const u32* writer_inst,         \
+    extern "C" __global__ void name(u32* smids, u32* mem, u32* r0, u32* r1,                    \
+                                    const u32* writer_inst,                                      \
                                     const u32* reader_inst, const u32* xloc, const u32* yloc,   \
                                     u32* barrier, u32* scratch, u32 testing_blocks,              \
                                     u32 testing_threads, u32 stress_iters, u32 stress_pattern,   \
                                     u32 stress_lines, u32 stress_stride, u32 pre_stress_iters,   \
                                     u32 barrier_spins, u32 jitter, u32 salt) {                   \
-        const Args a{mem, r0, r1, writer_inst, reader_inst, xloc, yloc, barrier, scratch,       \
+        const Args a{smids, mem, r0, r1, writer_inst, reader_inst, xloc, yloc, barrier, scratch, \
                      testing_blocks, testing_threads, stress_iters, stress_pattern,             \
                      stress_lines, stress_stride, pre_stress_iters, barrier_spins, jitter, salt}; \
         litmus<T, F0, F1>(a);                                                                    \

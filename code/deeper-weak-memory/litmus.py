@@ -53,7 +53,10 @@ Collections (lists of flat records, every value a JSON scalar):
     (weak per 100,000 instances), weak_groups (groups with a weak outcome), overdispersion
     (variance of the groups' rates over the binomial variance: 1 for independent instances;
     null without weak outcomes), cluster_instances, clusters, wall_s,
-    instances_per_s, weak_per_s, and short forms for quoting: rate_text, ci_low_text,
+    instances_per_s, weak_per_s, the placement of the roles (litmus.cu's %smid, read in the first
+    launch of each group): placement_launches, placement_instances (instances compared),
+    same_sm_instances (both roles' blocks on one multiprocessor as their test ended),
+    same_sm_fraction and other_sm_fraction (null where no placement was read), and short forms for quoting: rate_text, ci_low_text,
     ci_high_text, per_100k_text, per_100k_low_text, per_100k_high_text, instances_text,
     instances_per_s_text, weak_per_s_text.
   configs: one per config, over its repeats. config, table, test, fence, placement, heuristics,

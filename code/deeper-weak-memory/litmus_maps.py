@@ -21,6 +21,8 @@ class Maps:
     xloc: Any
     yloc: Any
     words: int
+    writer_block: Any = None  # the block of instance i's role 0 (its writer), and of its role 1
+    reader_block: Any = None
 
 
 def _inverse(p: Any, xp: Any) -> Any:
@@ -76,7 +78,8 @@ def make_maps(h: Heuristics, same_cta: bool, rng: Any, broken: bool = False, xp:
         yloc = yloc[k % (n // 2)]  # instance k + n/2 shares y with instance k
     u32 = xp.uint32
     return Maps(_inverse(writer, xp).astype(u32), _inverse(reader, xp).astype(u32), xloc.astype(u32),
-                yloc.astype(u32), int(2 * n * stride))
+                yloc.astype(u32), int(2 * n * stride), (writer // h.threads).astype(u32),
+                (reader // h.threads).astype(u32))
 
 
 def shared_locations(maps: Maps, xp: Any = np) -> int:

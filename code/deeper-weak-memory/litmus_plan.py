@@ -37,6 +37,10 @@ STRESS_PATTERNS = {"store-store": 0, "store-load": 1, "load-store": 2, "load-loa
 
 # CONFIDENCE and MIN_WEAK_GROUPS (the statistics' settings) come from litmus_stats.py.
 LAUNCHES_PER_GROUP = 8   # one synchronisation step; random placements are redrawn per group
+# A launch's record: its five outcome bins (r0 * 2 + r1, then results other than 0 or 1), then its
+# placement: instances whose two roles ran on one multiprocessor, and instances compared (0, 0 for
+# a launch whose placement was not read).
+RECORD_WIDTH = 7
 SLICES = 8               # slices per repeat, spread over the campaign: the independent units of a row
 MIN_SLICE_GROUPS = 3     # a slice runs at least this many groups of launches, whatever its time
 LINE_BYTES = 128

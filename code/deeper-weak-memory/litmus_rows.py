@@ -8,7 +8,15 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from litmus_plan import LAUNCHES_PER_GROUP, LINE_BYTES, SLICES, TESTS, Config, LitmusError
+from litmus_plan import (
+    LAUNCHES_PER_GROUP,
+    LINE_BYTES,
+    RECORD_WIDTH,
+    SLICES,
+    TESTS,
+    Config,
+    LitmusError,
+)
 from litmus_stats import (
     CONFIDENCE,
     MIN_WEAK_GROUPS,
@@ -55,10 +63,16 @@ def _bins(o: Any, instances: int) -> dict[str, Any]:
 
 
 def check_histograms(bins: np.ndarray, per_launch: int) -> None:
-    """Raise unless every launch's histogram (rows of 5 bins) holds only 0/1 results and adds up."""
+    """Raise unless every launch's histogram (its first 5 bins) holds only 0/1 results and adds up, and
+    its placement (bins 5 and 6, where recorded) counts no more instances than ran."""
     bins = np.asarray(bins, dtype=np.int64)
-    if bins.ndim != 2 or bins.shape[1] != 5 or not len(bins):
-        raise LitmusError(f"histograms of shape {bins.shape}; expected (launches, 5)")
+    if bins.ndim != 2 or bins.shape[1] not in (5, RECORD_WIDTH) or not len(bins):
+        raise LitmusError(f"histograms of shape {bins.shape}; expected (launches, 5) or (launches, {RECORD_WIDTH})")
+    if bins.shape[1] == RECORD_WIDTH:
+        bad = np.flatnonzero((bins[:, 5] > bins[:, 6]) | ((bins[:, 6] != 0) & (bins[:, 6] != per_launch)))
+        if bad.size:
+            raise LitmusError(f"launch {bad[0] + 1}: placement {bins[bad[0], 5:].tolist()}; expected at most "
+                              f"{per_launch} instances on one multiprocessor, of {per_launch} compared (or 0, 0)")
     odd = np.flatnonzero(bins[:, 4])
     if odd.size:
         raise LitmusError(f"launch {odd[0] + 1}: histogram {bins[odd[0]].tolist()}: a result other than 0 or 1 "
@@ -102,10 +116,22 @@ def make_row(c: Config, repeat: int, repeats: int, slices: list[np.ndarray], wal
            "per_100k_low": e.low * 1e5, "per_100k_high": e.high * 1e5, "weak_groups": weak_groups,
            "overdispersion": overdispersion(group_weak, group * per_launch),
            "cluster_instances": cluster, "clusters": instances // cluster, "wall_s": round(wall_s, 3),
-           "instances_per_s": instances / wall_s, "weak_per_s": weak / wall_s}
+           "instances_per_s": instances / wall_s, "weak_per_s": weak / wall_s, **_placement(bins)}
     row.update(_texts(row, ("rate", "ci_low", "ci_high", "per_100k", "per_100k_low", "per_100k_high",
                             "instances", "instances_per_s", "weak_per_s")))
     return row
+
+
+def _placement(bins: np.ndarray) -> dict[str, Any]:
+    """Where the roles ran, over the launches whose placement was read: the instances whose two roles'
+    blocks were on one multiprocessor, of those compared, and that share (None where none was read)."""
+    if bins.shape[1] < RECORD_WIDTH or not bins[:, 6].sum():
+        return {"placement_launches": 0, "placement_instances": 0, "same_sm_instances": None,
+                "same_sm_fraction": None, "other_sm_fraction": None}
+    same, compared = int(bins[:, 5].sum()), int(bins[:, 6].sum())
+    return {"placement_launches": int(np.count_nonzero(bins[:, 6])), "placement_instances": compared,
+            "same_sm_instances": same, "same_sm_fraction": same / compared,
+            "other_sm_fraction": (compared - same) / compared}
 
 
 def slice_records(c: Config, repeat: int, slices: list[np.ndarray], walls: list[float],

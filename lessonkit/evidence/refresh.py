@@ -446,6 +446,9 @@ def keep_sessions(old: Manifest | None, spec: LessonSpec, set_name: str, arch: s
             why = "recorded with another command"
         elif entry.repeats != run.repeat:
             why = f"recorded {entry.repeats} time(s), runs.toml now asks for {run.repeat}"
+        elif entry.exclusive != run.exclusive:
+            why = (f"recorded {'with' if entry.exclusive else 'without'} the GPU to itself, runs.toml now says "
+                   f"exclusive = {'true' if run.exclusive else 'false'}")
         elif entry.inputs != (today := input_hashes(repo, spec, run, build_line)):
             changed = sorted(k for k in set(today) | set(entry.inputs) if entry.inputs.get(k) != today.get(k))
             why = f"inputs changed since ({', '.join(changed)})"

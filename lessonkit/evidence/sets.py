@@ -339,6 +339,8 @@ def check_freshness(ev: EvidenceSet, repo: Path, spec: LessonSpec) -> list[Lesso
         recorded_repeats = entry.repeats
         if run.name == group and run.repeat != recorded_repeats:
             causes.setdefault(("repeat", group, str(recorded_repeats), str(run.repeat)), []).append(group)
+        if any(ev.entries[n].exclusive != run.exclusive for n in names):
+            causes.setdefault(("exclusive", run.name, str(run.exclusive).lower()), []).append(group)
     errors = []
     for cause, groups in causes.items():
         fix = f"refresh on a GPU machine: {ev.refresh_command(_runs_of(spec, groups))}"
@@ -352,6 +354,10 @@ def check_freshness(ev: EvidenceSet, repo: Path, spec: LessonSpec) -> list[Lesso
         elif cause[0] == "command":
             errors.append(LessonError(shown, None, f"transcript {cause[1]!r} is stale: recorded with "
                                       f"{cause[2]!r}, {spec.path} now says {cause[3]!r}; {fix}"))
+        elif cause[0] == "exclusive":
+            errors.append(LessonError(shown, None, f"run {cause[1]!r} is stale: recorded "
+                                      f"{'without' if cause[2] == 'true' else 'with'} the GPU to itself, {spec.path} "
+                                      f"now says exclusive = {cause[2]}; {fix}"))
         elif cause[0] == "repeat":
             errors.append(LessonError(shown, None, f"transcript {cause[1]!r} is stale: recorded "
                                       f"{cause[2]} time(s), {spec.path} now asks for repeat = {cause[3]}; {fix}"))
