@@ -244,5 +244,5 @@ def test_a_run_whose_exclusive_changed_is_stale(demo_repo: Path):
     runs.write_text(runs.read_text().replace('name = "race"', 'name = "race"\nexclusive = true'))
     ev = load_all_evidence(demo_repo)
     assert [str(e) for e in ev.errors] == [
-        "evidence/demo/manifest.json: run 'race' is stale: recorded without the GPU to itself, code/demo/runs.toml now "
-        "says exclusive = true; refresh on a GPU machine: .venv/bin/python scripts/refresh.py demo --only race"]
+        ("evidence/demo/manifest.json: run 'race' is stale: recorded without the GPU to itself, code/demo/runs.toml now "
+        "says exclusive = true; refresh on a GPU machine: .venv/bin/python scripts/refresh.py demo --only race")]
