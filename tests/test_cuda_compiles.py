@@ -99,6 +99,7 @@ def test_runs_that_vary_are_repeated_and_the_sweep_runs_alone():
     exclusive = sorted(r["name"] for r in raw["run"] if r.get("exclusive", False))
     assert {name for name, n in repeats.items() if n > 1} == {
         "bare-all", "racecheck-buggy-analysis", "racecheck-buggy-hazard", "racecheck-buggy-xml",
-        "synccheck-buggy", "sweep", "synccheck-stayalive-256", "racecheck-buggy-info", "initcheck-buggy-shared"}
+        "synccheck-buggy", "sweep", "sweep-crossed", "synccheck-stayalive-256", "racecheck-buggy-info",
+        "initcheck-buggy-shared"}
     assert {n for n in repeats.values()} == {1, 3, 5}
-    assert exclusive == ["sweep"]
+    assert exclusive == ["sweep", "sweep-crossed"]

@@ -44,11 +44,12 @@ PTX_EXPECTED_CXX = {
     "mp_gpu_volatile": ["st", "membar.gl", "st.volatile", "ld.volatile", "membar.gl", "ld"],
 }
 # The end of every kernel's SASS: the last load of a placement map (LDG.E), the accesses under
-# test and the fences in the test's order, then the two stores of the results (STG.E). The
+# test and the fences in the test's order, then the two stores of the results and the store of
+# the block's multiprocessor id (STG.E). The
 # relaxed accesses are STRONG.GPU, the volatile ones STRONG.SYS, the plain ones weak (.E only).
 _G, _S = "STG.E.STRONG.GPU", "LDG.E.STRONG.GPU"
 _FENCE_GPU = ["MEMBAR.SC.GPU", "CCTL.IVALL"]   # __threadfence(): a barrier, then an invalidation of the L1 (CCTL)
-_TAIL = ["STG.E", "STG.E"]
+_TAIL = ["STG.E", "STG.E", "STG.E"]  # the two results, then thread 0's store of the block's %smid
 SASS_EXPECTED = {
     "mp_none": ["LDG.E", _G, _G, _S, _S, *_TAIL],
     "mp_cta": ["LDG.E", _G, "MEMBAR.SC.CTA", _G, _S, "MEMBAR.SC.CTA", _S, *_TAIL],
@@ -112,7 +113,8 @@ def sass_tails(text: str, expected: dict[str, list[str]]) -> dict[str, list[str]
 
 def _fresh_evidence() -> None:
     """Skip unless the recorded evidence was made from today's inputs (litmus.cu, the litmus*.py; the build flags stale evidence)."""
-    inputs = json.loads((EVIDENCE / "manifest.json").read_text())["transcripts"]["campaign"]["inputs"]
+    transcripts = json.loads((EVIDENCE / "manifest.json").read_text())["transcripts"]
+    inputs = next(e for e in transcripts.values() if e["group"] == "campaign")["inputs"]
     for name in tomllib.loads((LESSON / "runs.toml").read_text())["inputs"]:
         if inputs.get(f"code/deeper-weak-memory/{name}") != hashlib.sha256((LESSON / name).read_bytes()).hexdigest():
             pytest.skip(f"evidence/deeper-weak-memory was recorded from another {name}; "
@@ -638,24 +640,35 @@ def test_release_acquire_kernel_uses_release_and_acquire(tmp_path: Path):
 def test_sass_tails_find_a_moved_access():
     body = ("        /*0010*/ LDG.E R3, desc[UR6][R2.64] ;\n        /*0020*/ STG.E.STRONG.GPU desc[UR6][R2.64], R1 ;\n"
             "        /*0030*/ LDG.E.STRONG.GPU R4, desc[UR6][R4.64] ;\n        /*0040*/ STG.E desc[UR6][R6.64], R4 ;\n"
-            "        /*0050*/ STG.E desc[UR6][R8.64], R4 ;\n")
+            "        /*0050*/ STG.E desc[UR6][R8.64], R4 ;\n        /*0060*/ STG.E desc[UR6][R10.64], R5 ;\n")
     text = f"\n\t\tFunction : k\n{body}"
     assert sass_tails(text, {"k": ["LDG.E", _G, _S, *_TAIL]}) == {"k": ["LDG.E", _G, _S, *_TAIL]}
     swapped = text.replace("STG.E.STRONG.GPU desc[UR6][R2.64], R1", "LDG.E.STRONG.GPU R9, desc[UR6][R2.64]", 1)
     assert sass_tails(swapped, {"k": ["LDG.E", _G, _S, *_TAIL]}) == {"k": ["LDG.E", _S, _S, *_TAIL]}
 
 
+def recorded(group: str) -> list[Path]:
+    """Every recording of `group` in the evidence set, session by session (the manifest names their files)."""
+    transcripts = json.loads((EVIDENCE / "manifest.json").read_text())["transcripts"]
+    return [EVIDENCE / e["file"] for _, e in sorted(transcripts.items()) if e["group"] == group]
+
+
 def test_recorded_sass_keeps_the_order():
-    """The H200 evidence holds the SASS of every kernel the page quotes: no access merged, moved or dropped."""
+    """Each session's evidence holds the SASS of every kernel the page quotes: no access merged, moved or dropped."""
     _fresh_evidence()
-    text = (EVIDENCE / "sass.txt").read_text()
     functions = re.findall(r"-fun (\w+)", _runs()["sass"]["command"])
-    assert sass_tails(text, SASS_EXPECTED) == {name: SASS_EXPECTED[name] for name in functions}
+    assert recorded("sass")
+    for path in recorded("sass"):
+        assert sass_tails(path.read_text(), SASS_EXPECTED) == {name: SASS_EXPECTED[name] for name in functions}, path
 
 
-def test_recorded_campaign_meets_its_checks():
+@pytest.mark.parametrize("session", range(3))
+def test_recorded_campaign_meets_its_checks(session):
     _fresh_evidence()
-    data = json.loads((EVIDENCE / "litmus.json").read_text())
+    paths = recorded("campaign-results")
+    if session >= len(paths):
+        return  # the set keeps fewer sessions: nothing more to check (the first always exists)
+    data = json.loads(paths[session].read_text())
     rows, configs = data["rows"], data["configs"]
     assert data["ci_method"] and data["campaign_s"] <= 180 and data["checks_passed"]
     for r in rows:
@@ -670,6 +683,9 @@ def test_recorded_campaign_meets_its_checks():
     assert any(c["interleaved_fraction"] >= 0.01 for c in ordered)
     assert all(r["interleaved_fraction"] >= 0.01 for r in rows if r["table"] == "fences" and r["fence"] in litmus.ORDERED)
     assert next(c for c in configs if c["config"] == "mp-rel-acq")["weak"] == 0
+    # where the roles ran: read in every row; both roles in one CTA are on one multiprocessor, always
+    assert all(r["placement_launches"] > 0 and 0 <= r["same_sm_fraction"] <= 1 for r in rows)
+    assert all(r["same_sm_fraction"] == 1 for r in rows if r["placement"] == "same-cta")
     assert all(r["weak"] > 0 for r in rows if r["map"] == "broken")
     assert sum(r["instances"] for r in rows if r["table"] == "soundness") >= 10 ** 10
     # format 3: each row is its slices, spread over the campaign, and every config's repeats agree

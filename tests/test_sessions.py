@@ -312,3 +312,12 @@ def test_a_run_that_now_has_the_gpu_to_itself_starts_its_history_anew(lab, tmp_p
     assert m["retired"] == [{"session": "s1", "started": m["sessions"]["s1"]["provenance"]["started"],
                              "why": "recorded without the GPU to itself, runs.toml now says exclusive = true",
                              "by": m["sessions"]["s2"]["provenance"]["started"], "runs": ["race"]}]
+
+
+def test_a_page_may_say_how_many_sessions_a_set_keeps(tmp_path):
+    """`SET:sessions` is the number of sessions the set keeps: a sentence that counts them is a claim."""
+    repo = two_sessions(tmp_path, 120)
+    page = "# P\n\n{{ evidence demo }}\n\nRecorded in {{ two @ demo:sessions }} sessions.\n"
+    assert checked(repo, page) == []
+    assert checked(repo, page.replace("two @", "three @")) == [
+        "docs/p.md:5: claim 'three' (demo:sessions) disagrees with evidence/demo/manifest.json; it says '2'"]

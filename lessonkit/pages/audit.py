@@ -194,6 +194,41 @@ def _toolkit(text: str, skel: str, start: int, end: int,
     return False, None
 
 
+# An NVIDIA GPU named by its model: a reader takes "the H200" to be the GPU the page's runs were
+# recorded on, so a model the site's evidence was not recorded on is refused unless a declared
+# phrase names it on purpose (a T4's build line, a paper's GPU). The model of a set is read off its
+# provenance's GPU name ("NVIDIA H100 80GB HBM3": H100) with the same pattern.
+_GPU_MODEL_RE = re.compile(r"""(?<![\w.-])(?P<model>
+    GH200|GB200|H100|H200|H800|H20|B100|B200|B300|A100|A800|A10G?|A16|A30|A40|L40S?|L4|T4|V100|P100|P40|K80|K40
+  | C2075|(?:RTX|GTX)\s?(?:\d{3,4}|Titan))(?![\w])""", re.VERBOSE)
+
+
+def recorded_models(sets: Mapping[str, EvidenceSet]) -> set[str]:
+    """The GPU models the site's evidence sets were recorded on (from each set's provenance 'gpu')."""
+    return {m.group("model") for ev in sets.values() for m in _GPU_MODEL_RE.finditer(str(ev.provenance.get("gpu", "")))}
+
+
+def _gpu_models(text: ReaderText, narrative: list[_Narrative], models: set[str], finder: SourceFinder,
+                report: Any) -> None:
+    """GPU models a reader sees that no set was recorded on, unless produced or declared."""
+    for line in text.lines:
+        if not any(c.isdigit() for c in line.text):
+            continue
+        skel = None
+        for m in _GPU_MODEL_RE.finditer(line.text):
+            if m.group("model") in models or line.is_produced(m.start(), m.end()):
+                continue
+            skel = skel if skel is not None else skeleton(line.text)
+            if _exempt(line, m.start(), m.end(), narrative, skel):
+                continue
+            report(finder.words(m.group(), line.text, m.start(), m.end()),
+                   f"the GPU {m.group()!r} is named, but the site's evidence was recorded on "
+                   f"{', '.join(sorted(models)) or 'no GPU it knows'}: a reader takes a GPU named beside the results "
+                   "for the one they were recorded on; produce the name from the evidence, {{ NAME @ SET:gpu }}, "
+                   f"or, if the page names another GPU on purpose, declare the phrase: {NARRATIVE}: "
+                   f'{{"{_around(line.text, m.start(), m.end())}": "why"}}')
+
+
 # -- the audit ---------------------------------------------------------------------------------
 
 def audit_page(html: str | Callable[[], str], source: str, path: str, result: PageResult,
@@ -231,6 +266,7 @@ def audit_page(html: str | Callable[[], str], source: str, path: str, result: Pa
     _code_blocks(text, cited, finder, report)
     _tool_lines(text, cited, finder, report)
     _figures(text, cited, narrative, _recorded_versions(sets), finder, report)
+    _gpu_models(text, narrative, recorded_models(sets), finder, report)
     _count_words(text, narrative, finder, report)
     _title(source, path, skip, narrative, report)
     _unread_places(html, source, finder, report)

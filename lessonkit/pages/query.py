@@ -243,7 +243,8 @@ def _resolve(ev: EvidenceSet, group: str | None, query: str) -> Sample:
     if group is None:
         if not q.is_value:
             raise QueryError(f"set {ev.name!r} has no collections; name a run as {ev.name}/NAME")
-        values = {"arch": ev.arch, "build": ev.build, **ev.provenance}
+        # The set's own values: its build, what every session shares, and how many sessions it keeps.
+        values = {"arch": ev.arch, "build": ev.build, "sessions": len(ev.sessions), **ev.provenance}
         if q.name in values:
             return Sample((Found(show(values[q.name]), manifest),), ev.name, 1, q.timing)
         per_session = [(s, s.provenance.get(q.name, _ABSENT)) for s in ev.sessions.values()]

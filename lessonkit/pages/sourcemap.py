@@ -45,6 +45,20 @@ class SourceFinder:
                 best = (score, k)
         return best[1] + 1 if best else None
 
+    def words(self, token: str, context: str, start: int, end: int) -> int | None:
+        """The line holding the literal `token` (outside claims) whose text around it best matches the reader's."""
+        best: tuple[int, int] | None = None
+        for k in range(self.skip, len(self.lines)):
+            text = self._outside_claims(k)
+            at = text.find(token)
+            while at != -1:
+                plain = self._plain[k]
+                score = _common_suffix(plain[:at], context[:start]) + _common_prefix(plain[at + len(token):], context[end:])
+                if best is None or score > best[0]:
+                    best = (score, k)
+                at = text.find(token, at + 1)
+        return best[1] + 1 if best else None
+
     def phrase(self, folded: str, original: str) -> int | None:
         """The first line whose folded text holds `folded` (outside claims), else one holding `original`."""
         for k in range(self.skip, len(self.lines)):
