@@ -145,6 +145,23 @@ def test_a_toolkit_is_named_with_a_version_the_evidence_was_recorded_with(demo_r
     assert audit(demo_repo, declared + HEAD + "CUDA 11.8 removed it.\n") == []
 
 
+def test_a_gpu_is_named_as_the_evidence_was_recorded_on_it(demo_repo: Path):
+    """The demo set was recorded on an NVIDIA H200: naming another GPU beside the results is refused,
+    unless a claim produced the name or a declared phrase names it on purpose."""
+    assert audit(demo_repo, HEAD + "On the H200 the race showed.\n") == []
+    (wrong,) = audit(demo_repo, HEAD + "On the H100 the race showed.\n")
+    assert wrong == ("docs/p.md:3: the GPU 'H100' is named, but the site's evidence was recorded on H200: a reader "
+                     "takes a GPU named beside the results for the one they were recorded on; produce the name from "
+                     "the evidence, {{ NAME @ SET:gpu }}, or, if the page names another GPU on purpose, declare the "
+                     'phrase: narrative: {"the H100 the": "why"}')
+    assert audit(demo_repo, HEAD + "On the {{ NVIDIA H200 @ demo:gpu }} the race showed.\n") == []
+    declared = '---\nnarrative:\n  "on a T4": a build hint for another GPU\n---\n'
+    assert audit(demo_repo, declared + HEAD + "Build with sm_75 on a T4.\n") == []
+    assert audit(demo_repo, HEAD + "Build with sm_75 on a T4.\n")[0].startswith(
+        "docs/p.md:3: the GPU 'T4' is named, but the site's evidence was recorded on H200")
+    assert audit(demo_repo, HEAD + "Write `\\{{ NVIDIA A100 @ demo:gpu }}` as an example.\n") == []
+
+
 @pytest.mark.parametrize(("text", "word"), [
     ("All three reports came from one launch.", "three"),
     ("The run gave two racy reports.", "two"),

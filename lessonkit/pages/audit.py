@@ -215,8 +215,11 @@ def _gpu_models(text: ReaderText, narrative: list[_Narrative], models: set[str],
         if not any(c.isdigit() for c in line.text):
             continue
         skel = None
+        examples = [e.span() for e in _EXAMPLE_RE.finditer(line.text)]  # directives shown as examples
         for m in _GPU_MODEL_RE.finditer(line.text):
             if m.group("model") in models or line.is_produced(m.start(), m.end()):
+                continue
+            if any(a <= m.start() and m.end() <= b for a, b in examples):
                 continue
             skel = skel if skel is not None else skeleton(line.text)
             if _exempt(line, m.start(), m.end(), narrative, skel):
