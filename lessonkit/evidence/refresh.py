@@ -23,7 +23,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from lessonkit.errors import LessonError
@@ -31,7 +31,6 @@ from lessonkit.evidence import gpuinfo
 from lessonkit.evidence.declared import refuse_recording
 from lessonkit.evidence.lessonlock import LessonLock, lessons_root, reap
 from lessonkit.evidence.manifest import (
-    HISTORY_KEYS,
     MISSING,
     Manifest,
     Session,
@@ -42,13 +41,20 @@ from lessonkit.evidence.manifest import (
     read_manifest,
     recording_file,
     recording_name,
-    session_number,
     sha256_file,
     split_provenance,
     write_manifest,
 )
 from lessonkit.evidence.plan import RefreshError, check_inputs, choose_runs, dry_run, write_failed
 from lessonkit.evidence.runner import RunResult, Runs, run_all, run_to_end, utc_now
+from lessonkit.evidence.sessions import (
+    Refreshing,
+    history_change,
+    joined_session,
+    keep_sessions,
+    kept_lines,
+    other_gpu,
+)
 from lessonkit.evidence.sets import check_integrity, load_evidence_set
 from lessonkit.evidence.spec import LessonSpec, RunSpec, load_spec
 from lessonkit.evidence.swap import crash_point, recover, scratch_folder, swap_in
@@ -257,12 +263,10 @@ def refresh(repo: Path, lesson: str, set_name: str | None = None, only: list[str
             runs.end_all()
 
 
-def _refresh_locked(repo: Path, spec: LessonSpec, set_name: str | None, only: list[str] | None,
-                    arch: str | None, out, toolkit_dir: str | None, sanitizer_from: str | None,
-                    live: Runs, allow_shared_gpu: bool = False, shared_gpu_wait: float = SHARED_GPU_WAIT_S,
-                    new_history: bool = False) -> int:
-    """The refresh, under the lesson's lock; `live` holds its runs."""
-    lesson = spec.lesson
+def _toolchain(toolkit_dir: str | None, sanitizer_from: str | None
+               ) -> tuple[Toolkit | None, dict[str, str], str | None, str | None]:
+    """The toolkit a refresh uses (--toolkit, --sanitizer-from), the environment its runs get, and the
+    releases the set is named after; RefreshError when a folder is not a toolkit or names no release."""
     toolkit, env, cuda_release, sanitizer = None, dict(os.environ), None, None
     if sanitizer_from is not None and toolkit_dir is None:
         raise RefreshError("--sanitizer-from needs --toolkit: the toolkit whose nvcc builds the program")
@@ -279,7 +283,16 @@ def _refresh_locked(repo: Path, spec: LessonSpec, set_name: str | None, only: li
             sanitizer = sanitizer_release(_capture([str(toolkit.sanitizer), "--version"], env=env))
             if sanitizer is None:
                 raise RefreshError(f"{toolkit.sanitizer} --version names no version; cannot name the set after it")
-    env = python_first(env)
+    return toolkit, python_first(env), cuda_release, sanitizer
+
+
+def _refresh_locked(repo: Path, spec: LessonSpec, set_name: str | None, only: list[str] | None,
+                    arch: str | None, out, toolkit_dir: str | None, sanitizer_from: str | None,
+                    live: Runs, allow_shared_gpu: bool = False, shared_gpu_wait: float = SHARED_GPU_WAIT_S,
+                    new_history: bool = False) -> int:
+    """The refresh, under the lesson's lock; `live` holds its runs."""
+    lesson = spec.lesson
+    toolkit, env, cuda_release, sanitizer = _toolchain(toolkit_dir, sanitizer_from)
     set_name = set_name or default_set_name(lesson, cuda_release, sanitizer)
     swap_state.target = f"evidence/{set_name}"
     target = repo / "evidence" / set_name
@@ -295,9 +308,9 @@ def _refresh_locked(repo: Path, spec: LessonSpec, set_name: str | None, only: li
                                provenance.get("compute_sanitizer"), sanitizer_from is not None)
     if refused:
         raise RefreshError(refused)
-    other_gpu = _other_gpu(_old_manifest(target, set_name), provenance)
-    if other_gpu and not new_history:
-        raise RefreshError(f"evidence/{set_name} was recorded on {other_gpu}; this machine has "
+    other = other_gpu(_old_manifest(target, set_name), provenance)
+    if other and not new_history:
+        raise RefreshError(f"evidence/{set_name} was recorded on {other}; this machine has "
                            f"{provenance.get('gpu')!r} (compute capability {provenance.get('compute_capability')}). A set "
                            "holds one GPU's sessions: record this GPU into a set of its own (--set NAME), or retire "
                            "the set's sessions and start a new history on this GPU (--new-history); nothing was run")
@@ -342,21 +355,7 @@ def _refresh_locked(repo: Path, spec: LessonSpec, set_name: str | None, only: li
         session = gpuinfo.session_end(session)
         session["shared"] = guard.shared
         session["gpu_processes"] = guard.seen
-        failed_gates = [r for r in results if not r.run.passes_gate(r.exit_code)]
-        if failed_gates:
-            text = "\n".join(f"--- {r.job.name} ({'timed out' if r.timed_out else f'exit {r.exit_code}'}):\n"
-                             f"{r.output}" for r in failed_gates)
-            raise RefreshError("a gated run failed, so the fixed kernels are not right; the old evidence "
-                               f"is kept and nothing was recorded:\n{text}")
-        for r in results:  # what would be its transcript, read as it was printed
-            if r.over_cap:
-                raise RefreshError(f"run {r.job.name!r} printed more than its max_output of {r.run.max_output} bytes "
-                                   f"({spec.path}); it was stopped there, the old evidence is kept and nothing was "
-                                   "recorded; raise max_output there if this much output is meant")
-            if (bad := not_text(r.raw)) is not None:
-                raise RefreshError(f"run {r.job.name!r} printed {bad}; a transcript is UTF-8 text, which every reader "
-                                   "of the evidence takes as it is, so this output cannot be recorded; the old "
-                                   "evidence is kept and nothing was recorded")
+        refuse_results(results, spec)
         refresh_cmd = refresh_command(lesson, set_name, str(toolkit.root) if toolkit else None, cuda_release,
                                       str(toolkit.sanitizer_root) if toolkit and toolkit.sanitizer_root else None,
                                       sanitizer)
@@ -364,6 +363,26 @@ def _refresh_locked(repo: Path, spec: LessonSpec, set_name: str | None, only: li
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return report_claims(repo, out)
+
+
+def refuse_results(results: list[RunResult], spec: LessonSpec) -> None:
+    """RefreshError (nothing recorded) when a gated run failed, or a run printed more than its
+    max_output, or printed what is not UTF-8 text."""
+    failed_gates = [r for r in results if not r.run.passes_gate(r.exit_code)]
+    if failed_gates:
+        text = "\n".join(f"--- {r.job.name} ({'timed out' if r.timed_out else f'exit {r.exit_code}'}):\n"
+                         f"{r.output}" for r in failed_gates)
+        raise RefreshError("a gated run failed, so the fixed kernels are not right; the old evidence "
+                           f"is kept and nothing was recorded:\n{text}")
+    for r in results:  # what would be its transcript, read as it was printed
+        if r.over_cap:
+            raise RefreshError(f"run {r.job.name!r} printed more than its max_output of {r.run.max_output} bytes "
+                               f"({spec.path}); it was stopped there, the old evidence is kept and nothing was "
+                               "recorded; raise max_output there if this much output is meant")
+        if (bad := not_text(r.raw)) is not None:
+            raise RefreshError(f"run {r.job.name!r} printed {bad}; a transcript is UTF-8 text, which every reader "
+                               "of the evidence takes as it is, so this output cannot be recorded; the old "
+                               "evidence is kept and nothing was recorded")
 
 
 def not_text(raw: bytes) -> str | None:
@@ -388,132 +407,6 @@ def _entry(res: RunResult, name: str, file: str, sha: str, inputs: dict[str, str
         started=round(res.started, 3), ended=round(res.ended, 3), refresh_id=refresh_id, session=session)
 
 
-MAX_RETIRED = 30  # the retired sessions a set remembers, newest last
-
-
-@dataclass(frozen=True)
-class Kept:
-    """What a refresh keeps of a set's earlier sessions, what it retires and why, and which session its
-    recordings join: `same_start`, the kept session of this machine start, or a new one."""
-
-    sessions: dict[str, Session]
-    entries: dict[str, TranscriptEntry]
-    retired: tuple[dict[str, object], ...]
-    next_number: int
-    same_start: str | None = None
-    retiring: tuple[dict[str, object], ...] = ()  # what this refresh retires (also the last of `retired`)
-    sources: dict[str, str] = field(default_factory=dict)  # each kept entry's file as it lies today
-
-
-def keep_sessions(old: Manifest | None, spec: LessonSpec, set_name: str, arch: str, build_line: str,
-                  fixed: dict[str, object], boot: str, recorded: set[str], repo: Path, started: str) -> Kept:
-    """The earlier sessions a new refresh joins. A session is one start of a GPU machine: a refresh on
-    the machine start (`boot`) of a kept session re-records its runs (`recorded`) in that session;
-    one on a new start makes a new session. Kept: every recording whose run the set still records
-    with today's command, repeats and inputs; then, for each run, the latest `spec.sessions` sessions
-    (less one where this refresh records the run in a new session). A session left empty retires,
-    with why, and so does every session of another history (build line, GPU or toolchain)."""
-    if old is None:
-        return Kept({}, {}, (), 1)
-    old, sources = in_sessions(old)  # a format-3 set: its one refresh is the session s0
-    numbers = [session_number(sid) for sid in old.sessions] + [
-        session_number(str(r.get("session", ""))) for r in old.retired]
-    next_number = max([0, *numbers]) + 1
-    retired = list(old.retired)
-
-    def retire(sid: str, why: str, runs: list[str] | None = None) -> None:
-        record: dict[str, object] = {"session": sid, "started": old.sessions[sid].started, "why": why, "by": started}
-        if runs is not None:
-            record["runs"] = sorted(set(runs))
-        retired.append(record)
-
-    history = _history_change(old, arch, build_line, fixed)
-    if history:
-        for sid in old.sessions:
-            retire(sid, history)
-        return Kept({}, {}, tuple(retired[-MAX_RETIRED:]), next_number, None, tuple(retired[len(old.retired):]))
-    same = next((sid for sid, sess in old.sessions.items()
-                 if boot != "unknown" and sess.provenance.get("boot") == boot), None)
-    mine = {r.name: r for r in spec.runs_of_set(set_name)}
-    dropped: dict[str, dict[str, list[str]]] = {}  # session -> why -> runs
-    entries: dict[str, TranscriptEntry] = {}
-    for name, entry in old.entries.items():
-        run = spec.run(entry.group)
-        why = None
-        if run is None or run.name not in mine:
-            why = "its run is no longer recorded in this set"
-        elif entry.command != run.command:
-            why = "recorded with another command"
-        elif entry.repeats != run.repeat:
-            why = f"recorded {entry.repeats} time(s), runs.toml now asks for {run.repeat}"
-        elif entry.exclusive != run.exclusive:
-            why = (f"recorded {'with' if entry.exclusive else 'without'} the GPU to itself, runs.toml now says "
-                   f"exclusive = {'true' if run.exclusive else 'false'}")
-        elif entry.inputs != (today := input_hashes(repo, spec, run, build_line)):
-            changed = sorted(k for k in set(today) | set(entry.inputs) if entry.inputs.get(k) != today.get(k))
-            why = f"inputs changed since ({', '.join(changed)})"
-        elif run.name in recorded and entry.session == same:
-            continue  # re-recorded in its own session, on the same machine start
-        if why is None:
-            entries[name] = entry
-        else:
-            dropped.setdefault(entry.session, {}).setdefault(why, []).append(run.name if run else entry.group)
-    # The latest K sessions of each run (K - 1 beside a new session that records the run).
-    holders: dict[str, list[str]] = {}
-    for entry in entries.values():
-        run_name = spec.run(entry.group).name  # type: ignore[union-attr]
-        if entry.session not in holders.setdefault(run_name, []):
-            holders[run_name].append(entry.session)
-    for run_name, sids in holders.items():
-        room = spec.sessions - (1 if run_name in recorded and same is None else 0)
-        for sid in sorted(sids, key=session_number)[:max(0, len(sids) - room)]:
-            why = f"older than the {spec.sessions} latest sessions the lesson keeps (sessions = {spec.sessions})"
-            dropped.setdefault(sid, {}).setdefault(why, []).append(run_name)
-            entries = {n: e for n, e in entries.items()
-                       if not (e.session == sid and spec.run(e.group).name == run_name)}  # type: ignore[union-attr]
-    left = {e.session for e in entries.values()} | ({same} if same else set())
-    for sid in old.sessions:
-        for why, runs in dropped.get(sid, {}).items():
-            retire(sid, why, runs if sid in left else None)
-    sessions = {sid: sess for sid, sess in old.sessions.items() if sid in left}
-    return Kept(sessions, entries, tuple(retired[-MAX_RETIRED:]), next_number, same, tuple(retired[len(old.retired):]),
-                {name: sources[name] for name in entries})
-
-
-def joined_session(earlier: Session, now: dict[str, object]) -> dict[str, object]:
-    """A session's provenance once a later refresh on its machine start re-recorded some of its runs:
-    the GPU's state as the first refresh began and as the last ended, what held the GPU around every
-    exclusive run either made, shared if either found the GPU shared."""
-    was = earlier.provenance
-    merged = {**was, **{k: v for k, v in now.items() if not str(k).endswith("_start") and k != "started"}}
-    merged["gpu_processes"] = {**dict(was.get("gpu_processes") or {}), **dict(now.get("gpu_processes") or {})}
-    merged["shared"] = bool(was.get("shared")) or bool(now.get("shared"))
-    merged["refreshes"] = int(was.get("refreshes", 1)) + 1
-    return merged
-
-
-def _history_change(old: Manifest, arch: str, build_line: str, fixed: dict[str, object]) -> str | None:
-    """Why a new session cannot join `old`'s history (another build or toolchain), or None."""
-    if old.arch != arch or old.build != build_line:
-        return f"recorded with another build line ({old.build!r}; this refresh: {build_line!r})"
-    keys = [k for k in HISTORY_KEYS if k in old.provenance or k in fixed]
-    for key in keys + sorted((set(old.provenance) | set(fixed)) - set(keys)):
-        if old.provenance.get(key) != fixed.get(key):
-            return (f"recorded with {key} {old.provenance.get(key)!r}; this refresh has {fixed.get(key)!r}: "
-                    "a new history")
-    return None
-
-
-def _other_gpu(old: Manifest | None, provenance: dict[str, str]) -> str | None:
-    """How `old`'s sessions name their GPU, when it is not the GPU of `provenance` (else None)."""
-    if old is None:
-        return None
-    was = {k: old.provenance.get(k) for k in ("gpu", "compute_capability")}
-    if all(was[k] == provenance.get(k) for k in was):
-        return None
-    return f"{was['gpu']!r} (compute capability {was['compute_capability']})"
-
-
 def _old_manifest(target: Path, set_name: str) -> Manifest | None:
     """The set's manifest as it stands, or None when there is none or it cannot be read (a new history)."""
     if not (target / "manifest.json").is_file():
@@ -535,12 +428,13 @@ def _record(repo: Path, spec: LessonSpec, set_name: str, build_line: str, arch: 
         raise RefreshError(f"--only needs a readable set at evidence/{set_name}; run a full refresh first")
     if partial:  # what the runs it leaves out used (compute-sanitizer, say) stays as the set recorded it
         fixed = {**{k: v for k, v in in_sessions(old)[0].provenance.items() if k not in fixed}, **fixed}
-    if partial and (history := _history_change(in_sessions(old)[0], arch, build_line, fixed)):
+    if partial and (history := history_change(in_sessions(old)[0], arch, build_line, fixed)):
         what = "mix toolkits in" if "build line" not in history else "start a new history in"
         raise RefreshError(f"--only would {what} evidence/{set_name}: it was {history}; re-record the whole set: "
                            f"{refresh_cmd}")
-    kept = keep_sessions(old, spec, set_name, arch, build_line, fixed, str(session_info.get("boot")),
-                         {r.run.name for r in results}, repo, str(session_info.get("started", "")))
+    kept = keep_sessions(old, Refreshing(spec, set_name, arch, build_line, fixed, str(session_info.get("boot")),
+                                         frozenset(r.run.name for r in results), repo,
+                                         str(session_info.get("started", ""))))
     sid = kept.same_start or f"s{kept.next_number}"
     scratch = scratch_folder(target)
     with _writing(scratch, repo):
@@ -583,7 +477,7 @@ def _record(repo: Path, spec: LessonSpec, set_name: str, build_line: str, arch: 
             write_manifest(scratch, Manifest(spec.lesson, arch, build_line, refresh_cmd, fixed, entries, sessions,
                                              kept.retired))
         readable(repo, set_name, scratch, {n for n, e in entries.items() if e.session == sid})
-        for line in _retired_lines(old, kept, sid):
+        for line in kept_lines(kept, sid):
             out(line)
         crash_point("scratch-written")
         # Signals wait until the swap is done, so an interruption never leaves it half made.
@@ -615,17 +509,6 @@ def readable(repo: Path, set_name: str, scratch: Path, new: set[str]) -> None:
     except LessonError as exc:
         raise RefreshError(f"the new recordings cannot be read as the site reads them: {exc}; the old evidence is "
                            "kept and nothing was recorded") from None
-
-
-def _retired_lines(old: Manifest | None, kept: Kept, sid: str) -> list[str]:
-    """What the refresh prints of the set's sessions: the new one, the kept ones, what retired."""
-    others = [s for s in kept.sessions if s != sid]
-    lines = [(f"session {sid} re-recorded (the same machine start)" if kept.same_start else f"session {sid} added")
-             + f"; the set's other sessions: {', '.join(others) or 'none'}"]
-    for record in kept.retiring:
-        runs = f" (runs {', '.join(record['runs'])})" if "runs" in record else ""
-        lines.append(f"retire  {record['session']}{runs}: {record['why']}")
-    return lines
 
 
 def report_claims(repo: Path, out=print) -> int:

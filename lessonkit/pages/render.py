@@ -267,24 +267,33 @@ def render_provenance(ev: EvidenceSet) -> str:
     if dates:
         span = dates[0] if dates[0][:10] == dates[-1][:10] else f"{dates[0]} to {dates[-1]}"
         rows.append(f"| recorded (UTC) | {produced(html.escape(span))} |")
+    sessions_table = _sessions_table(ev)
+    return "\n".join(rows) + (f"\n\n{sessions_table}" if sessions_table else "")
+
+
+def _session_cell(value: object) -> str:
+    """A session's provenance value as its table shows it."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return "not recorded" if value is None else str(value)
+
+
+def _sessions_table(ev: EvidenceSet) -> str:
+    """One row for each session the set keeps (its start, GPU, clocks, temperatures, whether the GPU was
+    shared), and the notes of sessions recorded before these were kept; '' when there is nothing to show."""
+    sessions = list(ev.sessions)
     columns = [(k, label) for k, label in _SESSION_COLUMNS
                if any(k in ev.sessions[sid].provenance for sid in sessions)]
     if not sessions or not columns:
-        return "\n".join(rows)
+        return ""
     table = ["| session | " + " | ".join(label for _, label in columns) + " |",
              "| --- |" + " --- |" * len(columns)]
     for sid in sessions:
         prov = ev.sessions[sid].provenance
-        cells = []
-        for key, _ in columns:
-            value = prov.get(key)
-            text = ("yes" if value else "no") if isinstance(value, bool) else ("not recorded" if value is None
-                                                                              else str(value))
-            cells.append(produced(html.escape(text)))
+        cells = [produced(html.escape(_session_cell(prov.get(key)))) for key, _ in columns]
         table.append(f"| {produced(sid)} | " + " | ".join(cells) + " |")
-    notes = sorted({str(ev.sessions[sid].provenance["note"]) for sid in sessions if "note" in ev.sessions[sid].provenance})
-    tail = "".join(f"\n\n{produced(html.escape(n))}" for n in notes)
-    return "\n".join(rows) + "\n\n" + "\n".join(table) + tail
+    notes = sorted({str(ev.sessions[s].provenance["note"]) for s in sessions if "note" in ev.sessions[s].provenance})
+    return "\n".join(table) + "".join(f"\n\n{produced(html.escape(n))}" for n in notes)
 
 
 def render_commands(ev: EvidenceSet, names: list[str]) -> str:
