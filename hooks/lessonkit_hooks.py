@@ -35,6 +35,7 @@ import lessonkit.site.check
 import lessonkit.site.config
 import lessonkit.site.errorpage
 import lessonkit.site.programs
+import lessonkit.site.sitemap
 import lessonkit.site.verify
 
 log = logging.getLogger("mkdocs.plugins.lessonkit")
@@ -213,6 +214,11 @@ def on_page_markdown(markdown, *, page, config, files):
                                     _state.get("sources", {}).get(shown))
     _state["results"][page.file.src_uri] = result
     _note_programs(page, result)
+    if result.unrecorded:  # not recorded yet: out of the search index, the sitemap and search engines
+        page.meta["search"] = {**(page.meta.get("search") or {}), "exclude": True}
+        page.meta["lessonkit_noindex"] = True
+        _state.setdefault("unrecorded_pages", set()).update(
+            {page.file.url, lessonkit.site.programs.program_folder(result.unrecorded)})  # and its program's page
     # Every recording the page shows or links becomes a file of the site, evidence/SET/FILE, which
     # the engine copies with the static files (and finds when it checks the page's own links).
     for published in result.published:
@@ -322,11 +328,14 @@ def on_env(env, *, config, files):
     Under `serve`, list them in the terminal and let the build finish: on_post_build puts the
     error page in place of every page."""
     pages = _state.get("pages", [])
-    errors, warnings = lessonkit.split_warnings(_state.pop("setup", []) + _state["session"].errors(pages))
+    found, notes = lessonkit.split_notes(_state.pop("setup", []) + _state["session"].errors(pages))
+    errors, warnings = lessonkit.split_warnings(found)
+    for note in notes:  # a lesson not recorded yet: its page shows a notice; fails no build
+        log.info(f"lessonkit: {note}")
     if config.get("strict"):  # refused here too: `-q` hides warnings from MkDocs' own strict count
         errors += warnings    # (and, logged, they would abort a strict `serve` after its error page)
     else:
-        for warning in warnings:  # a lesson not recorded yet: its page shows a notice
+        for warning in warnings:  # a lesson folder the site does not use
             log.warning(str(warning))
     listed = {shown for shown, _ in pages}
     for shown in [s for s in _state["audits"] if s not in listed]:
@@ -367,6 +376,13 @@ def _write_timings(ok: bool) -> None:
     _state["spent"] = 0.0
 
 
+def on_post_page(output, *, page, config):
+    """A lesson not recorded yet asks search engines not to index its page (lessonkit.evidence.unrecorded)."""
+    if page.meta.get("lessonkit_noindex"):
+        return lessonkit.site.sitemap.noindex(output)
+    return output
+
+
 def on_post_build(*, config):
     """Publish the lessons' programs; under `serve`, put the error page in place of every page;
     record lessonkit's time for the benchmark."""
@@ -379,6 +395,9 @@ def on_post_build(*, config):
         target = site_dir / dest
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, target)
+    unrecorded = _state.pop("unrecorded_pages", set())  # lessons not recorded yet: out of the sitemap and search
+    lessonkit.site.sitemap.drop_from_sitemap(site_dir, config.site_url or "", unrecorded)
+    lessonkit.site.sitemap.drop_from_search(site_dir, unrecorded)
     errors = _state.pop("errors", [])
     if errors:  # only under serve, where on_env let a build with errors finish
         _serve_error_page(site_dir, errors)

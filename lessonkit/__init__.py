@@ -4,6 +4,6 @@ Nothing in this package imports MkDocs or CuPy; the hooks and the command line a
 thin layers over it.
 """
 
-from lessonkit.errors import LessonError, LessonErrors, split_warnings
+from lessonkit.errors import LessonError, LessonErrors, split_notes, split_warnings
 
-__all__ = ["LessonError", "LessonErrors", "split_warnings"]
+__all__ = ["LessonError", "LessonErrors", "split_notes", "split_warnings"]

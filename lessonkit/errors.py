@@ -19,18 +19,20 @@ class LessonError(Exception):
     line: int | None
     message: str
     rank: int = 1
-    warning: bool = False  # work in progress (a lesson not recorded yet): fails only a strict build
+    warning: bool = False  # fails only a strict build (a lesson folder the site does not use)
     column: int | None = None  # 1-based, in characters, where a line alone is not enough (a bad byte)
+    note: bool = False  # said, never failing a build (a lesson not recorded yet: its page shows a notice)
 
     def __str__(self) -> str:
         where = self.path if self.line is None else f"{self.path}:{self.line}"
         if self.line is not None and self.column is not None:
             where += f":{self.column}"
-        return f"{where}: {'warning: ' if self.warning else ''}{self.message}"
+        level = "note: " if self.note else "warning: " if self.warning else ""
+        return f"{where}: {level}{self.message}"
 
-    def __reduce__(self) -> tuple[type[LessonError], tuple[str, int | None, str, int, bool, int | None]]:
+    def __reduce__(self) -> tuple[type[LessonError], tuple[str, int | None, str, int, bool, int | None, bool]]:
         """Pickled as its fields (a page checked in another process sends its errors back)."""
-        return LessonError, (self.path, self.line, self.message, self.rank, self.warning, self.column)
+        return LessonError, (self.path, self.line, self.message, self.rank, self.warning, self.column, self.note)
 
 
 def _set_dunder_only(self: LessonError, name: str, value: object) -> None:
@@ -55,19 +57,28 @@ class LessonErrors(Exception):
         return LessonErrors, (self.errors,)
 
     def report(self) -> str:
-        """All errors, causes first (stable within a rank), one per line, then the warnings, then
-        their counts."""
-        lines = [str(e) for e in sorted(self.errors, key=lambda e: (e.warning, e.rank))]
-        n = sum(not e.warning for e in self.errors)
-        w = len(self.errors) - n
+        """All errors, causes first (stable within a rank), one per line, then the warnings, then the
+        notes, then their counts."""
+        lines = [str(e) for e in sorted(self.errors, key=lambda e: (e.note, e.warning, e.rank))]
+        n = sum(not e.warning and not e.note for e in self.errors)
+        w = sum(e.warning and not e.note for e in self.errors)
+        k = sum(e.note for e in self.errors)
         count = f"{n} error{'s' if n != 1 else ''}"
         if w:
             count += f" and {w} warning{'s' if w != 1 else ''}"
+        if k:
+            count += f" ({k} note{'s' if k != 1 else ''})"
         lines.append(f"{count} found")
         return "\n".join(lines)
 
 
 def split_warnings(errors: Iterable[LessonError]) -> tuple[list[LessonError], list[LessonError]]:
-    """(the errors, the warnings) of a report."""
-    found = list(errors)
+    """(the errors, the warnings) of a report; notes are in neither (split_notes)."""
+    found = [e for e in errors if not e.note]
     return [e for e in found if not e.warning], [e for e in found if e.warning]
+
+
+def split_notes(errors: Iterable[LessonError]) -> tuple[list[LessonError], list[LessonError]]:
+    """(what is not a note, the notes) of a report."""
+    found = list(errors)
+    return [e for e in found if not e.note], [e for e in found if e.note]

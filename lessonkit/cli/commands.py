@@ -19,7 +19,7 @@ from pathlib import Path
 
 from lessonkit.cache import FOLDER, Store
 from lessonkit.cli import accept, explain, new
-from lessonkit.errors import LessonError, LessonErrors, split_warnings
+from lessonkit.errors import LessonError, LessonErrors, split_notes, split_warnings
 from lessonkit.evidence.harness import HarnessFormat
 from lessonkit.evidence.jsontranscript import parse_json_transcript
 from lessonkit.evidence.transcript import parse_transcript
@@ -120,10 +120,13 @@ def _check(args: argparse.Namespace) -> int:
 
     found = load_site_config_errors(repo) + check_site(repo, store=Store(None) if args.no_cache else None,
                                                        jobs=args.jobs or available_cpus())
+    found, notes = split_notes(found)
     errors, warnings = split_warnings(found)
     strict = site_is_strict(repo) if args.strict is None else args.strict
     if found:
         print(LessonErrors(found).report(), file=sys.stderr)
+    for note in notes:  # work in progress that fails nothing (a lesson not recorded yet)
+        print(note)
     if errors or (warnings and strict):
         if not errors:
             why = "--strict" if args.strict else "mkdocs.yml sets 'strict: true', so its build fails on them too"

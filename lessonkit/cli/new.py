@@ -31,7 +31,7 @@ _DAY_RE = re.compile(r"""\Aday(?P<n>\d+)-(?P<rest>.+)\Z""")
 _NAV_RE = re.compile(r"""^nav:\s*(?:\#.*)?$""")
 _TOP_RE = re.compile(r"""^[^\s#]""")
 _ITEM_RE = re.compile(r"""^(?P<indent>\s*)-\s""")
-ARCH = "sm_90"  # the course's GPU, an H200; README says how to build for another
+ARCH = "sm_90"  # the course's GPU, an H100; README says how to build for another
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -163,6 +163,9 @@ def add_to_nav(config: Path, section: str, entry: str) -> bool:
         children = [(i, indent) for i, indent in children if i < stop]
         indent = children[0][1] if children else " " * (top + 4)
         at = (children[-1][0] + 1) if children else heads[0] + 1
+        later = [i for i, _ in children if _later_day(lines[i], entry)]
+        if later:  # in course order: before the first entry of a later day
+            at = later[0]
         new = [f"{indent}{entry}\n"]
     else:
         at = max(i for i, _ in items) + 1
@@ -176,6 +179,15 @@ def add_to_nav(config: Path, section: str, entry: str) -> bool:
         return False
     config.write_text(edited, encoding="utf-8")
     return True
+
+
+_ENTRY_DAY_RE = re.compile(r""":\s*["']?day(?P<n>\d+)-[^\s"']*\.md["']?\s*(?:\#.*)?$""")
+
+
+def _later_day(line: str, entry: str) -> bool:
+    """Whether nav `line` lists a day's page that comes after the day of `entry` (a 'TITLE: dayNN-....md' item)."""
+    mine, theirs = _ENTRY_DAY_RE.search(entry), _ENTRY_DAY_RE.search(line.rstrip("\n"))
+    return bool(mine and theirs and int(theirs.group("n")) > int(mine.group("n")))
 
 
 def _lists(text: str, page: str) -> bool:

@@ -32,7 +32,7 @@ from lessonkit.evidence.manifest import (  # noqa: F401
 from lessonkit.evidence.manifest import parse_manifest as _parse_manifest_text
 from lessonkit.evidence.spec import LessonSpec, load_spec
 from lessonkit.evidence.transcript import NO_TOOL_OUTPUT, Transcript, parse_transcript
-from lessonkit.evidence.unrecorded import Unrecorded, find_unrecorded
+from lessonkit.evidence.unrecorded import Unrecorded, find_unrecorded, unused_folders
 from lessonkit.textio import WRITTEN_BY_REFRESH, decode_utf8
 
 OLD_PREFIX = ".old."         # evidence/.old.<set>: the previous set while a refresh swaps (fallback path)
@@ -495,6 +495,7 @@ def load_all_evidence(repo: Path, read: ReadSets | None = None) -> Evidence:
         errors.extend(check_freshness(ev, repo, spec))
         errors.extend(check_gates(ev, spec))
     unrecorded, unread = find_unrecorded(repo, recorded)
+    errors.extend(unused_folders(repo))
     # A lesson whose runs.toml cannot be read has one error, at runs.toml (the lesson READMEs'
     # check reports it); what its page cites of it follows from that error, so it is not checked.
     return Evidence(sets, errors, unreadable | unread, unrecorded)

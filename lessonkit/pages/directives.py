@@ -48,7 +48,10 @@ def expand_directive(page: PageState, token: Token, word: str, text: str) -> str
         return ""
     if word == "evidence":
         lesson = page.unrecorded.get(parts[0]) if parts else None
-        return _not_recorded_notice(lesson) if lesson is not None else ""
+        if lesson is None:
+            return ""
+        page.result.unrecorded = lesson.lesson  # the engine keeps the page out of search and the sitemap
+        return _not_recorded_notice(lesson)
     if word == "region":
         return _region(page, token, parts, text)
     if word == "diagram":

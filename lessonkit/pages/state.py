@@ -64,6 +64,7 @@ class PageResult:
     # Claims shown where a produced() span cannot go (a code span or block, an image's alt text, a
     # tag's attribute): (the text around the value as the rendered page shows it, value's start, end).
     unmarked: list[tuple[str, int, int]] = field(default_factory=list)
+    unrecorded: str | None = None  # the lesson, not recorded yet, whose notice the page shows
 
     def slot(self, html: str) -> str:
         """A placeholder for finished HTML, filled in by `fill` once Markdown has run."""

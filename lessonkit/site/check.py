@@ -66,7 +66,7 @@ class Site:
         """Errors that belong to no page: evidence integrity and freshness, lesson READMEs; and a
         warning for each lesson not recorded yet."""
         found = (self.evidence.errors + check_lesson_readmes(self.repo)
-                 + [u.warning() for u in self.evidence.unrecorded.values()])
+                 + [u.note() for u in self.evidence.unrecorded.values()])
         return list(dict.fromkeys(found))  # a runs.toml that cannot be read is found by both: one error
 
     def page(self, markdown: str, path: str, line_offset: int = 0) -> PageResult:

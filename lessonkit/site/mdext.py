@@ -31,7 +31,7 @@ from markdown.extensions import Extension
 from markdown.postprocessors import Postprocessor
 from markdown.preprocessors import Preprocessor
 
-from lessonkit.errors import LessonError, LessonErrors, split_warnings
+from lessonkit.errors import LessonError, LessonErrors, split_notes, split_warnings
 from lessonkit.pages.published import Published, site_root
 from lessonkit.pages.state import PageResult
 from lessonkit.site.check import CheckedSite, docs_pages
@@ -124,13 +124,14 @@ class _ExpandAndCheck(Preprocessor):
         result = session.page(text, path, offset)
         # The site's own errors (evidence integrity, freshness) fail every page: an engine may
         # stop at the first page that fails, and must not publish any page over bad evidence.
-        errors, warnings = split_warnings(session.site_errors() + result.errors)
+        found, notes = split_notes(session.site_errors() + result.errors)
+        errors, warnings = split_warnings(found)
         if errors:
             raise LessonErrors(errors)
-        for warning in warnings:  # a lesson not recorded yet (its page shows a notice): said once
+        for warning in warnings + notes:  # a lesson folder unused, a lesson not recorded yet: said once
             if str(warning) not in _warned:
                 _warned.add(str(warning))
-                _log.warning("lessonkit: %s", warning)
+                (_log.info if warning.note else _log.warning)("lessonkit: %s", warning)
         self.ext.result = result
         self.ext.page = (session, path, _source(session, path, text))
         publish(result.published, session.repo / (self.ext.getConfig("site_dir") or site_output(session.repo)))

@@ -242,12 +242,12 @@ def entry_name(path: str) -> str:
 # -- results as plain data ---------------------------------------------------------------------
 
 def encode_errors(errors: Iterable[LessonError]) -> list[tuple[Any, ...]]:
-    return [(e.path, e.line, e.message, e.rank, e.warning, e.column) for e in errors]
+    """Errors as marshal-able data: each LessonError's fields, in the order it pickles them."""
+    return [e.__reduce__()[1] for e in errors]
 
 
 def decode_errors(data: Any) -> list[LessonError]:
-    return [LessonError(path, line, message, rank, bool(warning), column)
-            for path, line, message, rank, warning, column in data]
+    return [LessonError(*fields) for fields in data]
 
 
 def _encode_error(error: LessonError | None) -> tuple[Any, ...] | None:
@@ -267,6 +267,7 @@ def encode_result(result: PageResult) -> dict[str, Any]:
         "sources": sorted(result.sources),
         "looked_up": sorted(result.looked_up),
         "unmarked": [list(u) for u in result.unmarked],
+        "unrecorded": result.unrecorded,
     }
 
 
@@ -283,4 +284,4 @@ def decode_result(data: Any) -> PageResult:
         blocks=list(data["blocks"]), claims=claims,
         published=[Published(set_name, file, Path(source)) for set_name, file, source in data["published"]],
         sources=set(data["sources"]), looked_up=set(data["looked_up"]),
-        unmarked=[(text, start, end) for text, start, end in data["unmarked"]])
+        unmarked=[(text, start, end) for text, start, end in data["unmarked"]], unrecorded=data.get("unrecorded"))
