@@ -4,13 +4,12 @@ day order."""
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import REPO, mkdocs_build, mkdocs_yml, record_set, wait_settled
+from conftest import mkdocs_build, mkdocs_yml, record_set, wait_settled
 from test_cli import cli_run
 
 from lessonkit.cli.new import add_to_nav
