@@ -401,3 +401,13 @@ def test_a_claim_in_a_code_span_excuses_its_own_place_only(demo_repo: Path):
     assert audit(demo_repo, HEAD + claimed) == []
     copied = claimed + "\nAnd in prose, the error has 120 hazards too.\n"
     assert any("figure '120' is typed" in e for e in audit(demo_repo, HEAD + copied))
+
+
+@pytest.mark.parametrize(("front", "kind"), [("- narrative\n- thread N: a thread\n", "a list"),
+                                             ("just a line\n", "a line of text")])
+def test_front_matter_that_is_not_a_mapping_is_one_error_at_its_line(demo_repo: Path, front: str, kind: str):
+    """MkDocs drops such front matter and shows it as text: one error, its cause, not the errors that follow."""
+    assert audit(demo_repo, f"---\n{front}---\n" + HEAD + "It has 120 hazards.\n") == [
+        f"docs/p.md:2: the front matter is {kind}, not a mapping of keys to values; MkDocs would drop it and show "
+        "it as the page's text; write each setting as 'key: value' (narrative: then its phrases, indented, as "
+        "'phrase: why')"]

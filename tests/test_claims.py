@@ -676,3 +676,11 @@ def test_a_figure_beside_punctuation_or_a_unit_sign_passes(demo_repo: Path):
                  "x{{ Warning @ demo/race:reports[severity=Warning].severity }}y",
                  "{{ 8 @ demo/race:reports[severity=Warning].hazards }}\u00d7, {{ 8 @ demo/race:reports[severity=Warning].hazards }}:"):
         assert errs(demo_repo, text) == [], text
+
+
+def test_the_line_an_unclosed_brace_names_counts_the_front_matter(demo_repo: Path):
+    """The error's own line and the line it names are both lines of the page's file, front matter and all."""
+    page = "---\nnarrative:\n  thread N: a thread\n---\n# N\n\nIt has {{ 2 @ demo/race:#reports {{ 2 @ demo/race:#reports }} }}.\n"
+    assert errs(demo_repo, page) == [
+        ("docs/p.md:7: '{{ 2 @ demo/race:#reports {{ 2 @ demo/race:#reports }} }}.' is never closed: no '}}' "
+         "before the next '{{' (line 7); close it, or write \\{{ for literal braces")]

@@ -383,3 +383,14 @@ class _returns:
 
     def __exit__(self, *exc) -> bool:
         return False
+
+
+def test_check_with_a_python_that_lacks_the_site_s_packages_names_that_python(demo_repo: Path):
+    """One message, about the interpreter and the README's command, not about mkdocs.yml's extensions."""
+    code = ("import sys; sys.modules['markdown'] = None; from lessonkit.cli.commands import main; "
+            f"sys.exit(main(['check', '--repo', {str(demo_repo)!r}, '--no-cache']))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stderr) == (1, (
+        f"{sys.executable}: this Python lacks the package 'markdown', which the site's pages are rendered with, so "
+        "it cannot check them; run the check with the project's environment, as the README sets it up: "
+        ".venv/bin/python -m lessonkit check\n"))

@@ -48,6 +48,14 @@ def test_a_claim_inside_a_comment(demo_repo: Path):
     assert errs(demo_repo, f"text\n\n<!--\nnote\n{CLAIM}\n-->\n3 hazards") == [message.format(5)]
 
 
+def test_a_comment_never_closed_is_one_error_at_its_line(demo_repo: Path):
+    """Not one error for each claim the comment hides: the cause, where it is."""
+    text = f"text\n\n<!-- a note for authors\n\n{CLAIM}\n\nmore {CLAIM}\n"
+    assert errs(demo_repo, text) == [
+        "docs/p.md:3: an HTML comment '<!--' opened here is never closed, so everything after it is hidden from the "
+        "reader while the checks still read it; close it with '-->' where the note ends"]
+
+
 def test_a_comment_between_two_stretches_of_text(demo_repo: Path):
     text = f"<code>RACECHECK<!-- --> SUMMARY: 0 hazards displayed (0 errors, 0 warnings)</code> {CLAIM}"
     assert errs(demo_repo, text) == [

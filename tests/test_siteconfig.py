@@ -249,3 +249,17 @@ def test_check_refuses_a_configuration_that_publishes_unchecked_pages(demo_repo:
         ("mkdocs.yml:5: markdown_extensions lacks lessonkit.site.mdext: lessonkit's checks run through it in "
         "engines that ignore hooks (Zensical); add '- lessonkit.site.mdext' under markdown_extensions"),
         "3 errors found"]
+
+
+def test_a_nav_entry_to_a_missing_page_is_an_error_at_its_line(demo_repo: Path):
+    """MkDocs only logs it (and -q hides that); check and the build refuse it, naming the nav's line."""
+    from conftest import mkdocs_yml
+    (demo_repo / "mkdocs.yml").write_text(mkdocs_yml("nav:\n  - Home: index.md\n  - Gone: gone.md\n"))
+    line = (demo_repo / "mkdocs.yml").read_text().splitlines().index("  - Gone: gone.md") + 1
+    message = (f"mkdocs.yml:{line}: the nav names 'gone.md', which docs/ does not hold, so the site would link to a "
+               "page that is not there; write the page (docs/gone.md), or take the entry out of the nav")
+    assert [str(e) for e in load_site_config_errors(demo_repo)] == [message]
+    done = mkdocs_build(demo_repo)
+    assert done.returncode == 1 and message in done.stderr
+    (demo_repo / "docs/gone.md").write_text("# Back\n")
+    assert load_site_config_errors(demo_repo) == []

@@ -49,6 +49,13 @@ def read_front_matter(source: str, path: str) -> FrontMatter:
         meta = yaml.load(text, Loader=_LOADER)
     except yaml.YAMLError as exc:
         return FrontMatter({}, lines, (LessonError(path, 1, f"cannot read the front matter: {exc}", rank=0),))
+    if meta is not None and not isinstance(meta, dict):
+        # MkDocs drops front matter that is not a mapping and shows it as the page's text: one error, its cause.
+        kind = {list: "a list", str: "a line of text"}.get(type(meta), f"a {type(meta).__name__}")
+        return FrontMatter({}, lines, (LessonError(path, 2, f"the front matter is {kind}, not a mapping of keys to "
+                                                   "values; MkDocs would drop it and show it as the page's text; "
+                                                   "write each setting as 'key: value' (narrative: then its "
+                                                   "phrases, indented, as 'phrase: why')", rank=0),))
     return FrontMatter(meta if isinstance(meta, dict) else {}, lines, tuple(_key_errors(root, path)))
 
 

@@ -81,7 +81,7 @@ def process_page(markdown: str, path: str, repo: Path, sets: dict[str, EvidenceS
     lines = LineIndex(markdown)
     tokens, unclosed = scan(markdown, lines)
     for u in unclosed:
-        page.error(u.line, f"{u.snippet!r} is never closed: no '}}}}' before {u.before}; close it, "
+        page.error(u.line, f"{u.snippet!r} is never closed: no '}}}}' before {u.before(page.offset)}; close it, "
                    "or write \\{{ for literal braces")
     for token in tokens:
         if _directive_word(token) == "evidence" and stands_alone(markdown, token):

@@ -38,12 +38,21 @@ class Token:
 
 @dataclass(frozen=True)
 class Unclosed:
-    """A `{{` with no `}}` before `before` (the next `{{`, the paragraph's end or the page's end)."""
+    """A `{{` with no `}}` before the next `{{`, the paragraph's end or the page's end (`before_line`,
+    0-based in the scanned text, None for the page's end)."""
 
     start: int
     line: int
     snippet: str
-    before: str
+    before_what: str  # "the next '{{'", "the end of its paragraph" or "the end of the page"
+    before_line: int | None = None
+
+    def before(self, offset: int = 0) -> str:
+        """What comes first instead of a `}}`, with its line as the page's file numbers it (`offset`: the
+        lines above the scanned text, its front matter)."""
+        if self.before_line is None:
+            return self.before_what
+        return f"{self.before_what} (line {self.before_line + 1 + offset})"
 
 
 class LineIndex:
@@ -95,14 +104,14 @@ def scan(text: str, lines: LineIndex) -> tuple[list[Token], list[Unclosed]]:
         if start < quiet_until:
             continue  # one error per line: the first says what to fix
         if limit == none:
-            before = "the end of the page"
+            what, at = "the end of the page", None
         elif limit == nxt:
-            before = f"the next '{{{{' (line {lines.line(nxt) + 1})"
+            what, at = "the next '{{'", lines.line(nxt)
         else:
-            before = f"the end of its paragraph (line {lines.line(blank) + 1})"
+            what, at = "the end of its paragraph", lines.line(blank)
         end_of_line = text.find("\n", start)
         quiet_until = end_of_line if end_of_line != -1 else len(text)
-        unclosed.append(Unclosed(start, lines.line(start), text[start:quiet_until].rstrip()[:60], before))
+        unclosed.append(Unclosed(start, lines.line(start), text[start:quiet_until].rstrip()[:60], what, at))
     return tokens, unclosed
 
 

@@ -281,7 +281,12 @@ def check_hidden_text(page: PageState, out: Lines, in_fence: list[bool]) -> None
     in_comment: tuple[int, int] | None = None  # (line, column) where an open comment began
     with_spans = out.with_spans()  # a claim may stand inside a comment that an earlier line opened
     found = out.find_words(_HIDDEN_TEXT_LINE_RE, _HIDDEN_TEXT_LINE_ANY_CASE_RE)
-    for i in sorted(set(found).union(with_spans)) if with_spans else found:
+    lines = sorted(set(found).union(with_spans)) if with_spans else list(found)
+    unclosed = _never_closed(out, lines, in_fence)
+    if unclosed is not None:  # one error, its cause, instead of one for each claim the comment hides
+        page.error(unclosed[0], "an HTML comment '<!--' opened here is never closed, so everything after it is "
+                   "hidden from the reader while the checks still read it; close it with '-->' where the note ends")
+    for i in lines:
         line = out[i]
         if line.generated:
             continue
@@ -292,7 +297,27 @@ def check_hidden_text(page: PageState, out: Lines, in_fence: list[bool]) -> None
         if not in_fence[i]:
             _char_refs(page, line)
             _hiding(page, line)
+        if unclosed is not None and line.src >= unclosed[0]:
+            continue  # inside the comment that never closes: said once, above
         in_comment = _comments(page, line, in_comment)
+
+
+def _never_closed(out: Lines, lines: list[int], in_fence: list[bool]) -> tuple[int, int] | None:
+    """(line, column) of an HTML comment the page opens and never closes, outside code; None if every one closes."""
+    open_at: tuple[int, int] | None = None
+    for i in lines:
+        line = out[i]
+        if line.generated or (in_fence[i] and open_at is None) or ("<!--" not in line.text and "-->" not in line.text):
+            continue
+        code = _InCode(line.text)
+        for m in _COMMENT_RE.finditer(line.text):
+            if code.span(m.start()):
+                continue
+            if m.group() == "<!--" and open_at is None:
+                open_at = (line.src, m.start())
+            elif m.group() == "-->":
+                open_at = None
+    return open_at
 
 
 def _invisible(page: PageState, line: OutLine, first_of_file: bool) -> None:

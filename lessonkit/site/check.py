@@ -14,6 +14,7 @@ from __future__ import annotations
 import gc
 import os
 import stat
+import sys
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -141,6 +142,17 @@ def docs_pages(repo: Path, docs: Path | None = None) -> list[tuple[str, Path]]:
                  else str(page_path))
         pages.append((shown, page_path))
     return pages
+
+
+
+
+def missing_package(exc: ModuleNotFoundError) -> LessonError:
+    """The error for a check run by a Python without the site's packages: it names that Python, the package, and
+    the README's command (the project's virtual environment), not mkdocs.yml, which is right."""
+    name = (exc.name or str(exc)).split(".")[0]
+    return LessonError(sys.executable, None, f"this Python lacks the package {name!r}, which the site's pages are "
+                       "rendered with, so it cannot check them; run the check with the project's environment, as the "
+                       "README sets it up: .venv/bin/python -m lessonkit check", rank=0)
 
 
 def check_site(repo: Path, docs: Path | None = None,
@@ -477,6 +489,8 @@ class CheckedSite:
         if self._renderer is None or self._renderer[0] != self._rendering:
             try:
                 self._renderer = (self._rendering, Renderer(self._rendering))
+            except ModuleNotFoundError as exc:  # this interpreter lacks the site's packages
+                raise missing_package(exc) from exc
             except Exception as exc:  # an extension that cannot be loaded as listed
                 raise LessonError("mkdocs.yml", None, f"cannot render the pages with its markdown_extensions "
                                   f"({type(exc).__name__}: {exc}); the build cannot either: fix the extension "

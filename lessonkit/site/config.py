@@ -469,7 +469,18 @@ def load_site_config_errors(folder: Path, config: Path | None = None) -> list[Le
         return [*errors, LessonError(shown, None, f"cannot read: {exc.strerror}", rank=0)]
     except LessonError as exc:
         return [*errors, exc]
-    return errors + site_config_errors(read_site_config(text, shown, os.path.abspath(folder)))
+    return (errors + site_config_errors(read_site_config(text, shown, os.path.abspath(folder)))
+            + missing_nav_pages(folder, text, shown))
+
+
+def missing_nav_pages(folder: Path, text: str, shown: str = CONFIG) -> list[LessonError]:
+    """An error at its line for each page the nav names that docs/ does not hold: MkDocs only logs it (and
+    `-q` hides it), and the reader gets a link to nothing."""
+    docs = folder / DOCS_DIR
+    missing = [(page, line) for page, line in nav_pages(text) if not (docs / page).is_file()]
+    return [LessonError(shown, line, f"the nav names {page!r}, which {DOCS_DIR}/ does not hold, so the site would "
+                        f"link to a page that is not there; write the page ({DOCS_DIR}/{page}), or take the entry out "
+                        "of the nav", rank=0) for page, line in missing]
 
 
 def nav_pages(text: str) -> list[tuple[str, int]]:
