@@ -59,7 +59,7 @@ class LessonErrors(Exception):
     def report(self) -> str:
         """All errors, causes first (stable within a rank), one per line, then the warnings, then the
         notes, then their counts."""
-        lines = [str(e) for e in sorted(self.errors, key=lambda e: (e.note, e.warning, e.rank))]
+        lines = [str(e) for e in sorted(self.errors, key=report_order)]
         n = sum(not e.warning and not e.note for e in self.errors)
         w = sum(e.warning and not e.note for e in self.errors)
         k = sum(e.note for e in self.errors)
@@ -70,6 +70,12 @@ class LessonErrors(Exception):
             count += f" ({k} note{'s' if k != 1 else ''})"
         lines.append(f"{count} found")
         return "\n".join(lines)
+
+
+def report_order(error: LessonError) -> tuple[bool, bool, int, str, int, int]:
+    """How a report lists errors: errors, then warnings, then notes; causes first (rank); then by file and
+    line, so a reader fixing them goes down each file once."""
+    return (error.note, error.warning, error.rank, error.path, error.line or 0, error.column or 0)
 
 
 def split_warnings(errors: Iterable[LessonError]) -> tuple[list[LessonError], list[LessonError]]:

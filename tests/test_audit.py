@@ -408,6 +408,6 @@ def test_a_claim_in_a_code_span_excuses_its_own_place_only(demo_repo: Path):
 def test_front_matter_that_is_not_a_mapping_is_one_error_at_its_line(demo_repo: Path, front: str, kind: str):
     """MkDocs drops such front matter and shows it as text: one error, its cause, not the errors that follow."""
     assert audit(demo_repo, f"---\n{front}---\n" + HEAD + "It has 120 hazards.\n") == [
-        f"docs/p.md:2: the front matter is {kind}, not a mapping of keys to values; MkDocs would drop it and show "
+        (f"docs/p.md:2: the front matter is {kind}, not a mapping of keys to values; MkDocs would drop it and show "
         "it as the page's text; write each setting as 'key: value' (narrative: then its phrases, indented, as "
-        "'phrase: why')"]
+        "'phrase: why')")]

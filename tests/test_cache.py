@@ -162,7 +162,7 @@ def test_a_page_checked_for_its_rendering_is_checked_again_when_its_front_matter
     page.write_text('---\nnarrative:\n  "day 121": the day of the course\n---\n' + body)  # the same body
     wait_settled(settled)
     want = uncached(settled)
-    assert [line.split(": ", 1)[1][:13] for line in want[:-1]] == ["figure '120' ", "narrative fig"]
+    assert [line.split(": ", 1)[1][:13] for line in want[:-1]] == ["narrative fig", "figure '120' "]
     assert check(settled) == want
     site = CheckedSite(settled, keep="errors")
     site.check()

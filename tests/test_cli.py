@@ -321,7 +321,7 @@ def test_help_is_written_for_readers():
     assert text.startswith("usage: python -m lessonkit [-h] COMMAND ...\n\nCheck the course site against its evidence")
     for name in cli.COMMANDS:
         assert f"\n    {name}" in text, name
-    assert "exit status:\n  0    everything agrees (warnings" in text and "\n  1    errors found" in text
+    assert "exit status:\n  0    everything agrees (notes" in text and "\n  1    errors found" in text
     assert "unless check --strict" not in text and "mkdocs.yml sets 'strict: true'" in text
     assert "  .venv/bin/python -m lessonkit check\n" in text
 

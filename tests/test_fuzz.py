@@ -56,9 +56,9 @@ READERS: dict[str, tuple[Callable[[str], object], list[Path]]] = {
     "runs.toml": (lambda t: parse_spec(t, "code/x/runs.toml"), sorted((REPO / "code").glob("*/runs.toml"))[:4]),
     "manifest": (lambda t: parse_manifest(t, "evidence/x"), sorted((REPO / "evidence").glob("*/manifest.json"))[:3]),
     "transcript": (lambda t: parse_transcript(t, "evidence/x/t.txt", DAY62),
-                   sorted((REPO / "evidence").glob("day62-racecheck/*.txt"))[:4]),
+                   sorted((REPO / "evidence").glob("day62-racecheck/*/*.txt"))[:4]),
     "json": (lambda t: parse_json_transcript(t, "evidence/x/t.json"),
-             sorted((REPO / "evidence").glob("*/*.json"))[:1] + sorted((REPO / "evidence").glob("*/*.r1.json"))[:2]),
+             sorted((REPO / "evidence").glob("*/*.json"))[:1] + sorted((REPO / "evidence").glob("*/*/*.r1.json"))[:2]),
     "mkdocs.yml": (_config, [REPO / "mkdocs.yml"]),
 }
 EXAMPLES = {"page": 60}  # a page is checked against the whole site: the slowest reader

@@ -52,8 +52,8 @@ def test_a_comment_never_closed_is_one_error_at_its_line(demo_repo: Path):
     """Not one error for each claim the comment hides: the cause, where it is."""
     text = f"text\n\n<!-- a note for authors\n\n{CLAIM}\n\nmore {CLAIM}\n"
     assert errs(demo_repo, text) == [
-        "docs/p.md:3: an HTML comment '<!--' opened here is never closed, so everything after it is hidden from the "
-        "reader while the checks still read it; close it with '-->' where the note ends"]
+        ("docs/p.md:3: an HTML comment '<!--' opened here is never closed, so everything after it is hidden from the "
+        "reader while the checks still read it; close it with '-->' where the note ends")]
 
 
 def test_a_comment_between_two_stretches_of_text(demo_repo: Path):

@@ -18,8 +18,8 @@ GUIDE = REPO / "docs" / "reference" / "writing-a-lesson.md"
 LESSON = "day3-add-one"
 FENCE_RE = re.compile(r"""^```(?P<lang>[\w+-]*)(?: [^\n]*)?\n(?P<body>.*?)^```$""", re.MULTILINE | re.DOTALL)
 INLINE_RE = re.compile(r"""`(?P<cmd>\.venv/bin/python -m lessonkit [^`]+)`""")
-# What the stub prints on an H200 (the fake GPU's program prints the same).
-OUTPUT = "device: NVIDIA H200 | compute capability 9.0\nresult: 0 of 1000 elements wrong\n"
+# What the stub prints on an H100 (the fake GPU's program prints the same).
+OUTPUT = "device: NVIDIA H100 80GB HBM3 | compute capability 9.0\nresult: 0 of 1000 elements wrong\n"
 
 
 def blocks() -> list[tuple[str, str]]:
@@ -77,21 +77,19 @@ def test_every_command_of_the_guide_works_as_written(course, tmp_path: Path):
                 continue  # the course here is no git repository
             done = run(line, repo, env, tmp_path)
             ran.append(line)
-            status = 1 if line == ".venv/bin/python -m lessonkit check" and len(ran) < 5 else 0
-            assert done.returncode == status, (line, done.stdout, done.stderr)
+            assert done.returncode == 0, (line, done.stdout, done.stderr)  # a lesson not recorded yet fails nothing
             if shown is not None and line.startswith(".venv/bin/python -m lessonkit new"):
                 assert done.stdout == shown
             elif shown is not None and line == ".venv/bin/python -m lessonkit check":
-                assert done.stderr == shown
+                assert done.stdout.replace(str(repo), "/path/to/the/repository") + done.stderr == shown
             if "--lesson" in line:
                 data = json.loads(done.stdout)
-                assert (data["gpu"], data["wrong"], data["elements"]) == ("NVIDIA H200", 0, 1000)
+                assert (data["gpu"], data["wrong"], data["elements"]) == ("NVIDIA H100 80GB HBM3", 0, 1000)
     assert ran == [
         f".venv/bin/python -m lessonkit new {LESSON}",
         ".venv/bin/python -m lessonkit check",
-        ".venv/bin/python -m lessonkit check --no-strict",
         f"(cd code/{LESSON} && nvcc -std=c++17 -O2 -lineinfo -arch=sm_90 -o add-one add-one.cu)",
-        "printf 'device: NVIDIA H200 | compute capability 9.0\\nresult: 0 of 1000 elements wrong\\n' > /tmp/add-one.txt",
+        "printf 'device: NVIDIA H100 80GB HBM3 | compute capability 9.0\\nresult: 0 of 1000 elements wrong\\n' > /tmp/add-one.txt",
         f".venv/bin/python -m lessonkit transcript /tmp/add-one.txt --lesson {LESSON}",
         f".venv/bin/python scripts/refresh.py {LESSON}",
         f".venv/bin/python scripts/refresh.py {LESSON} --dry-run",

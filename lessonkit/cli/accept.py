@@ -378,7 +378,7 @@ def run(args: argparse.Namespace, stdin: TextIO | None = None, out: TextIO | Non
     plan.edits = [e for e in plan.edits if not e.meaning or e.where in confirmed]
     for set_name, count in sorted(plan.held_back.items()):
         print(f"evidence/{set_name}: {count} claim{'s' if count != 1 else ''} on it not accepted while the set "
-              "has errors (python -m lessonkit check lists them); fix or refresh it, then accept", file=out)
+              "has errors (.venv/bin/python -m lessonkit check lists them); fix or refresh it, then accept", file=out)
     if plan.refused:
         print(f"not accepted ({len(plan.refused)}; fix by hand):", file=out)
         for error in plan.refused:
@@ -393,7 +393,7 @@ def run(args: argparse.Namespace, stdin: TextIO | None = None, out: TextIO | Non
         return EXIT_UNCONFIRMED
     apply_edits(repo, plan.edits)
     print(f"rewrote {len(plan.edits)} claim value{'s' if len(plan.edits) != 1 else ''} in {pages} "
-          f"page{'s' if pages != 1 else ''}; review with git diff, then run python -m lessonkit check", file=out)
+          f"page{'s' if pages != 1 else ''}; review with git diff, then run .venv/bin/python -m lessonkit check", file=out)
     return EXIT_REFUSED if refused else EXIT_DONE
 
 

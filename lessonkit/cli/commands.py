@@ -42,7 +42,8 @@ machine by scripts/refresh.py). Run it from anywhere inside the repository."""
 
 EPILOG = """\
 exit status:
-  0    everything agrees (warnings, such as a lesson not recorded yet, are listed on
+  0    everything agrees (notes, such as a lesson not recorded yet, are printed and fail
+       nothing; warnings, such as a folder under code/ with no runs.toml, are listed on
        stderr and pass only where they do not fail the check: see 1)
   1    errors found, each listed on stderr as PATH:LINE: what is wrong; what to do; or
        check found only warnings and is strict: mkdocs.yml sets 'strict: true' (this
@@ -90,7 +91,7 @@ def _check_site_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"neither read nor write the cache in {FOLDER}/ "
                              "(as LESSONKIT_CACHE=off)")
     parser.add_argument("--strict", action=argparse.BooleanOptionalAction, default=None,
-                        help="fail on warnings (a lesson not recorded yet) too; default: as mkdocs.yml's "
+                        help="fail on warnings (a folder under code/ with no runs.toml) too; default: as mkdocs.yml's "
                              "'strict' setting, which decides the same for the build")
     parser.add_argument("--jobs", type=_positive, default=None, metavar="N",
                         help="check pages in up to N processes when many must be checked (a fresh "

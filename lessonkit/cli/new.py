@@ -5,8 +5,8 @@ program stub with a snippet region, a README with the build line and the command
 for the program the build writes), the page
 docs/LESSON.md, and the page's entry in mkdocs.yml's nav (a line inserted into the file, so its
 comments stay; where the nav cannot be edited so, it prints the line to add). Until the refresh
-records the lesson, its page shows a "Not yet recorded" notice and `check` warns
-(lessonkit.evidence.unrecorded).
+records the lesson, its page shows a "Not yet recorded" notice, stays out of search and the
+sitemap, and `check` says so in a note that fails nothing (lessonkit.evidence.unrecorded).
 """
 
 from __future__ import annotations
@@ -76,8 +76,9 @@ def run(args: argparse.Namespace) -> int:
     declared = declare_title_phrase(repo, title)
     if declared:
         print(f"added {declared!r} to {COURSE_FILE}: the figure in the title names a day, not a measurement")
-    print(f"next: write the program and the page; `python -m lessonkit check` warns until the refresh "
-          f"records the lesson on a GPU machine: .venv/bin/python scripts/refresh.py {lesson}")
+    print(f"next: write the program and the page (it builds, and shows 'Not yet recorded', until the refresh records "
+          f"the lesson on a GPU machine: .venv/bin/python scripts/refresh.py {lesson}); check it with "
+          ".venv/bin/python -m lessonkit check")
     return EXIT_DONE
 
 

@@ -85,15 +85,20 @@ class SourceFinder:
         return found
 
     def code(self, first_line: str, language: str) -> int | None:
-        """The line of a code block's first line of code, else of a fence opening in `language`."""
+        """The line of the fence that opens the code block whose first line of code is `first_line` (the
+        block's one place, as the fences' own rule names it), else of a fence opening in `language`."""
         wanted = first_line.strip()
         for k in range(self.skip, len(self.lines)):
             if wanted and wanted in self.lines[k]:
-                return k + 1
+                opens = k > self.skip and _FENCE_OPEN_RE.match(self.lines[k - 1])  # the fence just above it
+                return (k - 1 if opens else k) + 1
         for k in range(self.skip, len(self.lines)):
             if re.match(rf"""^\s*(?:`{{3,}}|~{{3,}})\s*\{{?\s*\.?{re.escape(language)}\b""", self.lines[k]):
                 return k + 1
         return None
+
+
+_FENCE_OPEN_RE = re.compile(r"""^\s*(?:`{3,}|~{3,})""")
 
 
 def _common_suffix(a: str, b: str) -> int:

@@ -65,7 +65,7 @@ class Site:
 
     def site_errors(self) -> list[LessonError]:
         """Errors that belong to no page: evidence integrity and freshness, lesson READMEs; and a
-        warning for each lesson not recorded yet."""
+        note for each lesson not recorded yet."""
         found = (self.evidence.errors + check_lesson_readmes(self.repo)
                  + [u.note() for u in self.evidence.unrecorded.values()])
         return list(dict.fromkeys(found))  # a runs.toml that cannot be read is found by both: one error
