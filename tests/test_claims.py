@@ -150,8 +150,8 @@ def test_range_that_misses_a_recording(repeats: Path):
 def test_range_too_loose(repeats: Path):
     assert errs(repeats, "{{ 0\u20131000 @ demo/race:reports[severity=Error].hazards }}") == [
         ("docs/p.md:1: claim '0\u20131000' (demo/race:reports[severity=Error].hazards) is too loose: it is 1000 wide, "
-        "and a range may be at most 500 wide here (the larger of 4 × the observed spread, 7, and half its larger "
-        "end, 500); 5 recordings of race give 118 to 125")]
+        "and a range may be at most 500 wide here (the larger of 28, four times the observed spread of 7, and 500, "
+        "half its larger end); 5 recordings of race give 118 to 125")]
 
 
 def test_range_as_wide_as_half_its_end_passes(repeats: Path):
@@ -180,21 +180,21 @@ def test_rounded_claims(repeats: Path):
         "race give 118 to 125; ~120 means [115, 125)")]
 
 
-@pytest.mark.parametrize("claim, meaning, width, widest, spread, half", [
-    ("~100 @ demo/race:reports[severity=Error].hazards", "[50, 150)", "100", "75", "7", "75"),
-    ("~0e1 @ demo/race:#hazards", "[-5, 5)", "10", "2.5", "0", "2.5"),
-    ("~0 @ demo/race:#hazards", "[-0.5, 0.5)", "1", "0.25", "0", "0.25"),
+@pytest.mark.parametrize("claim, meaning, width, widest, spread, four, half", [
+    ("~100 @ demo/race:reports[severity=Error].hazards", "[50, 150)", "100", "75", "7", "28", "75"),
+    ("~0e1 @ demo/race:#hazards", "[-5, 5)", "10", "2.5", "0", "0", "2.5"),
+    ("~0 @ demo/race:#hazards", "[-0.5, 0.5)", "1", "0.25", "0", "0", "0.25"),
 ])
 def test_a_rounded_claim_is_no_looser_than_a_range(repeats: Path, claim: str, meaning: str, width: str,
-                                                  widest: str, spread: str, half: str):
+                                                  widest: str, spread: str, four: str, half: str):
     """~V holds only when what it admits is no wider than a range over the values may be: ~100 over
     118 to 125 admits [50, 150), which says less than the range 100–150 would be allowed to."""
     value, _, ref = claim.partition(" @ ")
     [error] = errs(repeats, "{{ " + claim + " }}")
     assert error.startswith(f"docs/p.md:1: claim '{value}' ({ref}) is too loose: {value} admits {meaning}, {width} "
                             f"wide, and a rounded figure may admit at most {widest} here, as a range may (the larger "
-                            f"of 4 × the observed spread, {spread}, and half its larger end, {half}); write it with "
-                            "two significant digits, or as a range; "), error
+                            f"of {four}, four times the observed spread of {spread}, and {half}, half its larger end); "
+                            "write it with two significant digits, or as a range; "), error
 
 
 def test_a_rounded_claim_with_two_significant_digits_or_values_that_spread_is_not_loose(repeats: Path):

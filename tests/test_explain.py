@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import BARE, RACE, record_set
+from conftest import BARE, RACE, REPO, record_set
 
 from lessonkit.cli.commands import main as cli
 from lessonkit.cli.explain import explain
@@ -59,3 +59,11 @@ def test_each_produced_figure_carries_what_backs_it(demo_repo: Path):
             f'is Error; run race of {toolkit}, 1 recording in 1 session (s1)">120</span>') in markdown
     assert (f'data-lk-why="generated from every recording: the field mismatches; run race of {toolkit}, 1 recording '
             'a run in 1 session (s1); the cell (k, 256)">7</span>') in markdown
+
+
+def test_explain_shows_a_diagram_s_sentences_as_text_not_markup():
+    """A diagram's claims are explained in the words the reader sees, not in the SVG's tags."""
+    from lessonkit.cli.explain import explain
+    lines, _ = explain(REPO, REPO / "docs/day62-racecheck.md")
+    diagram = [line for line in lines if ".svg:" in line]
+    assert diagram and not any(mark in line for line in diagram for mark in ("<text", "<tspan", "</", "&lt;"))

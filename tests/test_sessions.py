@@ -321,3 +321,12 @@ def test_a_page_may_say_how_many_sessions_a_set_keeps(tmp_path):
     assert checked(repo, page) == []
     assert checked(repo, page.replace("two @", "three @")) == [
         "docs/p.md:5: claim 'three' (demo:sessions) disagrees with evidence/demo/manifest.json; it says '2'"]
+
+
+def test_explain_says_what_a_count_of_sessions_is(tmp_path):
+    repo = two_sessions(tmp_path, 120)
+    (repo / "docs/index.md").write_text("# P\n\n{{ evidence demo }}\n\nRecorded in {{ two @ demo:sessions }} sessions.\n")
+    done = subprocess.run([sys.executable, "-m", "lessonkit", "explain", "docs/index.md", "--repo", str(repo)],
+                          cwd=repo, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert "two: one value every recording gives; how many GPU sessions the set keeps; set demo" in done.stdout

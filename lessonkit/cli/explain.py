@@ -10,6 +10,8 @@ see, the words around a correct claim, is put in front of the reader this way
 from __future__ import annotations
 
 import argparse
+import html
+import re
 import sys
 from pathlib import Path
 
@@ -19,6 +21,8 @@ from lessonkit.pages.meaning import describe
 from lessonkit.repo import repo_root
 from lessonkit.site.check import Site, strip_front_matter
 from lessonkit.textio import read_text
+
+_TAG_RE = re.compile(r"""<[^<>]*>|<[^<>]*$|^[^<>]*>""")  # a tag, or the part of one a sentence's edge cut
 
 HELP = "print each sentence of a page that states a figure, with what backs each figure in plain words"
 DESCRIPTION = ("Print every sentence of PAGE (a file under docs/) that states a figure from the evidence, "
@@ -57,6 +61,8 @@ def explain(repo: Path, page: Path) -> tuple[list[str], list[LessonError]]:
     lines: list[str] = []
     for file, written, lo, hi, claims in groups:
         said = shown_sentence(written, lo, hi, [(s, e, c.value) for s, e, c in claims])
+        if file.endswith(".svg"):  # a diagram: its text as the reader sees it, not its markup
+            said = " ".join(html.unescape(_TAG_RE.sub(" ", said)).split())
         lines.append(f"{file}:{claims[0][2].line}: {said}")
         for _, _, claim in claims:
             mark = "" if claim.error is None else "  (does not hold: see check)"

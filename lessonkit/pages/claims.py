@@ -278,10 +278,8 @@ def _problem(claim: ClaimValue, sample: Sample) -> str | None:
         widest, spread = allowed_width(claim, numbers)
         if claim.unit > widest:
             return (f"is too loose: {claim.text} admits {claim.meaning()}, {show_number(claim.unit)} wide, and a "
-                    f"rounded figure may admit at most {show_number(widest)} here, as a range may (the larger of "
-                    f"4 × the observed spread, {show_number(spread)}, and half its larger end, "
-                    f"{show_number(max(abs(claim.low), abs(claim.high)) / 2)}); write it with two significant "
-                    f"digits, or as a range; {gives}")
+                    f"rounded figure may admit at most {show_number(widest)} here, as a range may "
+                    f"({_width_rule(claim, spread)}); write it with two significant digits, or as a range; {gives}")
         return None
     outside = [f for f, n in zip(values, numbers) if not claim.low <= n <= claim.high]
     if outside:
@@ -293,10 +291,14 @@ def _problem(claim: ClaimValue, sample: Sample) -> str | None:
     width = claim.high - claim.low
     if width > widest:
         return (f"is too loose: it is {show_number(width)} wide, and a range may be at most "
-                f"{show_number(widest)} wide here (the larger of 4 × the observed spread, "
-                f"{show_number(spread)}, and half its larger end, "
-                f"{show_number(max(abs(claim.low), abs(claim.high)) / 2)}); {gives}")
+                f"{show_number(widest)} wide here ({_width_rule(claim, spread)}); {gives}")
     return None
+
+
+def _width_rule(claim: ClaimValue, spread: float) -> str:
+    """Where the widest a range may be comes from, each figure named by what it is."""
+    return (f"the larger of {show_number(4 * spread)}, four times the observed spread of {show_number(spread)}, "
+            f"and {show_number(max(abs(claim.low), abs(claim.high)) / 2)}, half its larger end")
 
 
 def _dash_hint(text: str) -> str:

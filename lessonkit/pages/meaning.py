@@ -45,6 +45,10 @@ def _operand(text: str, default: str | None, sets: Mapping[str, EvidenceSet]) ->
     ev = sets.get(set_name)
     if ev is not None and not run:
         field = query.strip()
+        if field == "sessions":
+            n = len(ev.sessions)
+            return ("how many GPU sessions the set keeps",
+                    f"set {ev.name} ({_toolkit(ev)}), {n} session{'s' if n != 1 else ''} ({', '.join(ev.sessions)})")
         if field in ev.provenance or field in ("arch", "build"):
             return (f"the provenance field {field} (the machine and tools the set was recorded with)",
                     f"set {ev.name} ({_toolkit(ev)})")
