@@ -77,7 +77,7 @@ def test_only_the_stale_value_changes(drifted: Path):
     before = page.read_bytes()
     assert accept(drifted, "--yes") == (EXIT_DONE, (
         listed("docs/index.md:7", "110\u2013130", "110\u2013150")
-        + "rewrote 1 claim value in 1 page; review with git diff, then run python -m lessonkit check\n"))
+        + "rewrote 1 claim value in 1 page; review with git diff, then run .venv/bin/python -m lessonkit check\n"))
     assert page.read_bytes() == before.replace("{{ 110\u2013130 @".encode(), "{{ 110\u2013150 @".encode())
     assert check_site(drifted) == []
 
@@ -94,7 +94,7 @@ def test_a_change_of_meaning_is_written_only_when_named(rerecorded: Path):
     assert page.read_bytes() == before
     code, out = accept(rerecorded, "--yes", "--confirm", "docs/index.md:7")
     assert code == EXIT_DONE and out.endswith("rewrote 1 claim value in 1 page; review with git diff, then run "
-                                              "python -m lessonkit check\n")
+                                              ".venv/bin/python -m lessonkit check\n")
     assert page.read_bytes() == before.replace(b"{{ 120 @", "{{ 110\u2013140 @".encode())
     assert check_site(rerecorded) == []
 
@@ -213,7 +213,7 @@ def test_broken_references_are_refused_and_left_alone(rerecorded: Path):
         "  docs/index.md:12: claim '3' (race:#nope): evidence/demo/s1/race.r1.txt has no collection 'nope'; it has: "
         "barriers, hazards, reports, rows, uninitialized\n"
         "  docs/index.md:12: no evidence set 'nowhere'; the sets are: demo\n"
-        "rewrote 2 claim values in 1 page; review with git diff, then run python -m lessonkit check\n")
+        "rewrote 2 claim values in 1 page; review with git diff, then run .venv/bin/python -m lessonkit check\n")
     assert page.read_bytes() == before.replace(b"{{ 120 @", "{{ 110\u2013140 @".encode()).replace(
         b"{{ 9 @ race:#reports", b"{{ 2 @ race:#reports")
 
@@ -235,7 +235,7 @@ def test_claims_on_evidence_with_errors_are_refused(rerecorded: Path):
     before = page.read_bytes()
     code, out = accept(rerecorded, "--yes")
     assert (code, out) == (EXIT_REFUSED, ("evidence/demo: 1 claim on it not accepted while the set has errors "
-                           "(python -m lessonkit check lists them); fix or refresh it, then accept\n"))
+                           "(.venv/bin/python -m lessonkit check lists them); fix or refresh it, then accept\n"))
     assert page.read_bytes() == before
 
 

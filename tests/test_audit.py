@@ -32,11 +32,11 @@ ENV = dict(os.environ, NO_MKDOCS_2_WARNING="1", DISABLE_MKDOCS_2_WARNING="true",
 HEAD = "{{ evidence demo }}\n\n"
 CLAIM_120 = "{{ 120 @ race:reports[severity=Error].hazards }}"
 FIGURE_120 = ("docs/p.md:3: figure '120' is typed, not produced: the evidence says 120 (in demo/race: "
-              "reports.hazards); write it as a claim, {{ 120 @ RUN:QUERY }}, or, if it names or numbers "
+              "reports.hazards); write it as a claim, {{ 120 @ RUN:QUERY }}, or on the program's constant that fixes it, {{ 120 @ FILE:NAME }}, or, if it names or numbers "
               "something rather than measuring it, declare the words around it in the front matter: "
               'narrative: {"has 120 hazards": "why"}')
 FIGURE_121 = ("docs/p.md:3: figure '121' is typed, not produced: no claim, directive or table produced it; "
-              "write it as a claim, {{ 121 @ RUN:QUERY }}, or, if it names or numbers something rather than "
+              "write it as a claim, {{ 121 @ RUN:QUERY }}, or on the program's constant that fixes it, {{ 121 @ FILE:NAME }}, or, if it names or numbers something rather than "
               'measuring it, declare the words around it in the front matter: narrative: {"has 121 hazards": "why"}')
 
 

@@ -67,3 +67,13 @@ def test_explain_shows_a_diagram_s_sentences_as_text_not_markup():
     lines, _ = explain(REPO, REPO / "docs/day62-racecheck.md")
     diagram = [line for line in lines if ".svg:" in line]
     assert diagram and not any(mark in line for line in diagram for mark in ("<text", "<tspan", "</", "&lt;"))
+
+
+def test_explain_says_what_a_claim_derives_from_the_value_found(demo_repo: Path):
+    """A claim that adds to or scales what its query finds says so: the bare field would be another meaning."""
+    (demo_repo / "docs/p.md").write_text("{{ evidence demo }}\n\nOne more than the hazards: "
+                                         "{{ 121 @ race:reports[severity=Error].hazards + 1 }}.\n")
+    lines, errors = explain(demo_repo, demo_repo / "docs/p.md")
+    assert errors == []
+    assert lines[1].startswith("    121: one value every recording gives; the field hazards of the reports records "
+                               "where severity is Error, plus 1; run race of set demo")

@@ -158,11 +158,11 @@ def test_a_region_shows_only_code_that_ran(demo_repo: Path):
     (demo_repo / "code/notes/demo.cu").write_text(copy)
     (demo_repo / "code/demo/extra.cu").write_text(copy)
     assert errs(demo_repo, "{{ region notes/demo.cu body }}\n\n{{ region demo/extra.cu body }}") == [
-        ("docs/p.md:1: code/notes/demo.cu is not an input of a recording: evidence/notes does not exist; a region "
-         "shows only code that ran, so that its lines are the lines the transcripts come from: list the file under "
+        ("docs/p.md:1: code/notes/demo.cu is not an input of a recording: evidence/notes does not exist; a page "
+         "shows only code that ran, so that what it shows is what the transcripts come from: list the file under "
          "inputs in code/notes/runs.toml and refresh the evidence"),
-        ("docs/p.md:3: code/demo/extra.cu is not an input of any recording in evidence/demo; a region shows only "
-         "code that ran, so that its lines are the lines the transcripts come from: list the file under inputs in "
+        ("docs/p.md:3: code/demo/extra.cu is not an input of any recording in evidence/demo; a page shows only "
+         "code that ran, so that what it shows is what the transcripts come from: list the file under inputs in "
          "code/demo/runs.toml and refresh the evidence")]
     assert errs(demo_repo, "{{ region demo/demo.cu body }}") == []
 

@@ -47,11 +47,12 @@ def test_table_rows_columns_and_labels(demo_repo: Path):
 
 
 def test_table_cell_that_varies_is_a_range(demo_repo: Path):
+    """The smallest and largest the recordings hold (120 and 130), not a range widened past them."""
     record_set(demo_repo, "demo", {"race": [RACE, RACE_2], "bare": RACE})
     page = "{{ evidence demo }}\n\n{{ table race:reports rows=severity cell=hazards }}\n"
     result = run_page(demo_repo, page)
     assert result.errors == []
-    assert '| <span class="lk-v">Error</span> | <span class="lk-v">110\u2013140</span> |' in result.markdown
+    assert '| <span class="lk-v">Error</span> | <span class="lk-v">120\u2013130</span> |' in result.markdown
 
 
 def test_table_template_leaves_out_a_part_whose_field_is_none(demo_repo: Path):

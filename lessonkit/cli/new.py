@@ -255,6 +255,11 @@ def program_stub(lesson: str, title: str, program: str) -> str:
         }}                                                                             \\
     }} while (0)
 
+// What the program fixes, at the top level, where the lesson's page can claim it by name:
+// the input size and the block size.
+constexpr int kElements = 1000;
+constexpr int kThreads = 256;
+
 // snippet: kernel
 __global__ void addOne(const int* in, int* out, int n) {{
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -269,7 +274,7 @@ int main() {{
     CHECK(cudaGetDeviceProperties(&prop, 0));
     std::printf("device: %s | compute capability %d.%d\\n", prop.name, prop.major, prop.minor);
 
-    const int n = 1000;
+    const int n = kElements;
     std::vector<int> in(n), out(n, 0);
     for (int i = 0; i < n; ++i) {{
         in[i] = i;
@@ -279,7 +284,7 @@ int main() {{
     CHECK(cudaMalloc(&dIn, n * sizeof(int)));
     CHECK(cudaMalloc(&dOut, n * sizeof(int)));
     CHECK(cudaMemcpy(dIn, in.data(), n * sizeof(int), cudaMemcpyHostToDevice));
-    const int threads = 256;
+    const int threads = kThreads;
     addOne<<<(n + threads - 1) / threads, threads>>>(dIn, dOut, n);
     CHECK(cudaGetLastError());
     CHECK(cudaMemcpy(out.data(), dOut, n * sizeof(int), cudaMemcpyDeviceToHost));

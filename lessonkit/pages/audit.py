@@ -46,6 +46,7 @@ from lessonkit.pages.sourcemap import SourceFinder
 from lessonkit.pages.state import PAGE_RANK, PageResult
 
 NARRATIVE = "narrative"
+CONSTANTS = "constants"  # phrases bound to a constant of the program: {"four tiles": "LESSON/FILE:NAME"}
 SKETCH_MARK = "not the lesson's program"  # a code block titled so is not shown as the program
 
 # The tool's phrases, matched on a skeleton (lessonkit.pages.fold), so written as skeletons too.
@@ -108,26 +109,101 @@ class _Narrative:
     line: int     # of the key in the file
     used: bool = False
     course: bool = False  # declared for the whole course (narrative.yml): never "unused"
+    bound: str | None = None  # the constant whose value its figures are (LESSON/FILE:NAME), checked
 
 
-def _front_matter(source: str, path: str, errors: list[LessonError]) -> tuple[list[_Narrative], int]:
-    """The page's narrative declarations and the number of lines its front matter takes."""
+Constant = Callable[[str], "tuple[object, str] | str"]  # LESSON/FILE:NAME -> (value, where) or why not
+
+
+def _front_matter(source: str, path: str, errors: list[LessonError],
+                  constant: Constant | None = None) -> tuple[list[_Narrative], int]:
+    """The page's narrative declarations, its phrases bound to constants, and the number of lines its
+    front matter takes."""
     front = read_front_matter(source, path)
     errors.extend(front.errors)
     lines, meta = front.lines, front.meta
-    declared = meta.get(NARRATIVE)
+    found = _narrative(source, path, errors, lines, meta.get(NARRATIVE))
+    return found + _bound(source, path, errors, lines, meta.get(CONSTANTS), constant), lines
+
+
+def _key_line(source: str, lines: int, at: int, text: str) -> int:
+    """The front matter's line declaring `text`, the first after line `at` holding it (else `at`)."""
+    return next((k + 1 for k, line in enumerate(source.split("\n")[:lines]) if k + 1 > at and text in line), at)
+
+
+def bound_files(source: str, path: str) -> list[str]:
+    """The files under code/ the page's bound phrases read (their contents are part of its audit's key)."""
+    declared = read_front_matter(source, path).meta.get(CONSTANTS)
+    if not isinstance(declared, dict):
+        return []
+    return sorted({str(ref).partition(":")[0].strip() for ref in declared.values() if isinstance(ref, str)})
+
+
+def _phrase_figures(text: str) -> list[str]:
+    """The figures a phrase holds, in order: its numbers (canonical) and its count words as numbers."""
+    found = [(m.start(), canonical(m.group())) for m in FIGURE_RE.finditer(text)]
+    found += [(m.start(), str(NUMBER_WORDS[m.group().lower()])) for m in re.finditer(r"[^\W\d_]+", text)
+              if m.group().lower() in NUMBER_WORDS]
+    return [figure for _, figure in sorted(found)]
+
+
+def _bound(source: str, path: str, errors: list[LessonError], lines: int, declared: Any,
+           constant: Constant | None) -> list[_Narrative]:
+    """The phrases `constants:` binds to a constant of the program, each checked against its value."""
     if declared is None:
-        return [], lines
+        return []
+    at = next((k + 1 for k, text in enumerate(source.split("\n")[:lines]) if text.startswith(CONSTANTS)), 1)
+    if not isinstance(declared, dict):
+        errors.append(LessonError(path, at, f"{CONSTANTS}: must map each phrase (a figure with words around it) "
+                                  "to the constant that fixes it, LESSON/FILE:NAME", rank=PAGE_RANK))
+        return []
+    found = []
+    for key, ref in declared.items():
+        text = str(key)
+        where = _key_line(source, lines, at, text)
+        problem = phrase_problem(text, placeholder=False)
+        if problem:
+            errors.append(LessonError(path, where, f"{CONSTANTS} key {text!r} {problem}", rank=PAGE_RANK))
+            continue
+        if not isinstance(ref, str) or not ref.strip():
+            errors.append(LessonError(path, where, f"{CONSTANTS} phrase {text!r} needs the constant that fixes its "
+                                      "figure: LESSON/FILE:NAME (NAME[K] for an array's element)", rank=PAGE_RANK))
+            continue
+        # A phrase whose binding fails still covers its figures: its one error is the binding's.
+        phrase = _Narrative(text, compile_phrase(text, placeholder=False), f"the constant {ref}", where, bound=ref)
+        found.append(phrase)
+        value = constant(ref) if constant is not None else "no program can be read here"
+        if isinstance(value, str):
+            phrase.used = True
+            errors.append(LessonError(path, where, f"{CONSTANTS} phrase {text!r} is bound to {ref}: {value}",
+                                      rank=PAGE_RANK))
+            continue
+        number, definition = value
+        wanted = [canonical(str(v)) for v in (number if isinstance(number, tuple) else (number,))]
+        figures = _phrase_figures(text)
+        if figures != wanted:
+            phrase.used = True
+            says = ", ".join(wanted)
+            errors.append(LessonError(path, where, f"{CONSTANTS} phrase {text!r} says {', '.join(figures)}, but {ref} "
+                                      f"is {says} ({definition}); write the phrase with "
+                                      f"{'its values' if len(wanted) > 1 else says}, or bind it to the constant that "
+                                      "fixes what it says", rank=PAGE_RANK))
+    return found
+
+
+def _narrative(source: str, path: str, errors: list[LessonError], lines: int, declared: Any) -> list[_Narrative]:
+    """The phrases `narrative:` declares, each with its reason."""
+    if declared is None:
+        return []
     at = next((k + 1 for k, text in enumerate(source.split("\n")[:lines]) if text.startswith(NARRATIVE)), 1)
     if not isinstance(declared, dict):
         errors.append(LessonError(path, at, f"{NARRATIVE}: must map each figure (or a short phrase holding it) "
                                   "to the reason it is not from the evidence", rank=PAGE_RANK))
-        return [], lines
+        return []
     found = []
     for key, reason in declared.items():
         text = str(key)
-        where = next((k + 1 for k, line in enumerate(source.split("\n")[:lines])
-                      if k + 1 > at and text in line), at)
+        where = _key_line(source, lines, at, text)
         problem = phrase_problem(text, placeholder=False)
         if not isinstance(reason, str) or not reason.strip():
             errors.append(LessonError(path, where, f"narrative phrase {text!r} needs a reason: "
@@ -136,7 +212,7 @@ def _front_matter(source: str, path: str, errors: list[LessonError]) -> tuple[li
             errors.append(LessonError(path, where, f"narrative key {text!r} {problem}", rank=PAGE_RANK))
         else:
             found.append(_Narrative(text, compile_phrase(text, placeholder=False), reason, where))
-    return found, lines
+    return found
 
 
 def _exempt(line: Line, start: int, end: int, narrative: list[_Narrative], skel: str) -> bool:
@@ -235,13 +311,15 @@ def _gpu_models(text: ReaderText, narrative: list[_Narrative], models: set[str],
 # -- the audit ---------------------------------------------------------------------------------
 
 def audit_page(html: str | Callable[[], str], source: str, path: str, result: PageResult,
-               sets: Mapping[str, EvidenceSet], course: Course | None = None) -> list[LessonError]:
+               sets: Mapping[str, EvidenceSet], course: Course | None = None,
+               constant: Constant | None = None) -> list[LessonError]:
     """The audit's errors for one rendered page (`source`: the page's file, front matter included;
-    `sets`: every set of the site; `course`: the course's narrative phrases); `html` may be a
+    `sets`: every set of the site; `course`: the course's narrative phrases; `constant`: reads a constant
+    of a lesson's program, for the phrases the page binds to one); `html` may be a
     function that renders the page, called only when the audit reads the page."""
     errors: list[LessonError] = []
     cited = _cited(result, sets)
-    narrative, skip = _front_matter(source, path, errors)
+    narrative, skip = _front_matter(source, path, errors, constant)
     narrative += [_Narrative(p.key, p.pattern, p.reason, p.line, course=True) for p in (course.phrases if course else ())]
     finder = SourceFinder(source, skip)
     html = html if isinstance(html, str) else html()
@@ -275,8 +353,8 @@ def audit_page(html: str | Callable[[], str], source: str, path: str, result: Pa
     _unread_places(html, source, finder, report)
     for n in narrative:
         if not n.used and not n.course:
-            report(n.line, f"narrative figure {n.key!r} is declared, but the page shows it nowhere outside "
-                   "a claim; remove the declaration")
+            report(n.line, f"{CONSTANTS if n.bound else 'narrative'} figure {n.key!r} is declared, but the page "
+                   "shows it nowhere outside a claim; remove the declaration")
     return errors
 
 
@@ -327,10 +405,16 @@ def _tool_lines(text: ReaderText, cited: _Cited, finder: SourceFinder, report: A
 # is left out: it is as often an article as a count ("one launch at a time").
 _COUNT_WORDS = [w for w, n in NUMBER_WORDS.items() if n >= 2]
 _COUNTED = ("report", "hazard", "error", "warning", "record", "recording", "launch", "race", "mismatch",
-            "barrier", "run", "kernel", "row", "cell", "thread", "block", "instance", "failure")
-_COUNT_RE = re.compile(r"""(?<![^\W_])(?P<word>{w})(?:[\s-]+(?:{w}))*[\s-]+(?:[^\W\d_]+[\s-]+)?(?P<noun>{n})(?:e?s)?(?![^\W_])""".format(
+            "barrier", "run", "kernel", "row", "cell", "thread", "block", "instance", "failure", "warp", "lane",
+            "element", "tile", "instruction", "session")
+# A counted noun that names a kind of something else ("the two block sizes", "three thread counts") is
+# not what the count counts: the count is of sizes, not of blocks.
+_ATTRIBUTIVE = ("size", "sizes", "dimension", "dimensions", "index", "indices", "count", "counts", "width", "widths",
+                "level", "levels", "id", "ids", "shape", "shapes", "scope", "scopes")
+_COUNT_RE = re.compile(r"""(?<![^\W_])(?P<word>{w})(?:[\s-]+(?:{w}))*[\s-]+(?:[^\W\d_]+[\s-]+)?(?P<noun>{n})(?:e?s)?(?![^\W_])
+                           (?![\s-]+(?:{a})(?![^\W_]))""".format(
     w="|".join(sorted((skeleton(x) for x in _COUNT_WORDS), key=len, reverse=True)),
-    n="|".join(skeleton(x) for x in _COUNTED)))
+    n="|".join(skeleton(x) for x in _COUNTED), a="|".join(skeleton(x) for x in _ATTRIBUTIVE)), re.VERBOSE)
 
 
 def _count_words(text: ReaderText, narrative: list[_Narrative], finder: SourceFinder, report: Any) -> None:
@@ -348,7 +432,8 @@ def _count_words(text: ReaderText, narrative: list[_Narrative], finder: SourceFi
             report(finder.phrase(skel[start:m.end()], line.text[start:m.end()]),
                    f"the count {word!r} before {noun!r} is a figure a reader takes from the evidence; write it as "
                    f"a claim, {{{{ {word} @ RUN:#COLLECTION }}}} (a count word holds when every recording counts "
-                   f"{NUMBER_WORDS.get(word.lower(), word)}), or, if it counts something no recording holds, "
+                   f"{NUMBER_WORDS.get(word.lower(), word)}), or on the program's constant that fixes it, "
+                   f"{{{{ {word} @ FILE:NAME }}}}, or, if it counts something neither holds, "
                    f"declare the phrase: {NARRATIVE}: {{\"{line.text[start:m.end()]}\": \"why\"}}")
 
 
@@ -394,7 +479,8 @@ def _figures(text: ReaderText, cited: _Cited, narrative: list[_Narrative], versi
                     "no claim, directive or table produced it")
             report(where_line,
                    f"figure {m.group()!r} is typed, not produced: {said}; write it as a claim, "
-                   f"{{{{ {m.group()} @ RUN:QUERY }}}}, or, if it names or numbers something rather than "
+                   f"{{{{ {m.group()} @ RUN:QUERY }}}}, or on the program's constant that fixes it, "
+                   f"{{{{ {m.group()} @ FILE:NAME }}}}, or, if it names or numbers something rather than "
                    f"measuring it, declare the words around it in the front matter: {NARRATIVE}: "
                    f'{{"{_around(line.text, m.start(), m.end())}": "why"}}')
         if not line.text.isascii():

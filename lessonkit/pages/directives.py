@@ -176,24 +176,6 @@ def _not_recorded_notice(lesson: Unrecorded) -> str:
             f"    `{lesson.refresh}`.\n")
 
 
-def _check_recorded(page: PageState, index: int, relpath: str) -> None:
-    """A region shows code that ran: its file is an input of a recording in its lesson's evidence set
-    (and the freshness check holds that input to the hash recorded)."""
-    lesson = relpath.split("/", 1)[0]
-    if lesson in page.broken_sets:
-        return  # the set's own error comes first
-    ev = page.sets.get(lesson)
-    key = f"code/{relpath}"
-    if ev is not None and any(key in entry.inputs for entry in ev.entries.values()):
-        return
-    if lesson in page.unrecorded and key in page.unrecorded[lesson].inputs:
-        return  # it will run: the lesson's warning says it has not yet
-    where = f"any recording in evidence/{lesson}" if ev is not None else f"a recording: evidence/{lesson} does not exist"
-    page.error(index, f"{key} is not an input of {where}; a region shows only code that ran, so that its lines "
-               f"are the lines the transcripts come from: list the file under inputs in code/{lesson}/runs.toml "
-               "and refresh the evidence")
-
-
 def _region(page: PageState, token: Token, parts: list[str], text: str) -> str:
     index = token.line
     if len(parts) < 2:
@@ -211,7 +193,7 @@ def _region(page: PageState, token: Token, parts: list[str], text: str) -> str:
     except LessonErrors as exc:
         page.result.errors.extend(exc.errors)
         return ""
-    _check_recorded(page, index, relpath)
+    page.check_input(index, relpath)
     highlight: list[int] = []
     source = text[token.start:token.end]
     for option in options:

@@ -101,12 +101,15 @@ def _form(value: str) -> str:
 
 def describe(claim: ClaimOutcome, sets: Mapping[str, EvidenceSet], default: str | None = None) -> str:
     """One claim's backing in plain words."""
+    then = f", {claim.derived}" if claim.derived else ""
+    if claim.backing is not None:
+        return f"{claim.value}: one value, the program's own; {claim.backing}{then}"
     default = default or claim.set_name
     form = compound(claim.ref_query)
     if form is None:
         what, where = _operand(claim.ref_query, default, sets)
         kind = "as the set records it" if what.startswith("the provenance field") else _form(claim.value)
-        return f"{claim.value}: {kind}; {what}; {where}"
+        return f"{claim.value}: {kind}; {what}{then}; {where}"
     parts = [_operand(o, default if form.sets is None else form.sets[0], sets) for o in form.operands]
     what = parts[0][0] if len(parts) == 1 else f"{parts[0][0]} divided by {parts[1][0]}, recording by recording"
     if form.sets is None:

@@ -16,7 +16,15 @@ from lessonkit.evidence.display import TIME_UNITS, Display
 from lessonkit.evidence.sets import EvidenceSet
 from lessonkit.evidence.spec import load_spec
 from lessonkit.evidence.unrecorded import Unrecorded
-from lessonkit.pages.claims import ClaimValue, ClaimValueError, judge, parse_claim_value
+from lessonkit.pages.claims import (
+    ClaimValue,
+    ClaimValueError,
+    Found,
+    Sample,
+    judge,
+    parse_claim_value,
+)
+from lessonkit.pages.constants import constant_value, is_source_ref, parse_constants, shown_value
 from lessonkit.pages.published import Published, with_site_root
 from lessonkit.pages.query import Query, QueryError, parse_query, resolve
 from lessonkit.pages.units import shown_unit, split_transform
@@ -47,6 +55,8 @@ class ClaimOutcome:
     set_name: str | None = None
     sets: tuple[str, ...] = ()  # every set a ratio or comparison reads (set_name is the first)
     file: str | None = None  # where the value is written when not in the page (a diagram, under code/)
+    backing: str | None = None  # what backs it, in words, when no evidence set does (a program's constant)
+    derived: str = ""  # what the claim does to the values found, in words ('plus 1'; lessonkit.pages.units)
 
 
 @dataclass
@@ -226,13 +236,17 @@ class PageState:
         line = index + 1 + self.offset
         set_name: list[str] = []
 
+        backing: list[str] = []
+
         def outcome(error: LessonError | None = None, fix: str | None = None, skipped: bool = False) -> None:
             if fix is not None and whole_number and not fix.isdigit():
                 fix = None
             if fix is not None and written != value:
                 fix += written[len(value):]  # the '%' the author typed in the value
             self.result.claims.append(ClaimOutcome(line, start, end, written, shown, error, fix, skipped,
-                                                   set_name[0] if set_name else None, file=file))
+                                                   set_name[0] if set_name else None, file=file,
+                                                   backing=backing[0] if backing else None,
+                                                   derived=transform.words()))
 
         parsed_query = _try_query(query) if sep else None
         if not sep:
@@ -244,6 +258,8 @@ class PageState:
         except ClaimValueError as exc:
             outcome(self.error(index, f"claim {value!r} ({shown}): {exc}"))
             return ShownClaim(None, parsed_query)
+        if is_source_ref(ref):
+            return self._check_constant(index, claim, written, ref, query, transform, outcome, backing)
         errors_before = len(self.result.errors)
         found = self.lookup(index, ref, f"{value} @ {ref_query.strip()}")
         if found is None:
@@ -284,6 +300,109 @@ class PageState:
         # field that names none may be in any unit.
         known = not transform.ops and (unit is not None or (parsed_query is not None and parsed_query.count))
         return ShownClaim(claim, parsed_query, run, unit=unit, unit_known=known)
+
+    def source_lesson(self, index: int, ref: str) -> tuple[str, str] | None:
+        """(lesson, path under code/) of a claim's source file: `LESSON/FILE`, or `FILE` of the lesson
+        whose evidence the page cites by default; records an error and returns None if it names none."""
+        first, slash, _ = ref.partition("/")
+        if slash and (self.repo / "code" / first).is_dir():
+            return first, ref
+        default = self.sets.get(self.default_set or "")
+        lesson = default.lesson if default is not None else (
+            self.unrecorded[self.default_set].lesson if self.default_set in self.unrecorded else None)
+        if lesson is None:
+            self.error(index, f"{ref!r} names no lesson, and the page names no evidence set its lesson could be "
+                       f"taken from; write LESSON/{ref}, e.g. day62-racecheck/racecheck.cu")
+            return None
+        return lesson, f"{lesson}/{ref}"
+
+    def check_input(self, index: int, relpath: str) -> bool:
+        """Whether code/`relpath` is an input of a recording in its lesson's evidence (or, for a lesson not
+        recorded yet, of its runs.toml): what a page shows of a program is what ran. Records the error if not."""
+        if relpath.split("/", 1)[0] in self.broken_sets:
+            return False  # the set's own error comes first
+        problem = input_problem(relpath, self.sets, self.unrecorded)
+        if problem is not None:
+            self.error(index, problem)
+        return problem is None
+
+    def _check_constant(self, index: int, claim: ClaimValue, written: str, ref: str, query: str, transform,
+                        outcome, backing: list[str]) -> ShownClaim:
+        """A claim on a constant of a lesson's program: `{{ 4 @ racecheck.cu:kTilesPerBlock }}`."""
+        found = self.source_lesson(index, ref)
+        if found is None:
+            outcome(self.result.errors[-1])
+            return ShownClaim(claim, None, unit_known=True)
+        _, relpath = found
+        self.result.sources.add(relpath)
+        path = self.repo / "code" / relpath
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            outcome(self.error(index, f"claim {written!r} ({ref}:{query}) reads code/{relpath}, which cannot be "
+                               f"read: {getattr(exc, 'strerror', None) or exc}"))
+            return ShownClaim(claim, None)
+        if not self.check_input(index, relpath):
+            outcome(self.result.errors[-1] if self.result.errors else None)
+            return ShownClaim(claim, None)
+        try:
+            value, constant = constant_value(parse_constants(text, relpath), query, f"code/{relpath}")
+        except ValueError as exc:
+            outcome(self.error(index, f"claim {written!r} ({ref}:{query}): {exc}"))
+            return ShownClaim(claim, None)
+        backing.append(f"the constant {query.strip()} of code/{relpath}, line {constant.line}: {constant.text}")
+        sample = Sample((Found(shown_value(value), f"code/{relpath}", constant.line),), f"code/{relpath}", 1)
+        if transform.ops or transform.scale:
+            scaled = transform.apply(sample)
+            if isinstance(scaled, str):
+                outcome(self.error(index, f"claim {written!r} ({ref}:{query}): {scaled}"))
+                return ShownClaim(claim, None)
+            sample = scaled
+        verdict = judge(claim, sample)
+        if verdict.holds:
+            outcome()
+        else:
+            outcome(self.error(index, f"claim {written!r} ({ref}:{query}) {verdict.problem}"), verdict.fix)
+        return ShownClaim(claim, None, unit_known=not (transform.ops or transform.scale))
+
+
+def input_problem(relpath: str, sets: Mapping[str, EvidenceSet], unrecorded: Mapping[str, Unrecorded]) -> str | None:
+    """Why code/`relpath` may not back what a page shows (it is no input of a recording in its lesson's
+    evidence, nor of a lesson not recorded yet), or None: what a page shows of a program is what ran."""
+    lesson = relpath.split("/", 1)[0]
+    key = f"code/{relpath}"
+    found = [ev for ev in sets.values() if ev.lesson == lesson]
+    if any(key in entry.inputs for ev in found for entry in ev.entries.values()):
+        return None
+    if lesson in unrecorded and key in unrecorded[lesson].inputs:
+        return None  # it will run: the lesson's note says it has not yet
+    where = f"any recording in evidence/{lesson}" if found else f"a recording: evidence/{lesson} does not exist"
+    return (f"{key} is not an input of {where}; a page shows only code that ran, so that what it shows is what "
+            f"the transcripts come from: list the file under inputs in code/{lesson}/runs.toml and refresh the "
+            "evidence")
+
+
+def program_constant(repo: Path, ref_query: str, sets: Mapping[str, EvidenceSet],
+                     unrecorded: Mapping[str, Unrecorded]) -> tuple[object, str] | str:
+    """(the value, 'code/FILE:LINE: definition') of `LESSON/FILE:NAME`, a constant of a lesson's program
+    that ran; or why it names none."""
+    ref, sep, query = (p.strip() for p in ref_query.partition(":"))
+    _, slash, _ = ref.partition("/")
+    if not sep or not slash or not is_source_ref(ref):
+        return f"{ref_query!r} names no constant; write LESSON/FILE:NAME, e.g. day62-racecheck/racecheck.cu:kTilesPerBlock"
+    path = repo / "code" / ref
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return f"code/{ref} cannot be read: {getattr(exc, 'strerror', None) or exc}"
+    problem = input_problem(ref, sets, unrecorded)
+    if problem is not None:
+        return problem
+    try:
+        value, constant = constant_value(parse_constants(text, ref), query, f"code/{ref}", whole=True)
+    except ValueError as exc:
+        return str(exc)
+    return value, f"code/{ref}:{constant.line}: {constant.text}"
 
 
 def shorten(text: str, limit: int = 60) -> str:

@@ -5,8 +5,9 @@ sources put their runs side by side, and the key `run` names the run a record co
 Rows are the values of `rows=KEY`, columns the values of `cols=KEY` (or, without `cols`, one
 column for each `cell=`), each in order of first appearance, or as listed: `rows=kernel:A|B`.
 A cell is a FIELD of the one record its row and column select (every record, with a `KEY=*`
-filter), over every recording of the run: one value when all agree, otherwise the range that
-`lessonkit accept` would write for it (whole numbers of five digits and more with thousands
+filter), over every recording of the run: one value when all agree, otherwise the smallest and
+the largest the recordings hold, as a range (regenerated with them: never widened), a timing
+that never varied the rounded value `lessonkit accept` would write (whole numbers of five digits and more with thousands
 separators, rounded ones of seven and more as 3e10), or, for a text that differs, each text
 with how many recordings say it; texts that differ between the records of one recording are an
 error naming the cell. `cell="{wrong_launches} / {launches}"` composes fields; a part in brackets
@@ -302,6 +303,10 @@ def figure(sample: Sample, where: str, sig: int | None = None) -> str:
             return rounded.pop()
     if len(distinct) == 1 and not (sample.timing and number(distinct[0]) is not None):
         return distinct[0]
+    numbers = [number(t) for t in distinct]
+    if len(distinct) > 1 and None not in numbers:  # the recordings' own extremes: regenerated with them
+        low, high = distinct[numbers.index(min(numbers))], distinct[numbers.index(max(numbers))]
+        return _ROUND_BIG_RE.sub(_short, f"{low}\u2013{high}")
     fix = accepted_value(ClaimValue(distinct[0], "exact"), sample)
     if fix is None and len(sample.values) == sample.recordings:  # one text a recording: say how many say each
         counts = {t: sum(f.text == t for f in sample.values) for t in distinct}

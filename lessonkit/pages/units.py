@@ -36,6 +36,13 @@ class Transform:
     scale: str | None = None  # "percent" or "per 100000"
     ops: tuple[tuple[str, int], ...] = ()  # ("+"|"-"|"*"|"/", K) in turn: a figure derived from a recorded one
 
+    def words(self) -> str:
+        """What it does, in words ('' when nothing): 'as a percentage', 'plus 1', 'minus 75180'."""
+        if self.scale is not None:
+            return "as a percentage" if self.scale == "percent" else "as a rate per 100,000"
+        names = {"+": "plus", "-": "minus", "*": "times", "/": "divided by"}
+        return ", then ".join(f"{names[op]} {k}" for op, k in self.ops)
+
     def apply(self, sample: Sample) -> Sample | str:
         """The sample transformed, or a message saying why it cannot be."""
         if self.scale is None and not self.ops:

@@ -23,7 +23,7 @@ from types import MappingProxyType
 
 from lessonkit import cache
 from lessonkit.cache import HashStore, Store
-from lessonkit.errors import LessonError, LessonErrors
+from lessonkit.errors import LessonError, LessonErrors, report_order
 from lessonkit.evidence.manifest import use_hash_store
 from lessonkit.evidence.sets import (
     Evidence,
@@ -36,7 +36,7 @@ from lessonkit.evidence.spec import load_spec
 from lessonkit.pages.frontmatter import read_front_matter
 from lessonkit.pages.narrative import load_course
 from lessonkit.pages.page import process_page
-from lessonkit.pages.state import PageResult
+from lessonkit.pages.state import PageResult, program_constant
 from lessonkit.site import sitecache
 from lessonkit.site.inputs import (
     MISSING,
@@ -481,7 +481,7 @@ class CheckedSite:
         from lessonkit.pages.audit import audit_page  # imported here: a warm check audits nothing
 
         return audit_page(lambda: self.renderer.render(result), source, path, result, self.site.evidence.sets,
-                          load_course(self.repo))
+                          load_course(self.repo), self.constant)
 
     @property
     def renderer(self) -> Renderer:
@@ -497,13 +497,20 @@ class CheckedSite:
                                   "or its options", rank=0) from exc
         return self._renderer[1]
 
+    def constant(self, ref_query: str) -> tuple[object, str] | str:
+        """A constant of a lesson's program that ran (LESSON/FILE:NAME): its value and definition, or why not."""
+        return program_constant(self.repo, ref_query, self.site.evidence.sets, self.site.evidence.unrecorded)
+
     def audit(self, path: str, html: str, source: str) -> list[LessonError]:
         """The rendered-page audit's errors (lessonkit.pages.audit) for page `path`, checked first with `page`:
         `html` as rendered, `source` the page's file (front matter included). An earlier audit of the
         same HTML and file over the same inputs is reused, from memory or from the cache on disk."""
         inputs, result = self._pages[path]
         course = load_course(self.repo)
-        key = cache.digest("audit", self._disk_key(inputs, path), html, source, course.text)
+        from lessonkit.pages.audit import bound_files  # the program files its bound phrases read
+
+        key = cache.digest("audit", self._disk_key(inputs, path), html, source, course.text,
+                           sitecache.code_files(self.repo, bound_files(source, path)))
         known = self._audits.get(path)
         if known is not None and known[0] == key:
             return known[1]
@@ -513,7 +520,7 @@ class CheckedSite:
         except (TypeError, KeyError, ValueError):
             from lessonkit.pages.audit import audit_page  # here: a warm build audits nothing
 
-            errors = audit_page(html, source, path, result, self.site.evidence.sets, course)
+            errors = audit_page(html, source, path, result, self.site.evidence.sets, course, self.constant)
             if self._unchanged_since_refresh(inputs):
                 self.store.put("audit", sitecache.entry_name(path), key, sitecache.encode_errors(errors))
         self._audits[path] = (key, errors)
@@ -665,7 +672,7 @@ class CheckedSite:
             else:
                 self.cache_hits += 1
                 return errors
-        errors = self.errors(pages)
+        errors = sorted(self.errors(pages), key=report_order)  # as a report lists them
         # Kept only if nothing it was derived from changed while it was worked out.
         if (key is not None and self._verdict_key(pages) == key and self._rescan() == self._scans
                 and all(sitecache.settled_since(scan, self._scanned) for scan in self._scans)):

@@ -1,0 +1,143 @@
+"""Claims on a program's constants ({{ 4 @ demo.cu:kTiles }}): read from the lesson's source, an
+input of its recordings, so that editing the constant fails the page at the claim."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lessonkit.cli.explain import explain
+from lessonkit.pages.constants import constant_value, parse_constants, shown_value
+from tests.conftest import SOURCE, checked, errs, run_page
+
+CONSTANTS = """\
+#define kLaunches 100
+constexpr int kTiles = 4;          // tiles a block walks
+constexpr int kBlockSizes[] = {32, 256};
+static const unsigned kElements = 8u * 1024u + 611u;
+enum Mode { kBare, kStayAlive = 3, kFixed };
+"""
+
+
+def _with_constants(repo: Path, extra: str = "") -> None:
+    (repo / "code/demo/demo.cu").write_text(CONSTANTS + extra + SOURCE)
+
+
+def test_parse_reads_defines_constexpr_arrays_expressions_and_enums():
+    found = parse_constants(CONSTANTS + "__global__ void k() { constexpr int kInside = 9; }\n", "demo.cu")
+    assert {n: c.value for n, c in found.items()} == {
+        "kLaunches": 100, "kTiles": 4, "kBlockSizes": (32, 256), "kElements": 8803,
+        "kBare": 0, "kStayAlive": 3, "kFixed": 4}
+    assert found["kTiles"].line == 2 and found["kTiles"].text == "constexpr int kTiles = 4;"
+    assert "kInside" not in found  # a function's own constant is not the program's
+
+
+def test_python_module_constants_and_indexing():
+    found = parse_constants("LARGE = 1 << 22\nSIZES = (32, 64, LARGE)\ndef f():\n    X = 3\n", "sweep.py")
+    assert constant_value(found, "SIZES[2]", "sweep.py")[0] == 4194304
+    assert "X" not in found
+    assert shown_value(2.0) == "2" and shown_value(0.5) == "0.5"
+
+
+def test_unknown_name_suggests_the_nearest(demo_repo):
+    _with_constants(demo_repo)
+    found = parse_constants((demo_repo / "code/demo/demo.cu").read_text(), "demo.cu")
+    with pytest.raises(ValueError, match="did you mean 'kTiles'"):
+        constant_value(found, "kTile", "code/demo/demo.cu")
+    with pytest.raises(ValueError, match=r"array of 2; name an element, kBlockSizes\[0\]"):
+        constant_value(found, "kBlockSizes", "code/demo/demo.cu")
+
+
+def test_a_claim_on_a_constant_holds_and_shows_its_value(demo_repo):
+    _with_constants(demo_repo)
+    text = ("{{ evidence demo }}\n\nEach block walks {{ 4 @ demo.cu:kTiles }} tiles of "
+            "{{ 256 @ demo/demo.cu:kBlockSizes[1] }} threads, {{ 8803 @ demo.cu:kElements }} elements.\n")
+    result = run_page(demo_repo, text)
+    assert [str(e) for e in result.errors] == []
+    assert "demo/demo.cu" in result.sources
+    assert [c.backing for c in result.claims] == [
+        "the constant kTiles of code/demo/demo.cu, line 2: constexpr int kTiles = 4;",
+        "the constant kBlockSizes[1] of code/demo/demo.cu, line 3: constexpr int kBlockSizes[] = {32, 256};",
+        ("the constant kElements of code/demo/demo.cu, line 4: "
+         "static const unsigned kElements = 8u * 1024u + 611u;")]
+
+
+def test_editing_the_constant_fails_the_claim_at_its_line(demo_repo):
+    _with_constants(demo_repo)
+    (demo_repo / "code/demo/demo.cu").write_text(CONSTANTS.replace("kTiles = 4", "kTiles = 8") + SOURCE)
+    found = errs(demo_repo, "{{ evidence demo }}\n\nEach block walks {{ 4 @ demo.cu:kTiles }} tiles.\n")
+    assert len(found) == 1
+    assert found == ["docs/p.md:3: claim '4' (demo.cu:kTiles) disagrees with code/demo/demo.cu; it says '8' (line 2)"]
+
+
+def test_a_file_that_did_not_run_backs_no_figure(demo_repo):
+    (demo_repo / "code/demo/other.cu").write_text(CONSTANTS)
+    found = errs(demo_repo, "{{ evidence demo }}\n\nEach block walks {{ 4 @ other.cu:kTiles }} tiles.\n")
+    assert len(found) == 1 and "code/demo/other.cu is not an input of any recording in evidence/demo" in found[0]
+
+
+def test_a_source_claim_without_a_lesson_says_how_to_name_one(demo_repo):
+    _with_constants(demo_repo)
+    found = errs(demo_repo, "Each block walks {{ 4 @ demo.cu:kTiles }} tiles.\n")
+    assert found == [("docs/p.md:1: 'demo.cu' names no lesson, and the page names no evidence set its lesson could "
+                     "be taken from; write LESSON/demo.cu, e.g. day62-racecheck/racecheck.cu")]
+    assert errs(demo_repo, "Each block walks {{ 4 @ demo/demo.cu:kTiles }} tiles.\n") == []
+
+
+def test_the_checked_page_passes_and_explain_names_the_line(demo_repo):
+    _with_constants(demo_repo)
+    text = "{{ evidence demo }}\n\nEach block walks {{ 4 @ demo.cu:kTiles }} tiles.\n"
+    assert checked(demo_repo, text) == []
+    (demo_repo / "docs/p.md").write_text(text)
+    lines, errors = explain(demo_repo, demo_repo / "docs/p.md")
+    assert errors == []
+    out = "\n".join(lines)
+    assert "4: one value, the program's own; the constant kTiles of code/demo/demo.cu, line 2" in out
+
+
+BOUND_PAGE = """\
+---
+constants:
+  4 tiles a block: demo/demo.cu:kTiles
+  32 and 256 threads: demo/demo.cu:kBlockSizes
+---
+{{ evidence demo }}
+
+Each block walks 4 tiles a block, at 32 and 256 threads.
+"""
+
+
+def test_a_phrase_bound_to_a_constant_covers_its_figures(demo_repo):
+    _with_constants(demo_repo)
+    assert checked(demo_repo, BOUND_PAGE) == []
+
+
+def test_a_bound_phrase_whose_figure_the_program_no_longer_has_is_an_error_at_its_line(demo_repo):
+    _with_constants(demo_repo)
+    (demo_repo / "code/demo/demo.cu").write_text(CONSTANTS.replace("{32, 256}", "{64, 256}") + SOURCE)
+    found = checked(demo_repo, BOUND_PAGE)
+    assert ("docs/p.md:4: constants phrase '32 and 256 threads' says 32, 256, but demo/demo.cu:kBlockSizes is "
+            "64, 256 (code/demo/demo.cu:3: constexpr int kBlockSizes[] = {64, 256};); write the phrase with its "
+            "values, or bind it to the constant that fixes what it says") in found
+
+
+def test_a_bound_phrase_must_name_a_constant_of_a_file_that_ran(demo_repo):
+    _with_constants(demo_repo)
+    (demo_repo / "code/demo/other.cu").write_text(CONSTANTS)
+    text = BOUND_PAGE.replace("demo/demo.cu:kTiles", "demo/other.cu:kTiles").replace(
+        "demo/demo.cu:kBlockSizes", "demo/demo.cu:kBlockSize")
+    found = checked(demo_repo, text)
+    assert any(f.startswith("docs/p.md:3: constants phrase '4 tiles a block' is bound to demo/other.cu:kTiles: "
+                            "code/demo/other.cu is not an input of any recording in evidence/demo") for f in found)
+    assert any(f.startswith("docs/p.md:4: constants phrase '32 and 256 threads' is bound to "
+                            "demo/demo.cu:kBlockSize: code/demo/demo.cu defines no constant 'kBlockSize' at its "
+                            "top level; did you mean 'kBlockSizes'?") for f in found)
+
+
+def test_a_count_word_in_a_bound_phrase_is_its_figure(demo_repo):
+    _with_constants(demo_repo)
+    text = BOUND_PAGE.replace("4 tiles a block", "four tiles a block")
+    assert checked(demo_repo, text) == []
+    assert any("says 5, but demo/demo.cu:kTiles is 4" in f
+               for f in checked(demo_repo, text.replace("four", "five")))
