@@ -36,7 +36,7 @@ from typing import Any
 from lessonkit.errors import LessonError
 from lessonkit.evidence.sets import EvidenceSet
 from lessonkit.pages.claims import NUMBER_WORDS
-from lessonkit.pages.figures import FIGURE_RE, canonical, evidence_figures
+from lessonkit.pages.figures import FIGURE_RE, canonical, evidence_places
 from lessonkit.pages.fold import shown, skeleton
 from lessonkit.pages.frontmatter import read_front_matter
 from lessonkit.pages.narrative import Course, PhrasePattern, compile_phrase, phrase_problem
@@ -66,20 +66,41 @@ class _Cited:
     """What the evidence sets a page cites hold, each part read only when the audit asks for it: a
     page that passes never needs the figures (they only name where a refused figure is found)."""
 
-    def __init__(self, sets: list[EvidenceSet], unknowable: bool) -> None:
+    def __init__(self, sets: list[EvidenceSet], unknowable: bool, own: set[str] | None = None) -> None:
         self.sets = sets
+        # The lessons the page is about (its `{{ evidence }}` set's); every cited one when it names none.
+        self.own = own if own else {ev.lesson for ev in sets}
         self.unknowable = unknowable  # a set the page cites cannot be read: its summaries are not known
         shown = {language_of(p) for ev in sets for entry in ev.entries.values()
                  for p in entry.inputs if p.startswith("code/")} - {"text"}
         self.languages = shown | {alias for name in shown for alias in _ALIASES.get(name, ())}
 
     @cached_property
-    def figures(self) -> dict[str, str]:
-        found: dict[str, str] = {}
+    def places(self) -> dict[str, list[tuple[EvidenceSet, str]]]:
+        """Every figure of the cited sets -> every (set, RUN: FIELD) that holds it."""
+        found: dict[str, list[tuple[EvidenceSet, str]]] = {}
         for ev in self.sets:
-            for figure, where in evidence_figures(ev).items():
-                found.setdefault(figure, where)
+            for figure, wheres in evidence_places(ev).items():
+                found.setdefault(figure, []).extend((ev, where) for where in wheres)
         return found
+
+    def hint(self, figure: str, context: str) -> str:
+        """What the cited evidence says of a typed `figure`, for the words `context` around it: a field of
+        the page's own lesson first, the one whose name and run share most words with the sentence; a
+        field of another lesson only said to be one, since it may count something else."""
+        places = self.places.get(figure, [])
+        if not places:
+            return "no claim, directive or table produced it"
+        words = _words(context)
+        own = [p for p in places if p[0].lesson in self.own]
+        ranked = sorted(own or places, key=lambda p: -len(words & _words(p[1])))
+        best = ranked[0][1]
+        more = f", and {len(ranked) - 1} other field{'s' if len(ranked) > 2 else ''}" if len(ranked) > 1 else ""
+        if own:
+            return f"the evidence says {figure} (in {best}{more})"
+        lessons = ", ".join(sorted({ev.lesson for ev, _ in places}))
+        return (f"only another lesson's evidence holds {figure} (in {best}{more}; lesson {lessons}), which may "
+                "count something else: claim it there only if the sentence means that field")
 
     @cached_property
     def summaries(self) -> set[str]:
@@ -96,7 +117,20 @@ class _Cited:
 
 def _cited(result: PageResult, sets: Mapping[str, EvidenceSet]) -> _Cited:
     names = sorted({s for s, _ in result.cited} | {n for n in result.looked_up if n in sets})
-    return _Cited([sets[name] for name in names], any(c.skipped for c in result.claims))
+    own = sets.get(result.default_set or "")
+    lessons = {own.lesson} if own is not None else {result.unrecorded} if result.unrecorded else set()
+    return _Cited([sets[name] for name in names], any(c.skipped for c in result.claims), lessons)
+
+
+_WORD_RE = re.compile(r"""[a-z]+""")
+_STOP = frozenset(["a", "an", "and", "are", "as", "at", "by", "for", "from", "in", "is", "it", "of", "on", "or", "the", "to", "was", "were", "with"])
+
+
+def _words(text: str) -> set[str]:
+    """The words of `text` a field's name may share with a sentence: lower case, split at '_' and '.',
+    a plural's 's' dropped."""
+    return {w[:-1] if len(w) > 3 and w.endswith("s") else w
+            for w in _WORD_RE.findall(text.lower().replace("_", " ")) if w not in _STOP}
 
 
 # -- what the page declares --------------------------------------------------------------------
@@ -474,9 +508,7 @@ def _figures(text: ReaderText, cited: _Cited, narrative: list[_Narrative], versi
             if named:
                 continue
             figure = canonical(m.group())
-            held = cited.figures.get(figure)
-            said = (f"the evidence says {figure} (in {held})" if held else
-                    "no claim, directive or table produced it")
+            said = cited.hint(figure, line.text[max(0, m.start() - 60):m.end() + 60])
             report(where_line,
                    f"figure {m.group()!r} is typed, not produced: {said}; write it as a claim, "
                    f"{{{{ {m.group()} @ RUN:QUERY }}}}, or on the program's constant that fixes it, "
@@ -538,11 +570,28 @@ def _unread_places(html: str, source: str, finder: SourceFinder, report: Any) ->
 
 
 def _around(text: str, start: int, end: int) -> str:
-    """The figure text[start:end] with the word before it and the word after it, as a phrase to declare."""
-    before = text[:start].rstrip().rsplit(" ", 1)[-1] if text[:start].strip() else ""
-    after = text[end:].lstrip().split(" ", 1)[0] if text[end:].strip() else ""
-    phrase = " ".join(p for p in (before, text[start:end], after) if p)
-    return phrase.replace('"', "").strip(" ,.;:()")
+    """The figure text[start:end] with the words next to it, as the reader's text has them, as a phrase to
+    declare: a word before and a word after (as many more as it takes to hold a letter), cut where a
+    word is not a word (punctuation at either end), so that declared it matches where it stands."""
+    pieces = [m.span() for m in re.finditer(r"\S+", text)]
+    at = next((k for k, (a, b) in enumerate(pieces) if a <= start < b), None)
+    if at is None:
+        return text[start:end]
+    lo, hi = at, at
+    for _ in range(4):
+        lo, hi = max(lo - 1, 0), min(hi + 1, len(pieces) - 1)
+        phrase = _trim(text[pieces[lo][0]:pieces[hi][1]], text[start:end])
+        if phrase_problem(phrase, placeholder=False) is None:
+            return phrase
+    return _trim(text[pieces[lo][0]:pieces[hi][1]], text[start:end])
+
+
+def _trim(phrase: str, figure: str) -> str:
+    """`phrase` without a double quote (it would end the YAML text) or the punctuation at its ends,
+    white space made single, and never cut into `figure`."""
+    phrase = " ".join(phrase.replace('"', " ").split())
+    trimmed = phrase.strip(" ,.;:()[]")
+    return trimmed if figure in trimmed else phrase
 
 
 def _code_blocks(text: ReaderText, cited: _Cited, finder: SourceFinder, report: Any) -> None:

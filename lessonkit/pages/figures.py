@@ -41,24 +41,35 @@ def canonical(figure: str) -> str:
 
 def evidence_figures(ev: EvidenceSet) -> dict[str, str]:
     """Every figure in every recording of `ev` (canonical) -> where it is first found (RUN: FIELD)."""
-    known = ev.memo.get("audit-figures")
+    return {figure: places[0] for figure, places in evidence_places(ev).items()}
+
+
+def evidence_places(ev: EvidenceSet) -> dict[str, list[str]]:
+    """Every figure in every recording of `ev` (canonical) -> every field that holds it (RUN: FIELD),
+    in the order first found."""
+    known = ev.memo.get("audit-places")
     if known is not None:
         return known
-    found: dict[str, str] = {}
-    read: set[str] = set()  # texts already read: recordings repeat most of their values
+    found: dict[str, list[str]] = {}
+    read: set[tuple[str, str]] = set()  # (text, where) already read: recordings repeat most values
+
+    def put(figure: str, where: str) -> None:
+        places = found.setdefault(figure, [])
+        if where not in places:
+            places.append(where)
 
     def add(value: Any, where: str) -> None:
         if isinstance(value, bool) or value is None:
             return
         if isinstance(value, int):  # canonical already: its digits, without a sign
-            found.setdefault(str(abs(value)), where)
+            put(str(abs(value)), where)
             return
         if isinstance(value, float):
             value = repr(value)
-        if isinstance(value, str) and value not in read:
-            read.add(value)
+        if isinstance(value, str) and (value, where) not in read:
+            read.add((value, where))
             for m in FIGURE_RE.finditer(value):
-                found.setdefault(canonical(m.group()), where)
+                put(canonical(m.group()), where)
 
     for group, names in sorted(ev.groups.items()):  # what the runs printed first: the likelier source
         run = f"{ev.name}/{group}"
@@ -81,5 +92,5 @@ def evidence_figures(ev: EvidenceSet) -> dict[str, str]:
                 add(fields[key], f"{ev.name}/{group}: {key}")
     for key, value in ev.provenance.items():
         add(value, f"{ev.name}: {key}")
-    ev.memo["audit-figures"] = found
+    ev.memo["audit-places"] = found
     return found

@@ -89,6 +89,7 @@ def process_page(markdown: str, path: str, repo: Path, sets: dict[str, EvidenceS
             if (page.default_set not in sets and page.default_set not in page.broken_sets
                     and page.default_set not in page.unrecorded):
                 page.lookup(token.line, page.default_set)
+    page.result.default_set = page.default_set
     out = _expand(page, markdown, lines, tokens)
     in_fence = fenced(out)
     check_hidden_text(page, out, in_fence)

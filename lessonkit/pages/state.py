@@ -75,6 +75,7 @@ class PageResult:
     # tag's attribute): (the text around the value as the rendered page shows it, value's start, end).
     unmarked: list[tuple[str, int, int]] = field(default_factory=list)
     unrecorded: str | None = None  # the lesson, not recorded yet, whose notice the page shows
+    default_set: str | None = None  # the set its `{{ evidence SET }}` names: the page's own lesson's
 
     def slot(self, html: str) -> str:
         """A placeholder for finished HTML, filled in by `fill` once Markdown has run."""
