@@ -141,3 +141,21 @@ def test_a_count_word_in_a_bound_phrase_is_its_figure(demo_repo):
     assert checked(demo_repo, text) == []
     assert any("says 5, but demo/demo.cu:kTiles is 4" in f
                for f in checked(demo_repo, text.replace("four", "five")))
+
+
+def test_a_page_checked_before_is_checked_again_when_its_constant_changes(demo_repo, tmp_path):
+    """The page's result kept on disk depends on the file whose constant it quotes: a later check, in
+    another process, with only that file changed, does not serve the earlier result."""
+    from lessonkit.cache import Store
+    from lessonkit.site.check import CheckedSite
+    from tests.conftest import wait_settled
+    _with_constants(demo_repo)
+    (demo_repo / "docs/index.md").write_text("{{ evidence demo }}\n\nEach block walks {{ 4 @ demo.cu:kTiles }} tiles.\n")
+    wait_settled(demo_repo)
+    store = tmp_path / "cache"
+    assert not [e for e in CheckedSite(demo_repo, store=Store(store), keep="errors").check() if "kTiles" in str(e)]
+    (demo_repo / "code/demo/demo.cu").write_text(CONSTANTS.replace("kTiles = 4", "kTiles = 5") + SOURCE)
+    wait_settled(demo_repo)
+    again = CheckedSite(demo_repo, store=Store(store), keep="errors")
+    assert any("claim '4' (demo.cu:kTiles) disagrees with code/demo/demo.cu; it says '5' (line 2)" in str(e)
+               for e in again.check())

@@ -43,6 +43,7 @@ from lessonkit.site.inputs import (
     FileDigests,
     PageInputs,
     combine,
+    constant_files,
     name_words,
     region_files,
 )
@@ -232,6 +233,7 @@ class CheckedSite:
     _set_folders: dict[str, str] = field(default_factory=dict)
     _names: frozenset[str] = frozenset()
     _lessons: dict[str, str] = field(default_factory=dict)  # set name -> its lesson (code/<lesson>/runs.toml)
+    _unrecorded: frozenset[str] = frozenset()  # the lessons with a runs.toml and no evidence yet
     _catalog: str = ""
     _site_errors: list[LessonError] = field(default_factory=list)
     _pages: dict[str, tuple[PageInputs, PageResult]] = field(default_factory=dict)
@@ -317,6 +319,7 @@ class CheckedSite:
                     "unreadable": sorted(unreadable), "unrecorded": unrecorded, "lessons": lessons})
         self._site_errors = errors
         self._lessons = lessons
+        self._unrecorded = frozenset(unrecorded)
         self._names = frozenset(names | unreadable | set(self._set_digests))
         self._catalog = combine([(name, "set") for name in sorted(names)]
                                  + [(name, "unreadable") for name in sorted(unreadable)]
@@ -347,12 +350,14 @@ class CheckedSite:
         only cite a set by naming it there (its default set in `{{ evidence SET }}`), and naming
         a set that does not exist is an error that changes when the set appears.
         """
-        names = self._names & name_words(markdown)
+        words = name_words(markdown)
+        names = self._names & words
+        lessons = {self._lessons.get(n, n) for n in names} | (words & self._unrecorded)
         return PageInputs(
             markdown, offset, source, self._catalog,
             tuple(sorted((n, self._set_digests.get(n, MISSING)) for n in names)),
             tuple(sorted((f, self.digests.digest(self.repo / "code" / f))
-                         for f in region_files(markdown)
+                         for f in region_files(markdown) | constant_files(markdown, lessons)
                          | {f"{self._lessons.get(n, n)}/runs.toml" for n in names})), front)
 
     def _holds(self, inputs: PageInputs) -> bool:

@@ -95,6 +95,23 @@ def region_files(markdown: str) -> set[str]:
     return paths
 
 
+_SOURCE_REF_RE = re.compile(r"""@\s*(?P<ref>[\w./-]+\.(?:cu|cuh|cpp|cc|cxx|c|h|hpp|py))\s*:""")
+
+
+def constant_files(markdown: str, lessons: Iterable[str]) -> set[str]:
+    """The paths under code/ whose constants the page's claims quote ('{{ 4 @ racecheck.cu:kTiles }}'):
+    LESSON/FILE as written, a bare FILE in each of `lessons` (the lessons of the sets it names)."""
+    paths = set()
+    for body in _BRACES_RE.findall(markdown):
+        for m in _SOURCE_REF_RE.finditer(body):
+            ref = m.group("ref")
+            if "/" in ref:
+                paths.add(ref)
+            else:
+                paths.update(f"{lesson}/{ref}" for lesson in lessons)
+    return paths
+
+
 def name_words(markdown: str) -> set[str]:
     """Every word inside the page's double braces that could name a set: each run of letters,
     digits, '-' and '.', taken whole, without its outer dots, and split at its dots (a set name
