@@ -46,6 +46,7 @@ from lessonkit.pages.scan import (
     scan,
     stands_alone,
 )
+from lessonkit.pages.sources import Sources
 from lessonkit.pages.state import PageResult, PageState, ShownClaim
 from lessonkit.pages.tablerules import check_table_labels
 from lessonkit.pages.text import (
@@ -66,17 +67,18 @@ _NEWLINE_RUN_RE = re.compile(r"""[ \t\r]*\n[ \t\r]*""")
 def process_page(markdown: str, path: str, repo: Path, sets: dict[str, EvidenceSet],
                  broken_sets: set[str] | frozenset[str] = frozenset(), line_offset: int = 0,
                  transcripts: bool = True, unrecorded: Mapping[str, Unrecorded] | None = None,
-                 errors_only: bool = False) -> PageResult:
+                 errors_only: bool = False, sources: Sources | None = None) -> PageResult:
     """Expand a page's directives and check its claims; `line_offset` counts lines stripped above `markdown`.
 
     `transcripts=False` leaves transcript slots empty: the same Markdown and errors, for a caller
     that wants only the errors (the blocks are finished HTML that no check reads). `unrecorded`:
     the lessons with no evidence yet (lessonkit.evidence.unrecorded). `errors_only`: the same
     errors, claims and citations, and no Markdown at all (`check`: nothing renders the page).
+    `sources`: the course's list of works a page may quote figures from (lessonkit.pages.sources).
     """
     sets = _Reads(sets)
     page = PageState(path, line_offset, repo, sets, set(broken_sets), dict(unrecorded or {}),
-                     transcripts=transcripts)
+                     transcripts=transcripts, sources=sources or Sources())
     page.result.looked_up = sets.names
     lines = LineIndex(markdown)
     tokens, unclosed = scan(markdown, lines)

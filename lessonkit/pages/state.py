@@ -27,11 +27,14 @@ from lessonkit.pages.claims import (
 from lessonkit.pages.constants import constant_value, is_source_ref, parse_constants, shown_value
 from lessonkit.pages.published import Published, with_site_root
 from lessonkit.pages.query import Query, QueryError, parse_query, resolve
+from lessonkit.pages.sources import PREFIX as SOURCES_PREFIX
+from lessonkit.pages.sources import SOURCES_FILE, Sources, quoted
 from lessonkit.pages.units import shown_unit, split_transform
 
 PAGE_RANK = 2  # what a page claims comes after the evidence and sources it depends on
 
 _SESSION_REF_RE = re.compile(r"""^(?P<ref>[^\[\]]+?)\s*\[\s*session\s*=\s*(?P<session>latest|s[0-9]+)\s*\]$""")
+_GROUPED_RE = re.compile(r"""[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?""")  # '2,888' as a work writes it
 _SLOT_RE = re.compile(r"""<div\ data-lk-slot="(?P<n>\d+)"></div>""", re.VERBOSE)
 
 
@@ -118,6 +121,7 @@ class PageState:
     unknowable: list[int] = field(default_factory=list)  # source lines citing an unreadable set
     transcripts: bool = True  # render transcript blocks (not needed for the errors alone)
     displays: dict[str, Display] = field(default_factory=dict)  # each lesson's, read once a page
+    sources: Sources = field(default_factory=Sources)  # the works it may quote (lessonkit.pages.sources)
 
     def error(self, index: int, message: str) -> LessonError:
         """Record an error at 0-based source line `index`."""
@@ -261,6 +265,8 @@ class PageState:
             return ShownClaim(None, parsed_query)
         if is_source_ref(ref):
             return self._check_constant(index, claim, written, ref, query, transform, outcome, backing)
+        if ref.startswith(SOURCES_PREFIX):
+            return self._check_quoted(index, claim, written, ref, query, outcome, backing)
         errors_before = len(self.result.errors)
         found = self.lookup(index, ref, f"{value} @ {ref_query.strip()}")
         if found is None:
@@ -326,6 +332,23 @@ class PageState:
         if problem is not None:
             self.error(index, problem)
         return problem is None
+
+    def _check_quoted(self, index: int, claim: ClaimValue, written: str, ref: str, query: str, outcome,
+                      backing: list[str]) -> ShownClaim:
+        """A claim on a figure a published work gives: `{{ 2,888 @ sources/alglave2015:t6-titan-mp-bank }}`."""
+        found = quoted(self.sources, ref, query)
+        if isinstance(found, str):
+            outcome(self.error(index, f"claim {written!r} ({ref}:{query}): {found}"))
+            return ShownClaim(claim, None)
+        figure, work = found
+        backing.append(f"quoted from {work.describe()}: {figure.where}; no recording of this course holds it")
+        value = figure.value.replace(",", "") if _GROUPED_RE.fullmatch(figure.value) else figure.value
+        verdict = judge(claim, Sample((Found(value, SOURCES_FILE, figure.line),), SOURCES_FILE, 1))
+        if verdict.holds:
+            outcome()
+        else:
+            outcome(self.error(index, f"claim {written!r} ({ref}:{query}) {verdict.problem}"), verdict.fix)
+        return ShownClaim(claim, None)
 
     def _check_constant(self, index: int, claim: ClaimValue, written: str, ref: str, query: str, transform,
                         outcome, backing: list[str]) -> ShownClaim:

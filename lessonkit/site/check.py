@@ -36,6 +36,7 @@ from lessonkit.evidence.spec import load_spec
 from lessonkit.pages.frontmatter import read_front_matter
 from lessonkit.pages.narrative import load_course
 from lessonkit.pages.page import process_page
+from lessonkit.pages.sources import SOURCES_FILE, load_sources
 from lessonkit.pages.state import PageResult, program_constant
 from lessonkit.site import sitecache
 from lessonkit.site.inputs import (
@@ -74,7 +75,8 @@ class Site:
     def page(self, markdown: str, path: str, line_offset: int = 0) -> PageResult:
         """Expand and check one page's Markdown (`path` as messages name it)."""
         return process_page(markdown, path, self.repo, self.evidence.sets,
-                            self.evidence.unreadable, line_offset, self.transcripts, self.evidence.unrecorded)
+                            self.evidence.unreadable, line_offset, self.transcripts, self.evidence.unrecorded,
+                            sources=load_sources(self.repo))
 
 
 def strip_front_matter(text: str) -> tuple[str, int]:
@@ -354,7 +356,7 @@ class CheckedSite:
         names = self._names & words
         lessons = {self._lessons.get(n, n) for n in names} | (words & self._unrecorded)
         return PageInputs(
-            markdown, offset, source, self._catalog,
+            markdown, offset, source, self._catalog + "|" + self.digests.digest(self.repo / SOURCES_FILE),
             tuple(sorted((n, self._set_digests.get(n, MISSING)) for n in names)),
             tuple(sorted((f, self.digests.digest(self.repo / "code" / f))
                          for f in region_files(markdown) | constant_files(markdown, lessons)
@@ -362,7 +364,7 @@ class CheckedSite:
 
     def _holds(self, inputs: PageInputs) -> bool:
         """Whether a page's earlier result still holds for today's evidence and code."""
-        return (inputs.catalog == self._catalog
+        return (inputs.catalog == self._catalog + "|" + self.digests.digest(self.repo / SOURCES_FILE)
                 and all(self._set_digests.get(n, MISSING) == d for n, d in inputs.sets)
                 and all(self.digests.digest(self.repo / "code" / f) == d for f, d in inputs.files))
 
@@ -590,7 +592,7 @@ class CheckedSite:
     def site_errors(self) -> list[LessonError]:
         """Errors that belong to no page (the course's narrative phrases, evidence integrity and
         freshness, lesson READMEs)."""
-        return list(load_course(self.repo).errors) + list(self._site_errors)
+        return list(load_course(self.repo).errors) + list(load_sources(self.repo).errors) + list(self._site_errors)
 
     def errors(self, pages: Iterable[tuple[str, Path]]) -> list[LessonError]:
         """The site's errors and those of `pages` ((path as named, file)), each checked if it must be.

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 import yaml
 
 from lessonkit.pages.narrative import COURSE_FILE
+from lessonkit.pages.sources import SOURCES_FILE
 from lessonkit.pages.state import PageResult
 
 _OURS = ("lessonkit.site.mdext", "lessonkit.mdext")  # done by lessonkit directly, never by the renderer
@@ -71,7 +72,7 @@ class Rendering(NamedTuple):
 
 def rendering_key(repo: Path) -> Rendering:
     """The site's `Rendering` now, without importing the rendering packages; `Renderer` renders by
-    exactly these bytes of mkdocs.yml. The key covers narrative.yml too: a page's audit reads it."""
+    exactly these bytes of mkdocs.yml. The key covers narrative.yml and sources.yml too: a page's audit and claims read them."""
     try:
         config = (repo / "mkdocs.yml").read_bytes()
     except OSError:
@@ -81,6 +82,10 @@ def rendering_key(repo: Path) -> Rendering:
         h.update(b"\0narrative\0" + (repo / COURSE_FILE).read_bytes())
     except OSError:
         h.update(b"\0narrative\0")
+    try:  # the course's list of sources: a page's claims on a work read it
+        h.update(b"\0sources\0" + (repo / SOURCES_FILE).read_bytes())
+    except OSError:
+        h.update(b"\0sources\0")
     for name in _PACKAGES:
         spec = importlib.util.find_spec(name)
         origin = spec.origin if spec is not None and spec.origin else ""
