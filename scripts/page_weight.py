@@ -72,7 +72,7 @@ def pages(site: Path) -> list[str]:
 
 
 def lesson_paths(site: Path) -> set[str]:
-    """The URL paths of the nav's pages that cite evidence."""
+    """The URL paths of the nav's pages that cite evidence, less those of a lesson not recorded yet."""
     sys.path.insert(0, str(REPO))
     from lessonkit.site.check import CheckedSite
     from lessonkit.site.config import nav_pages
@@ -83,7 +83,8 @@ def lesson_paths(site: Path) -> set[str]:
     found = set()
     for name, _ in nav_pages((REPO / "mkdocs.yml").read_text(encoding="utf-8")):
         built = built_page(site, name)
-        if built is not None and session.check_page_file(f"docs/{name}", REPO / "docs" / name).cited:
+        result = session.check_page_file(f"docs/{name}", REPO / "docs" / name) if built is not None else None
+        if result is not None and result.cited and not result.unrecorded:
             found.add(built.parent.relative_to(site).as_posix().removeprefix(".") + "/" if built.name == "index.html"
                       else built.relative_to(site).as_posix())
     return {p.lstrip("/") for p in found}

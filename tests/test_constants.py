@@ -159,3 +159,38 @@ def test_a_page_checked_before_is_checked_again_when_its_constant_changes(demo_r
     again = CheckedSite(demo_repo, store=Store(store), keep="errors")
     assert any("claim '4' (demo.cu:kTiles) disagrees with code/demo/demo.cu; it says '5' (line 2)" in str(e)
                for e in again.check())
+
+
+def test_a_constant_computed_in_a_form_not_read_is_named_with_its_line():
+    found = parse_constants("constexpr int kThreads = 256;\nconstexpr int kSteps = __builtin_ctz(kThreads);\n"
+                            "constexpr int kTwice = kSteps * 2;\n", "scan.cu")
+    with pytest.raises(ValueError, match=r"scan.cu defines kSteps at line 2 \(constexpr int kSteps = "
+                                         r"__builtin_ctz\(kThreads\);\), in a form lessonkit does not work out"):
+        constant_value(found, "kSteps", "scan.cu")
+    with pytest.raises(ValueError, match="defines kTwice at line 3"):
+        constant_value(found, "kTwice", "scan.cu")
+    assert constant_value(found, "kThreads", "scan.cu")[0] == 256
+
+
+def test_a_bound_phrase_may_name_a_file_of_the_page_s_own_lesson_alone(demo_repo):
+    _with_constants(demo_repo)
+    assert checked(demo_repo, BOUND_PAGE.replace("demo/demo.cu:", "demo.cu:")) == []
+    found = checked(demo_repo, BOUND_PAGE.replace("demo/demo.cu:", "demo.cu:").replace("{{ evidence demo }}\n", ""))
+    assert any("constants phrase '4 tiles a block' is bound to demo.cu:kTiles: 'demo.cu:kTiles' names no constant; "
+               "write LESSON/FILE:NAME" in f for f in found), found
+
+
+def test_a_lesson_whose_runs_toml_cannot_be_read_is_one_error_not_one_per_claim(demo_repo):
+    """Claims on the constants of a lesson whose runs.toml is refused wait for it: its error is the one."""
+    from lessonkit.cache import Store
+    from lessonkit.site.check import CheckedSite
+    from tests.conftest import README, RUNS, write_tree
+    runs = RUNS.replace('lesson = "demo"', 'lesson = "scan"').replace('inputs = ["demo.cu"]',
+                                                                      'inputs = ["demo.cu"]\nrepaet = 3')
+    write_tree(demo_repo, {
+        "code/scan/demo.cu": CONSTANTS + SOURCE, "code/scan/runs.toml": runs, "code/scan/README.md": README,
+        "docs/scan.md": ("---\nconstants:\n  4 tiles: demo.cu:kTiles\n---\n# Scan\n\n{{ evidence scan }}\n\n"
+                         "Each block walks 4 tiles, {{ 4 @ demo.cu:kTiles }} of them.\n\n{{ region scan/demo.cu body }}\n")})
+    found = [str(e) for e in CheckedSite(demo_repo, store=Store(None), keep="errors").check()]
+    assert found == [("code/scan/runs.toml:3: top level: unknown key 'repaet'; expected one of build, compare, "
+                     "formats, harness, inputs, labels, lesson, names, run, sessions, units")]

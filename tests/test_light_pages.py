@@ -36,11 +36,13 @@ _spec.loader.exec_module(page_weight)
 
 @cache
 def lesson_pages() -> tuple[str, ...]:
-    """The nav's pages (relative to docs/) that cite evidence."""
+    """The nav's pages (relative to docs/) that cite evidence, less those of a lesson not recorded yet (kept
+    out of the search index until its first recording)."""
     session = CheckedSite(REPO)
     session.refresh()
     names = [name for name, _ in nav_pages((REPO / "mkdocs.yml").read_text(encoding="utf-8"))]
-    return tuple(n for n in names if session.check_page_file(f"docs/{n}", REPO / "docs" / n).cited)
+    results = {n: session.check_page_file(f"docs/{n}", REPO / "docs" / n) for n in names}
+    return tuple(n for n in names if results[n].cited and not results[n].unrecorded)
 
 
 def index_entries(site: Path) -> list[dict]:
@@ -54,7 +56,8 @@ def entries_of(site: Path, name: str) -> list[dict]:
 
 
 def test_the_lesson_pages_are_the_nav_pages_that_cite_evidence():
-    assert set(lesson_pages()) == {"day27-global-reduction.md", "day62-racecheck.md", "deeper-weak-behaviours.md",
+    """These pages at least (a lesson added later joins them once recorded)."""
+    assert set(lesson_pages()) >= {"day27-global-reduction.md", "day62-racecheck.md", "deeper-weak-behaviours.md",
                                    "reference/harness.md", "index.md"}
 
 

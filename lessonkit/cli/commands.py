@@ -232,7 +232,8 @@ NEW_DESCRIPTION = (
     "stub with a region, runs.toml with its build line and one run, a README with the commands), "
     "the page docs/LESSON.md, and its entry in mkdocs.yml's nav (inserted as a line, so the file's "
     "comments stay; where it cannot be, the line to add is printed). Until a refresh on a GPU "
-    "machine records it, its page shows a 'Not yet recorded' notice and check warns.")
+    "machine records it, its page shows a 'Not yet recorded' notice, stays out of the search and the sitemap, "
+    "and check passes with a note.")
 
 COMMANDS: dict[str, Command] = {
     "check": Command(

@@ -329,7 +329,7 @@ timeout = 60
 wrong = "int"
 elements = "int"
 
-[[harness.line]]                 # device: NVIDIA H200 | compute capability 9.0
+[[harness.line]]                 # device: NVIDIA H100 80GB HBM3 | compute capability 9.0
 name = "device"
 starts = '^device:'
 pattern = '^device:\\s+(?P<gpu>.+?) \\s+\\|\\s+ compute\\ capability\\s+(?P<compute_capability>\\d+\\.\\d+)$'
@@ -350,7 +350,7 @@ def readme(lesson: str, title: str, program: str) -> str:
 
 The program of the lesson `docs/{lesson}.md`.
 
-Build it (`-arch={ARCH}` is for an H200; use your GPU's compute capability) and run it:
+Build it (`-arch={ARCH}` is for an H100 or H200; use your GPU's compute capability) and run it:
 
 ```console
 {build_line(program)}

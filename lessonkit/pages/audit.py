@@ -68,8 +68,7 @@ class _Cited:
 
     def __init__(self, sets: list[EvidenceSet], unknowable: bool, own: set[str] | None = None) -> None:
         self.sets = sets
-        # The lessons the page is about (its `{{ evidence }}` set's); every cited one when it names none.
-        self.own = own if own else {ev.lesson for ev in sets}
+        self.own = own or set()  # the lesson the page is about (its `{{ evidence }}` set's), if it names one
         self.unknowable = unknowable  # a set the page cites cannot be read: its summaries are not known
         shown = {language_of(p) for ev in sets for entry in ev.entries.values()
                  for p in entry.inputs if p.startswith("code/")} - {"text"}
@@ -96,9 +95,15 @@ class _Cited:
         ranked = sorted(own or places, key=lambda p: -len(words & _words(p[1])))
         best = ranked[0][1]
         more = f", and {len(ranked) - 1} other field{'s' if len(ranked) > 2 else ''}" if len(ranked) > 1 else ""
+        if not words & _words(best):  # no field's name shares a word with the sentence: likely a coincidence
+            return (f"no field whose name matches the sentence holds it (the cited evidence has {figure} in "
+                    f"{best}{more}, which may count something else)")
         if own:
             return f"the evidence says {figure} (in {best}{more})"
         lessons = ", ".join(sorted({ev.lesson for ev, _ in places}))
+        if not self.own:
+            return (f"the cited evidence holds {figure} (in {best}{more}; lesson {lessons}), which may count "
+                    "something else: claim it there only if the sentence means that field")
         return (f"only another lesson's evidence holds {figure} (in {best}{more}; lesson {lessons}), which may "
                 "count something else: claim it there only if the sentence means that field")
 
@@ -146,7 +151,8 @@ class _Narrative:
     bound: str | None = None  # the constant whose value its figures are (LESSON/FILE:NAME), checked
 
 
-Constant = Callable[[str], "tuple[object, str] | str"]  # LESSON/FILE:NAME -> (value, where) or why not
+# LESSON/FILE:NAME -> (value, where), or why not, or None when it cannot be known (its runs.toml's error)
+Constant = Callable[[str], "tuple[object, str] | str | None"]
 
 
 def _front_matter(source: str, path: str, errors: list[LessonError],
@@ -207,6 +213,9 @@ def _bound(source: str, path: str, errors: list[LessonError], lines: int, declar
         phrase = _Narrative(text, compile_phrase(text, placeholder=False), f"the constant {ref}", where, bound=ref)
         found.append(phrase)
         value = constant(ref) if constant is not None else "no program can be read here"
+        if value is None:
+            phrase.used = True
+            continue
         if isinstance(value, str):
             phrase.used = True
             errors.append(LessonError(path, where, f"{CONSTANTS} phrase {text!r} is bound to {ref}: {value}",
@@ -223,6 +232,15 @@ def _bound(source: str, path: str, errors: list[LessonError], lines: int, declar
                                       f"{'its values' if len(wanted) > 1 else says}, or bind it to the constant that "
                                       "fixes what it says", rank=PAGE_RANK))
     return found
+
+
+def _own_lesson(constant: Constant | None, result: PageResult, sets: Mapping[str, EvidenceSet]) -> Constant | None:
+    """`constant`, reading a bare FILE:NAME as a file of the page's own lesson (its `{{ evidence }}` set's)."""
+    own = sets.get(result.default_set or "")
+    lesson = own.lesson if own is not None else result.unrecorded or result.default_set
+    if constant is None or not lesson:
+        return constant
+    return lambda ref: constant(ref if "/" in ref.partition(":")[0] else f"{lesson}/{ref.strip()}")
 
 
 def _narrative(source: str, path: str, errors: list[LessonError], lines: int, declared: Any) -> list[_Narrative]:
@@ -353,7 +371,7 @@ def audit_page(html: str | Callable[[], str], source: str, path: str, result: Pa
     function that renders the page, called only when the audit reads the page."""
     errors: list[LessonError] = []
     cited = _cited(result, sets)
-    narrative, skip = _front_matter(source, path, errors, constant)
+    narrative, skip = _front_matter(source, path, errors, _own_lesson(constant, result, sets))
     narrative += [_Narrative(p.key, p.pattern, p.reason, p.line, course=True) for p in (course.phrases if course else ())]
     finder = SourceFinder(source, skip)
     html = html if isinstance(html, str) else html()
@@ -589,7 +607,7 @@ def _around(text: str, start: int, end: int) -> str:
 def _trim(phrase: str, figure: str) -> str:
     """`phrase` without a double quote (it would end the YAML text) or the punctuation at its ends,
     white space made single, and never cut into `figure`."""
-    phrase = " ".join(phrase.replace('"', " ").split())
+    phrase = " ".join(phrase.replace('"', " ").replace("\u00b6", " ").split())  # a heading's permalink mark too
     trimmed = phrase.strip(" ,.;:()[]")
     return trimmed if figure in trimmed else phrase
 

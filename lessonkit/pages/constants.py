@@ -15,7 +15,7 @@ What is read, at the top level of the file (never inside a function):
 A value is an integer, floating or string literal, or an expression of them with + - * / % << >>
 & | ^ ~ and parentheses, and of the names of constants defined before it in the same file; C
 literal suffixes (`611u`, `1.0f`, `50000ull`) are read as the number. Anything else is not a
-constant this module can read, and a claim on it says so.
+constant this module can read: it is kept as UNREAD, and a claim on it says so, naming its line.
 
 Pure: `parse_constants(text, source)` reads text; nothing here touches the disk.
 """
@@ -57,6 +57,16 @@ class Constant:
     value: object
     line: int  # 1-based, where its definition starts
     text: str  # the definition as written, on one line
+
+
+class _Unread:
+    """The value of a constant defined in a form this module does not evaluate (a call, a cast, ...)."""
+
+    def __repr__(self) -> str:
+        return "UNREAD"
+
+
+UNREAD = _Unread()
 
 
 class NotAConstant(ValueError):
@@ -106,16 +116,21 @@ def _c_constants(text: str) -> dict[str, Constant]:
             expr = expr.strip() or str(following)
             definitions.append((at, name, expr, f"{name} = {expr}" if "=" in part else name))
             try:
-                following = int(_evaluate(_c_expression(expr), {n: c.value for n, c in found.items()})) + 1
+                following = int(_evaluate(_c_expression(expr), _known(found))) + 1
             except (NotAConstant, TypeError, ValueError):
                 following += 1
     for offset, name, expr, definition in sorted(definitions):
         try:
-            value = _evaluate(_c_expression(expr), {n: c.value for n, c in found.items()})
+            value = _evaluate(_c_expression(expr), _known(found))
         except NotAConstant:
-            continue
+            value = UNREAD  # defined, in a form not read: a claim on it says so
         found[name] = Constant(name, value, _line_of(text, offset), _one_line(definition))
     return found
+
+
+def _known(found: dict[str, Constant]) -> dict[str, object]:
+    """The values later definitions may use: those read (one not read makes its users unread too)."""
+    return {n: c.value for n, c in found.items() if c.value is not UNREAD}
 
 
 def _top_level(text: str) -> str:
@@ -201,9 +216,9 @@ def _python_constants(text: str) -> dict[str, Constant]:
         if len(targets) != 1 or not isinstance(targets[0], ast.Name):
             continue
         try:
-            value = _value(node.value, {n: c.value for n, c in found.items()})  # type: ignore[arg-type]
+            value = _value(node.value, _known(found))  # type: ignore[arg-type]
         except (NotAConstant, TypeError, ValueError, ZeroDivisionError, OverflowError):
-            continue
+            value = UNREAD
         name = targets[0].id
         found[name] = Constant(name, value, node.lineno, _one_line(lines[node.lineno - 1]))
     return found
@@ -225,6 +240,11 @@ def constant_value(constants: dict[str, Constant], query: str, source: str,
         near = difflib.get_close_matches(m.group("name"), list(constants), n=1)
         hint = f"did you mean {near[0]!r}?" if near else f"it has: {', '.join(sorted(constants)) or 'none'}"
         raise ValueError(f"{source} defines no constant {m.group('name')!r} at its top level; {hint}")
+    if constant.value is UNREAD:
+        raise ValueError(f"{source} defines {constant.name} at line {constant.line} ({constant.text}), in a form "
+                         "lessonkit does not work out: it reads literals, arithmetic, shifts and the constants "
+                         "defined above, not a call, a cast or a name it does not know; quote a constant written "
+                         "that way")
     if m.group("index") is None:
         if isinstance(constant.value, tuple) and not whole:
             raise ValueError(f"{constant.name} ({source}:{constant.line}) is an array of {len(constant.value)}; "

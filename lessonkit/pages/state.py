@@ -317,6 +317,8 @@ class PageState:
         default = self.sets.get(self.default_set or "")
         lesson = default.lesson if default is not None else (
             self.unrecorded[self.default_set].lesson if self.default_set in self.unrecorded else None)
+        if lesson is None and self.default_set in self.broken_sets:
+            return None  # its set or runs.toml cannot be read: that error is the one to report
         if lesson is None:
             self.error(index, f"{ref!r} names no lesson, and the page names no evidence set its lesson could be "
                        f"taken from; write LESSON/{ref}, e.g. day62-racecheck/racecheck.cu")
@@ -353,10 +355,12 @@ class PageState:
     def _check_constant(self, index: int, claim: ClaimValue, written: str, ref: str, query: str, transform,
                         outcome, backing: list[str]) -> ShownClaim:
         """A claim on a constant of a lesson's program: `{{ 4 @ racecheck.cu:kTilesPerBlock }}`."""
+        errors_before = len(self.result.errors)
         found = self.source_lesson(index, ref)
         if found is None:
-            outcome(self.result.errors[-1])
-            return ShownClaim(claim, None, unit_known=True)
+            new = self.result.errors[errors_before:]
+            outcome(new[0] if new else None, skipped=not new)
+            return ShownClaim(claim, None, unknowable=not new)
         _, relpath = found
         self.result.sources.add(relpath)
         path = self.repo / "code" / relpath
@@ -407,11 +411,15 @@ def input_problem(relpath: str, sets: Mapping[str, EvidenceSet], unrecorded: Map
 
 
 def program_constant(repo: Path, ref_query: str, sets: Mapping[str, EvidenceSet],
-                     unrecorded: Mapping[str, Unrecorded]) -> tuple[object, str] | str:
+                     unrecorded: Mapping[str, Unrecorded]) -> tuple[object, str] | str | None:
     """(the value, 'code/FILE:LINE: definition') of `LESSON/FILE:NAME`, a constant of a lesson's program
-    that ran; or why it names none."""
+    that ran; or why it names none; None when it cannot be known (the lesson's runs.toml cannot be read,
+    which is the error to report)."""
     ref, sep, query = (p.strip() for p in ref_query.partition(":"))
-    _, slash, _ = ref.partition("/")
+    lesson, slash, _ = ref.partition("/")
+    if (slash and lesson not in unrecorded and not any(ev.lesson == lesson for ev in sets.values())
+            and (repo / "code" / lesson / "runs.toml").is_file()):
+        return None
     if not sep or not slash or not is_source_ref(ref):
         return f"{ref_query!r} names no constant; write LESSON/FILE:NAME, e.g. day62-racecheck/racecheck.cu:kTilesPerBlock"
     path = repo / "code" / ref

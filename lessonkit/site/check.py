@@ -504,7 +504,7 @@ class CheckedSite:
                                   "or its options", rank=0) from exc
         return self._renderer[1]
 
-    def constant(self, ref_query: str) -> tuple[object, str] | str:
+    def constant(self, ref_query: str) -> tuple[object, str] | str | None:
         """A constant of a lesson's program that ran (LESSON/FILE:NAME): its value and definition, or why not."""
         return program_constant(self.repo, ref_query, self.site.evidence.sets, self.site.evidence.unrecorded)
 
