@@ -77,3 +77,20 @@ def test_explain_says_what_a_claim_derives_from_the_value_found(demo_repo: Path)
     assert errors == []
     assert lines[1].startswith("    121: one value every recording gives; the field hazards of the reports records "
                                "where severity is Error, plus 1; run race of set demo")
+
+
+def test_explain_lists_every_other_figure_a_reader_sees_with_what_stands_behind_it(demo_repo: Path):
+    """Figures no claim produced are listed too: generated values and table cells, declared phrases,
+    the course's phrases, examples."""
+    (demo_repo / "docs/p.md").write_text(
+        '---\nnarrative:\n  "7 threads a warp": a made-up example\n---\n{{ evidence demo }}\n\n'
+        "Found {{ value race:reports[severity=Error].hazards }} hazards, with 7 threads a warp, as `\\{{ 5 @ x:y }}`.\n")
+    lines, errors = explain(demo_repo, demo_repo / "docs/p.md")
+    assert errors == []
+    at = lines.index("Every other figure a reader sees, and what stands behind it:")
+    rest = lines[at + 1:]
+    assert rest[0].startswith("docs/p.md:7: 120: generated from every recording: the field hazards of the reports "
+                              "records where severity is Error; run race of set demo")
+    assert rest[1] == "docs/p.md:7: 7: declared by the page (phrase '7 threads a warp'): a made-up example"
+    assert rest[2] == "docs/p.md:7: 5: inside a directive shown as an example, braces and all"
+    assert len(rest) == 3

@@ -15,11 +15,12 @@ import re
 import sys
 from pathlib import Path
 
+from lessonkit.cache import Store
 from lessonkit.cli.accept import sentence_span, shown_sentence
 from lessonkit.errors import LessonError
 from lessonkit.pages.meaning import describe
 from lessonkit.repo import repo_root
-from lessonkit.site.check import Site, strip_front_matter
+from lessonkit.site.check import CheckedSite, Site, strip_front_matter
 from lessonkit.textio import read_text
 
 _TAG_RE = re.compile(r"""<[^<>]*>|<[^<>]*$|^[^<>]*>""")  # a tag, or the part of one a sentence's edge cut
@@ -67,6 +68,12 @@ def explain(repo: Path, page: Path) -> tuple[list[str], list[LessonError]]:
         for _, _, claim in claims:
             mark = "" if claim.error is None else "  (does not hold: see check)"
             lines.append(f"    {describe(claim, site.evidence.sets)}{mark}")
+    checked = CheckedSite(repo, store=Store(None), keep="errors")
+    checked.refresh()
+    others = checked.figures(text, shown)
+    if others:
+        lines.append("Every other figure a reader sees, and what stands behind it:")
+        lines.extend(f"{shown}:{line}: {figure}: {what}" for line, figure, what in others)
     return lines, [e for e in result.errors if not e.warning]
 
 

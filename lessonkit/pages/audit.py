@@ -268,7 +268,12 @@ def _narrative(source: str, path: str, errors: list[LessonError], lines: int, de
 
 
 def _exempt(line: Line, start: int, end: int, narrative: list[_Narrative], skel: str) -> bool:
-    return _declared(start, end, _phrases_in(narrative, skel))
+    return _declared(start, end, _phrases_in(narrative, skel)) is not None
+
+
+# What the audit found standing behind each figure a reader sees that no claim produced: (the page's
+# line, the figure, what backs it in words). `lessonkit explain` lists them after the claims.
+Collect = Callable[[int | None, str, str], None]
 
 
 def _phrases_in(narrative: list[_Narrative], skel: str) -> list[tuple[int, int, _Narrative]]:
@@ -276,13 +281,13 @@ def _phrases_in(narrative: list[_Narrative], skel: str) -> list[tuple[int, int, 
     return [(m.start(), m.end(), n) for n in narrative for m in n.pattern.finditer(skel)]
 
 
-def _declared(start: int, end: int, phrases: list[tuple[int, int, _Narrative]]) -> bool:
-    """Whether skel[start:end] stands inside one of the line's phrases (which is then used)."""
+def _declared(start: int, end: int, phrases: list[tuple[int, int, _Narrative]]) -> _Narrative | None:
+    """The line's phrase that skel[start:end] stands inside (which is then used), if any."""
     for a, b, n in phrases:
         if a <= start and end <= b:
             n.used = True
-            return True
-    return False
+            return n
+    return None
 
 
 # A toolkit named with its version: the version must be one an evidence set was recorded with.
@@ -364,7 +369,7 @@ def _gpu_models(text: ReaderText, narrative: list[_Narrative], models: set[str],
 
 def audit_page(html: str | Callable[[], str], source: str, path: str, result: PageResult,
                sets: Mapping[str, EvidenceSet], course: Course | None = None,
-               constant: Constant | None = None) -> list[LessonError]:
+               constant: Constant | None = None, collect: Collect | None = None) -> list[LessonError]:
     """The audit's errors for one rendered page (`source`: the page's file, front matter included;
     `sets`: every set of the site; `course`: the course's narrative phrases; `constant`: reads a constant
     of a lesson's program, for the phrases the page binds to one); `html` may be a
@@ -398,7 +403,7 @@ def audit_page(html: str | Callable[[], str], source: str, path: str, result: Pa
 
     _code_blocks(text, cited, finder, report)
     _tool_lines(text, cited, finder, report)
-    _figures(text, cited, narrative, _recorded_versions(sets), finder, report)
+    _figures(text, cited, narrative, _recorded_versions(sets), finder, report, collect)
     _gpu_models(text, narrative, recorded_models(sets), finder, report)
     _count_words(text, narrative, finder, report)
     _title(source, path, skip, narrative, report)
@@ -489,34 +494,62 @@ def _count_words(text: ReaderText, narrative: list[_Narrative], finder: SourceFi
                    f"declare the phrase: {NARRATIVE}: {{\"{line.text[start:m.end()]}\": \"why\"}}")
 
 
+_RUN_OF_RE = re.compile(r"""\bruns? ([\w.-]+)""")  # the run a generated figure's backing names first
 _EXAMPLE_RE = re.compile(r"""\{\{.*?\}\}""")  # a directive shown as an example, braces and all
 
 
 def _figures(text: ReaderText, cited: _Cited, narrative: list[_Narrative], versions: dict[str, set[str]],
-             finder: SourceFinder, report: Any) -> None:
-    """Figures a reader sees that nothing produced and no phrase declares (an allow-list)."""
+             finder: SourceFinder, report: Any, collect: Collect | None = None) -> None:
+    """Figures a reader sees that nothing produced and no phrase declares (an allow-list); `collect`
+    hears what backs each other one that no claim produced."""
+    def note(line: Line, m: re.Match[str], what: str) -> None:
+        if collect is None:
+            return
+        where = finder.figure(m.group(), line.text, m.start(), m.end())
+        if where is None:  # a generated figure: its Markdown holds the directive, found by the words before it
+            before = line.text[:m.start()].rstrip()
+            words = [w for w in before.split() if any(c.isalnum() for c in w)][-3:]
+            where = finder.phrase(skeleton(" ".join(words)), " ".join(words)) if words else None
+        run = _RUN_OF_RE.search(what) if where is None else None
+        if run is not None:  # a table's cell: the table directive that names its run
+            where = next((k + 1 for k, text in enumerate(finder.lines) if "{{ table" in text
+                          and run.group(1) in text), None)
+        collect(where, m.group(), what)
+
     for line in text.lines:
         if line.text.isascii() and not any(c.isdigit() for c in line.text):
             continue
         if line.code is not None and SKETCH_MARK in text.blocks[line.code].title.translate(_APOSTROPHES).lower():
+            if collect is not None:
+                for m in FIGURE_RE.finditer(line.text):
+                    note(line, m, "in a code block the reader is told is not the lesson's program")
             continue  # the reader is told, above the block, that it is not the lesson's program
         skel = None
         examples = None
         phrases: list[tuple[int, int, _Narrative]] = []
         for m in FIGURE_RE.finditer(line.text):
             if line.is_produced(m.start(), m.end()):
+                why = line.backing(m.start(), m.end())
+                if why is not None and why.startswith("generated"):  # a claim is listed with its sentence
+                    note(line, m, why)
                 continue
             if examples is None:
                 examples = [e.span() for e in _EXAMPLE_RE.finditer(line.text)]
             if any(a <= m.start() and m.end() <= b for a, b in examples):
+                note(line, m, "inside a directive shown as an example, braces and all")
                 continue
             if skel is None:
                 skel = skeleton(line.text)
                 phrases = _phrases_in(narrative, skel)
-            if _declared(m.start(), m.end(), phrases):
-                continue  # a release the page names on purpose (a later one, cited) is declared so
+            phrase = _declared(m.start(), m.end(), phrases)
+            if phrase is not None:  # a release the page names on purpose (a later one, cited) is declared so
+                note(line, m, f"the constant {phrase.bound}, read from the program (phrase {phrase.key!r})"
+                     if phrase.bound else f"declared {'by the course' if phrase.course else 'by the page'} "
+                     f"(phrase {phrase.key!r}): {phrase.reason}")
+                continue
             named, wrong = _toolkit(line.text, skel, m.start(), m.end(), versions)
             if named and not wrong:
+                note(line, m, "the version of a toolkit an evidence set was recorded with")
                 continue
             where_line = finder.figure(m.group(), line.text, m.start(), m.end())
             if wrong:

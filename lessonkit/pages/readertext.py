@@ -43,6 +43,11 @@ class Line:
     code: int | None = None      # index into ReaderText.blocks when the line is in a code block
     attribute: str | None = None  # "alt", "title" or "aria-label" for an attribute's text
     folded: list[tuple[int, int]] = field(default_factory=list)  # stretches NFKC changed (look-alike forms)
+    why: list[tuple[int, int, str]] = field(default_factory=list)  # produced stretches and what backs each
+
+    def backing(self, start: int, end: int) -> str | None:
+        """What backs the produced text[start:end] (its element's data-lk-why), if it says."""
+        return next((w for a, b, w in self.why if a <= start and end <= b), None)
 
     def folded_within(self, start: int, end: int) -> bool:
         """Whether any of text[start:end] was written in characters NFKC folded (𝐑 for R, ２ for 2)."""
@@ -78,6 +83,7 @@ class _Open:
     skipped: bool
     block: int | None  # the code block this element opened, if any
     title: bool = False  # a code block's title (pymdownx.highlight's span.filename)
+    why: str | None = None  # what backs what it holds (data-lk-why), within a produced element
 
 
 class _Reader(HTMLParser):
@@ -133,7 +139,8 @@ class _Reader(HTMLParser):
                                                name, [(0, len(text))] if text != values[name] else []))
         if tag not in _VOID:
             title = "filename" in classes and self._code_block() is not None
-            self.stack.append(_Open(tag, produced, skipped, block, title))
+            why = values.get("data-lk-why") or (self.stack[-1].why if self.stack else None)
+            self.stack.append(_Open(tag, produced, skipped, block, title, why))
             if block is not None:
                 self.line.code = block
         elif tag == "br":
@@ -174,6 +181,8 @@ class _Reader(HTMLParser):
                 self.line.folded.append((len(self.line.text), len(self.line.text) + len(text)))
             if self._produced() and text:
                 self.line.produced.append((len(self.line.text), len(self.line.text) + len(text)))
+                if self.stack[-1].why:
+                    self.line.why.append((len(self.line.text), len(self.line.text) + len(text), self.stack[-1].why))
             self.line.text += text
 
     def close(self) -> None:

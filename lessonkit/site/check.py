@@ -580,6 +580,21 @@ class CheckedSite:
             return PageResult("", exc.errors)
         return self.page(body, path, offset, front=front)
 
+    def figures(self, text: str, path: str) -> list[tuple[int | None, str, str]]:
+        """What backs each figure of page `path` (`text`: its file) that a reader sees and no claim produced:
+        (its line, the figure, in words), from the audit of the page as rendered (`explain` lists them)."""
+        from lessonkit.pages.audit import audit_page
+
+        try:
+            body, offset, _ = _split_page(text, path)
+        except LessonErrors:
+            return []  # check reports it
+        result = self.site.page(body, path, offset)  # the whole Markdown, as a build renders it
+        found: list[tuple[int | None, str, str]] = []
+        audit_page(lambda: self.renderer.render(result), text, path, result, self.site.evidence.sets,
+                   load_course(self.repo), self.constant, lambda line, figure, what: found.append((line, figure, what)))
+        return found
+
     def _stored_page_file(self, path: str, source: Path) -> bool:
         """Whether page `path`'s result for its file as it is now is known without checking it (in
         memory or on disk; then kept, as `page` keeps it): no evidence is loaded to find out."""
