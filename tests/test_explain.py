@@ -94,3 +94,12 @@ def test_explain_lists_every_other_figure_a_reader_sees_with_what_stands_behind_
     assert rest[1] == "docs/p.md:7: 7: declared by the page (phrase '7 threads a warp'): a made-up example"
     assert rest[2] == "docs/p.md:7: 5: inside a directive shown as an example, braces and all"
     assert len(rest) == 3
+
+
+def test_explain_names_both_runs_of_a_ratio(demo_repo: Path):
+    """A ratio divided by the wrong run must read wrong: its backing names the numerator's run and the
+    denominator's."""
+    (demo_repo / "docs/p.md").write_text("{{ evidence demo }}\n\nThe tool cost {{ 1 @ race:wall_s / bare:wall_s }} times.\n")
+    lines, _ = explain(demo_repo, demo_repo / "docs/p.md")
+    (backing,) = [line for line in lines if line.startswith("    1: a ratio;")]
+    assert "numerator: run race of set demo" in backing and "denominator: run bare of set demo" in backing

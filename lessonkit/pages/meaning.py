@@ -113,8 +113,10 @@ def describe(claim: ClaimOutcome, sets: Mapping[str, EvidenceSet], default: str 
         return f"{claim.value}: {kind}; {what}{then}; {where}"
     parts = [_operand(o, default if form.sets is None else form.sets[0], sets) for o in form.operands]
     what = parts[0][0] if len(parts) == 1 else f"{parts[0][0]} divided by {parts[1][0]}, recording by recording"
-    if form.sets is None:
-        return f"{claim.value}: a ratio; {what}; {parts[0][1]}"
+    if form.sets is None:  # every run it divides, named: a ratio over the wrong run must read wrong
+        runs = list(dict.fromkeys(where for _, where in parts))
+        return f"{claim.value}: a ratio; {what}; " + (runs[0] if len(runs) == 1 else
+                                                        f"numerator: {runs[0]}; denominator: {runs[1]}")
     a, b = form.sets
     if form.op == "=":
         return f"{claim.value}: the same in set {a} ({_toolkit(sets[a]) if a in sets else '?'}) and set {b} " \
