@@ -87,3 +87,12 @@ def test_gitignore_ignores_a_linked_virtual_environment(tmp_path: Path):
     done = subprocess.run(["git", "-C", str(tmp_path), "status", "--porcelain", "--untracked-files=all"],
                           capture_output=True, text=True, check=True)
     assert ".venv/pyvenv.cfg" not in done.stdout.split(), done.stdout
+
+
+def test_the_readme_layout_names_every_module_of_the_core():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    layout = readme[readme.index("## Layout"):]
+    layout = layout[:layout.index("```", layout.index("```") + 3)]
+    words = set(re.findall(r"[a-z_]+", layout))
+    modules = {p.stem for p in (REPO / "lessonkit").rglob("*.py") if p.stem not in ("__init__", "__main__")}
+    assert sorted(modules - words) == []
