@@ -189,6 +189,20 @@ def test_places_the_audit_cannot_read_are_refused(demo_repo: Path, text: str, wh
     assert any(e.startswith("docs/p.md:3: " + what) for e in errors), errors
 
 
+def test_a_checkbox_is_a_verdict_no_check_reads_and_is_refused(demo_repo: Path):
+    """A ticked box reads as "held" whatever the evidence says: refused, written as a task list
+    (pymdownx.tasklist) or as HTML in the page."""
+    message = "a checkbox shows the reader a verdict, ticked or not, that no check can read"
+    errors = audit(demo_repo, HEAD + "Predictions:\n\n- one\n- <input type=\"checkbox\" checked disabled> two\n")
+    assert [e for e in errors if message in e] == [(f"docs/p.md:6: {message} (its state is no text); say in words "
+                                                   "what held and what did not, with the claim that shows it, "
+                                                   "and leave the box out")], errors
+    config = demo_repo / "mkdocs.yml"
+    config.write_text(config.read_text().replace("  - pymdownx.details\n", "  - pymdownx.details\n  - pymdownx.tasklist\n"))
+    errors = audit(demo_repo, HEAD + "Predictions:\n\n- [ ] one\n- [x] two\n")
+    assert [e.split(": ", 1)[0] for e in errors if message in e] == ["docs/p.md:5"], errors
+
+
 def test_the_title_is_audited(demo_repo: Path):
     errors = audit(demo_repo, "---\ntitle: 120 hazards found\n---\n" + HEAD + "Text.\n")
     assert errors[0].startswith("docs/p.md:2: the title '120 hazards found' shows the figure '120'"), errors
@@ -411,3 +425,14 @@ def test_front_matter_that_is_not_a_mapping_is_one_error_at_its_line(demo_repo: 
         (f"docs/p.md:2: the front matter is {kind}, not a mapping of keys to values; MkDocs would drop it and show "
         "it as the page's text; write each setting as 'key: value' (narrative: then its phrases, indented, as "
         "'phrase: why')")]
+
+
+def test_a_title_saying_not_the_program_exempts_code_not_output(demo_repo: Path):
+    """The mark says the code is a sketch: its literals are the sketch's. Typed output in a block so
+    titled is read as any text is."""
+    code = HEAD + '```cuda title="sketch, not the lesson\'s program"\nint hazards = 120;\n```\n'
+    assert audit(demo_repo, code) == []
+    output = HEAD + '```text title="sketch, not the lesson\'s program"\nracecheck: 120 hazards\n```\n'
+    errors = audit(demo_repo, output)
+    assert len(errors) == 1 and errors[0].startswith("docs/p.md:4: figure '120' is typed, not produced"), errors
+    assert "exempts code, and this block's language is text" in errors[0]

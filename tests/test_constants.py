@@ -194,3 +194,25 @@ def test_a_lesson_whose_runs_toml_cannot_be_read_is_one_error_not_one_per_claim(
     found = [str(e) for e in CheckedSite(demo_repo, store=Store(None), keep="errors").check()]
     assert found == [("code/scan/runs.toml:3: top level: unknown key 'repaet'; expected one of build, compare, "
                      "formats, harness, inputs, labels, lesson, names, run, sessions, units")]
+
+
+def test_a_reference_page_quotes_lessonkit_s_own_constant_from_the_running_core(demo_repo, tmp_path, monkeypatch):
+    """`lessonkit/FILE.py:NAME` is read from the core that runs the check, so what a reference page says
+    of lessonkit (a size, a default) fails the page when the core changes it."""
+    from lessonkit.pages import constants, render, state
+
+    text = "A box shows up to {{ 6 @ lessonkit/pages/render.py:INLINE_BYTES / 1024 }} KiB whole.\n"
+    result = run_page(demo_repo, text)
+    assert [str(e) for e in result.errors] == []
+    line = next(k for k, s in enumerate(Path(render.__file__).read_text().splitlines(), 1) if s.startswith("INLINE_BYTES"))
+    assert result.claims[0].backing.startswith(f"the constant INLINE_BYTES of lessonkit/pages/render.py, line {line}: ")
+    core = tmp_path / "core"
+    (core / "lessonkit/pages").mkdir(parents=True)
+    (core / "lessonkit/pages/render.py").write_text("INLINE_BYTES = 8 * 1024\n")
+    monkeypatch.setattr(constants, "CORE_ROOT", core)
+    monkeypatch.setattr(state, "CORE_ROOT", core)
+    assert errs(demo_repo, text) == [("docs/p.md:1: claim '6' (lessonkit/pages/render.py:INLINE_BYTES) disagrees with "
+                                     "lessonkit/pages/render.py; it says '8' (line 1)")]
+    assert errs(demo_repo, "{{ 6 @ lessonkit/pages/nothing.py:X }} KiB.\n") == [
+        (f"docs/p.md:1: claim '6' (lessonkit/pages/nothing.py:X): lessonkit/pages/nothing.py is no file of "
+        f"lessonkit's source ({core / 'lessonkit'})")]

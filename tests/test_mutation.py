@@ -8,7 +8,7 @@ the HTML rendered as the site renders it and audited. Each change must fail the 
 
 - a figure inside a phrase declared narrative (the page's front matter, or the course's
   narrative.yml), inside a directive shown as an example (`\\{{ … }}`, escaped), or inside a code
-  block titled as not the lesson's program: declared, by the author, as no measurement; these
+  block (in a language of code, not text or console output) titled as not the lesson's program: declared, by the author, as no measurement; these
   are counted apart;
 - an end of a claimed range moved by one (`{{ 180000–210000 @ … }}`): a range that held still
   bounds every recording, so the statement stays true; counted apart too (moved to a value no
@@ -34,7 +34,7 @@ import yaml
 from conftest import REPO
 
 from lessonkit.cache import Store
-from lessonkit.pages.audit import NARRATIVE, SKETCH_MARK
+from lessonkit.pages.audit import NARRATIVE, SKETCH_LANGUAGES, SKETCH_MARK
 from lessonkit.pages.figures import FIGURE_RE, canonical, evidence_figures
 from lessonkit.pages.fold import shown, skeleton
 from lessonkit.pages.narrative import compile_phrase, load_course
@@ -85,7 +85,9 @@ def _declared_spans(source: str, repo: Path) -> list[tuple[int, int]]:
             opened = f
         elif f.group("fence").startswith(opened.group("fence")[0]) and len(f.group("fence")) >= \
                 len(opened.group("fence")) and not f.group("info").strip():
-            if SKETCH_MARK in opened.group("info").replace("\u2019", "'").lower():
+            info = opened.group("info").replace("\u2019", "'").lower()
+            language = (info.split() or [""])[0].lstrip(".{")
+            if SKETCH_MARK in info and language in SKETCH_LANGUAGES:
                 spans.append((opened.start(), f.end()))
             opened = None
     return spans

@@ -263,3 +263,16 @@ def test_a_nav_entry_to_a_missing_page_is_an_error_at_its_line(demo_repo: Path):
     assert done.returncode == 1 and message in done.stderr
     (demo_repo / "docs/gone.md").write_text("# Back\n")
     assert load_site_config_errors(demo_repo) == []
+
+
+def test_the_footer_s_copyright_line_is_read_as_the_reader_sees_it(tmp_path: Path):
+    """Material shows `copyright` at the foot of every page: a figure there stands inside a course phrase."""
+    folder = tmp_path / "site"
+    folder.mkdir()
+    shown = GOOD + "copyright: Recorded on 5 GPUs, 2026\n"
+    found = [str(e) for e in site_config_errors(read_site_config(shown, "mkdocs.yml", str(folder)))]
+    assert found == [("mkdocs.yml:8: copyright 'Recorded on 5 GPUs, 2026' shows the figure '5', which no phrase of "
+                     "narrative.yml covers; no claim can produce a figure there: add the phrase around it to "
+                     "narrative.yml with its reason, or leave the figure out")]
+    (folder / "narrative.yml").write_text("on N GPUs, N: the number of machines and the year, an example\n")
+    assert [str(e) for e in site_config_errors(read_site_config(shown, "mkdocs.yml", str(folder)))] == []

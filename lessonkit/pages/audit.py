@@ -40,7 +40,7 @@ from lessonkit.pages.figures import FIGURE_RE, canonical, evidence_places
 from lessonkit.pages.fold import shown, skeleton
 from lessonkit.pages.frontmatter import read_front_matter
 from lessonkit.pages.narrative import Course, PhrasePattern, compile_phrase, phrase_problem
-from lessonkit.pages.readertext import Line, ReaderText, read_html
+from lessonkit.pages.readertext import CodeBlock, Line, ReaderText, read_html
 from lessonkit.pages.render import language_of
 from lessonkit.pages.sourcemap import SourceFinder
 from lessonkit.pages.state import PAGE_RANK, PageResult
@@ -48,6 +48,10 @@ from lessonkit.pages.state import PAGE_RANK, PageResult
 NARRATIVE = "narrative"
 CONSTANTS = "constants"  # phrases bound to a constant of the program: {"four tiles": "LESSON/FILE:NAME"}
 SKETCH_MARK = "not the lesson's program"  # a code block titled so is not shown as the program
+# The mark is about code: its figures are the sketch's. Output, a transcript or prose in a block (```text,
+# ```console, no language) is read as any text is, whatever its title says.
+SKETCH_LANGUAGES = frozenset({"c", "c++", "cpp", "cxx", "cu", "cuda", "python", "py", "python3", "py3", "ptx",
+                              "sass", "yaml", "yml", "toml", "json", "bash", "sh", "shell", "make"})
 
 # The tool's phrases, matched on a skeleton (lessonkit.pages.fold), so written as skeletons too.
 _SUMMARY_RE = re.compile(f"(?:{skeleton('RACECHECK')}|{skeleton('ERROR')})" + r"[\s_-]*" + skeleton("SUMMARY"))
@@ -519,7 +523,7 @@ def _figures(text: ReaderText, cited: _Cited, narrative: list[_Narrative], versi
     for line in text.lines:
         if line.text.isascii() and not any(c.isdigit() for c in line.text):
             continue
-        if line.code is not None and SKETCH_MARK in text.blocks[line.code].title.translate(_APOSTROPHES).lower():
+        if line.code is not None and _sketch_code(text.blocks[line.code], finder):
             if collect is not None:
                 for m in FIGURE_RE.finditer(line.text):
                     note(line, m, "in a code block the reader is told is not the lesson's program")
@@ -560,6 +564,10 @@ def _figures(text: ReaderText, cited: _Cited, narrative: list[_Narrative], versi
                 continue
             figure = canonical(m.group())
             said = cited.hint(figure, line.text[max(0, m.start() - 60):m.end() + 60])
+            if line.code is not None and SKETCH_MARK in text.blocks[line.code].title.translate(_APOSTROPHES).lower():
+                said += (f" (a title saying {SKETCH_MARK!r} exempts code, and this block's language is "
+                         f"{_language(text.blocks[line.code], finder) or 'none'}: output and text are read as any "
+                         "text is)")
             report(where_line,
                    f"figure {m.group()!r} is typed, not produced: {said}; write it as a claim, "
                    f"{{{{ {m.group()} @ RUN:QUERY }}}}, or on the program's constant that fixes it, "
@@ -595,12 +603,16 @@ _UNREAD_RE = re.compile(r"""<(?P<tag>img|object|embed|iframe|picture|video|audio
                             |<a\b[^>]*\bhref="(?P<href>[^"]+\.(?:svg|png|jpe?g|gif|webp|avif|bmp|pdf))(?:[?#][^"]*)?"
                             """, re.VERBOSE | re.IGNORECASE)
 _SRC_RE = re.compile(r'\b(?:src|data)="(?P<src>[^"]*)"')
+# A checkbox, ticked or not (pymdownx.tasklist's `- [x]`, or an <input> written in the page): its state
+# is a verdict the reader reads ("held", "died") that no text of the page carries.
+_CHECKBOX_RE = re.compile(r"""<input\b[^>]*\btype\s*=\s*["']?checkbox""", re.IGNORECASE)
+_TASK_RE = re.compile(r"""^\s*(?:[-*+]|\d+[.)])\s+\[[ xX]\]\s|<input\b[^>]*checkbox""", re.IGNORECASE)
 _TOC_LABEL_RE = re.compile(r"""\{[^}\n]*\bdata-toc-label\s*=""")
 
 
 def _unread_places(html: str, source: str, finder: SourceFinder, report: Any) -> None:
-    """Pictures, embedded documents and linked image files, and headings the sidebar names otherwise:
-    text a reader sees that the audit cannot read."""
+    """Pictures, embedded documents and linked image files, checkboxes, and headings the sidebar names
+    otherwise: what a reader sees that the audit cannot read."""
     for m in _UNREAD_RE.finditer(html):
         if m.group("tag"):
             src = _SRC_RE.search(m.group())
@@ -614,6 +626,12 @@ def _unread_places(html: str, source: str, finder: SourceFinder, report: Any) ->
             report(finder.phrase(skeleton(href), href),
                    f"the link to {href} opens a file whose text no check can read; show a drawing with "
                    "{{ diagram LESSON/diagrams/NAME.svg }}, whose text is checked like the page's")
+    if _CHECKBOX_RE.search(html):
+        lines = source.split("\n")
+        at = next((k + 1 for k, line in enumerate(lines) if _TASK_RE.search(line)), None)
+        report(at, "a checkbox shows the reader a verdict, ticked or not, that no check can read (its state is "
+               "no text); say in words what held and what did not, with the claim that shows it, and leave the "
+               "box out")
     for k, line in enumerate(source.split("\n")):
         if "data-toc-label" in line and _TOC_LABEL_RE.search(line):
             report(k + 1, "data-toc-label names the heading otherwise in the sidebar, where the audit does not "
@@ -643,6 +661,22 @@ def _trim(phrase: str, figure: str) -> str:
     phrase = " ".join(phrase.replace('"', " ").replace("\u00b6", " ").split())  # a heading's permalink mark too
     trimmed = phrase.strip(" ,.;:()[]")
     return trimmed if figure in trimmed else phrase
+
+
+def _language(block: CodeBlock, finder: SourceFinder) -> str:
+    """A code block's language: as its HTML names it, else as the fence that opened it does (found by
+    its title; pymdownx.highlight writes `language-X` only with pygments_lang_class)."""
+    if block.language or not block.title.strip():
+        return block.language.lower()
+    title = block.title.strip().translate(_APOSTROPHES)
+    return next((language.lower() for k, language in finder.fences()
+                 if title in finder.lines[k].translate(_APOSTROPHES)), "")
+
+
+def _sketch_code(block: CodeBlock, finder: SourceFinder) -> bool:
+    """Whether a code block is titled as not the lesson's program, and is code (SKETCH_LANGUAGES)."""
+    return (SKETCH_MARK in block.title.translate(_APOSTROPHES).lower()
+            and _language(block, finder) in SKETCH_LANGUAGES)
 
 
 def _code_blocks(text: ReaderText, cited: _Cited, finder: SourceFinder, report: Any) -> None:

@@ -143,12 +143,19 @@ def _unit(text: str) -> Decimal:
     return Decimal(1).scaleb(Decimal(plain).as_tuple().exponent)
 
 
+# The looseness rule's factor: a range may be this many times the observed spread wide (or half its
+# larger end). The reference page quotes it as a claim on this line.
+LOOSENESS_FACTOR = 4
+# accept widens the values it saw by the larger of their spread and this share of their magnitude.
+ACCEPT_MARGIN = 0.05
+
+
 def allowed_width(claim: ClaimValue, values: list[Decimal]) -> tuple[Decimal, Decimal]:
     """(the widest a range, or what a rounded claim admits, may be; the observed spread):
-    max(4 × spread, half its larger end's magnitude)."""
+    max(LOOSENESS_FACTOR × spread, half its larger end's magnitude)."""
     spread = max(values) - min(values) if values else Decimal(0)
     half_end = max(abs(claim.low), abs(claim.high)) / 2
-    return max(4 * spread, half_end), spread
+    return max(LOOSENESS_FACTOR * spread, half_end), spread
 
 
 @dataclass(frozen=True)
@@ -297,7 +304,7 @@ def _problem(claim: ClaimValue, sample: Sample) -> str | None:
 
 def _width_rule(claim: ClaimValue, spread: float) -> str:
     """Where the widest a range may be comes from, each figure named by what it is."""
-    return (f"the larger of {show_number(4 * spread)}, four times the observed spread of {show_number(spread)}, "
+    return (f"the larger of {show_number(LOOSENESS_FACTOR * spread)}, {_UNITS[LOOSENESS_FACTOR]} times the observed spread of {show_number(spread)}, "
             f"and {show_number(max(abs(claim.low), abs(claim.high)) / 2)}, half its larger end")
 
 
@@ -359,7 +366,7 @@ def _covering_range(span: tuple[str, str, list[Decimal]], sample: Sample, claim:
     _, _, numbers = span
     low, high = min(numbers), max(numbers)
     spread = high - low
-    margin = max(spread, max(abs(low), abs(high)) * Decimal("0.05"))
+    margin = max(spread, max(abs(low), abs(high)) * Decimal(str(ACCEPT_MARGIN)))
     widened = (low - margin, high + margin)
     union = (min(widened[0], claim.low), max(widened[1], claim.high)) if claim.kind == "range" else widened
     if low > 0 and 2 * low >= high:

@@ -17,7 +17,10 @@ A value is an integer, floating or string literal, or an expression of them with
 literal suffixes (`611u`, `1.0f`, `50000ull`) are read as the number. Anything else is not a
 constant this module can read: it is kept as UNREAD, and a claim on it says so, naming its line.
 
-Pure: `parse_constants(text, source)` reads text; nothing here touches the disk.
+A reference page may quote lessonkit's own constants the same way, `lessonkit/FILE.py:NAME`
+(`core_source` finds the file in the running core).
+
+`parse_constants(text, source)` reads text; only `core_source` looks at the disk.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import ast
 import operator
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 _C_SUFFIXES = (".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp")
 SOURCE_SUFFIXES = (*_C_SUFFIXES, ".py")
@@ -76,6 +80,21 @@ class NotAConstant(ValueError):
 def is_source_ref(ref: str) -> bool:
     """Whether a claim's REF names a source file (its constants), not an evidence set or run."""
     return ref.endswith(SOURCE_SUFFIXES)
+
+
+# The core's own constants, for the pages that document it: `{{ 6 @ lessonkit/pages/render.py:INLINE_BYTES / 1024 }}`.
+# The file is read from the lessonkit that runs the check (this package), never from a lesson's folder,
+# so what a reference page says of lessonkit is what the check that passes it does.
+CORE_PREFIX = "lessonkit/"
+CORE_ROOT = Path(__file__).resolve().parents[2]
+
+
+def core_source(ref: str) -> Path | None:
+    """The file of the running core that `ref` (`lessonkit/FILE.py`) names, or None when it names none."""
+    if not ref.startswith(CORE_PREFIX) or not ref.endswith(".py") or ".." in ref.split("/"):
+        return None
+    path = CORE_ROOT / ref
+    return path if path.is_file() else None
 
 
 def parse_constants(text: str, source: str) -> dict[str, Constant]:

@@ -103,7 +103,9 @@ def describe(claim: ClaimOutcome, sets: Mapping[str, EvidenceSet], default: str 
     """One claim's backing in plain words."""
     then = f", {claim.derived}" if claim.derived else ""
     if claim.backing is not None:
-        kind = "a published figure" if claim.backing.startswith("quoted from") else "one value, the program's own"
+        kind = ("a published figure" if claim.backing.startswith("quoted from")
+                else "one value, lessonkit's own" if " of lessonkit/" in claim.backing
+                else "one value, the program's own")
         return f"{claim.value}: {kind}; {claim.backing}{then}"
     default = default or claim.set_name
     form = compound(claim.ref_query)

@@ -24,7 +24,15 @@ from lessonkit.pages.claims import (
     judge,
     parse_claim_value,
 )
-from lessonkit.pages.constants import constant_value, is_source_ref, parse_constants, shown_value
+from lessonkit.pages.constants import (
+    CORE_PREFIX,
+    CORE_ROOT,
+    constant_value,
+    core_source,
+    is_source_ref,
+    parse_constants,
+    shown_value,
+)
 from lessonkit.pages.published import Published, with_site_root
 from lessonkit.pages.query import Query, QueryError, parse_query, resolve
 from lessonkit.pages.sources import PREFIX as SOURCES_PREFIX
@@ -356,30 +364,38 @@ class PageState:
                         outcome, backing: list[str]) -> ShownClaim:
         """A claim on a constant of a lesson's program: `{{ 4 @ racecheck.cu:kTilesPerBlock }}`."""
         errors_before = len(self.result.errors)
-        found = self.source_lesson(index, ref)
-        if found is None:
-            new = self.result.errors[errors_before:]
-            outcome(new[0] if new else None, skipped=not new)
-            return ShownClaim(claim, None, unknowable=not new)
-        _, relpath = found
-        self.result.sources.add(relpath)
-        path = self.repo / "code" / relpath
+        core = core_source(ref)
+        if core is not None:  # the core's own constant, for a reference page: no lesson, no recording
+            shown_path, path = ref, core
+        else:
+            if ref.startswith(CORE_PREFIX):
+                outcome(self.error(index, f"claim {written!r} ({ref}:{query}): {ref} is no file of lessonkit's "
+                                   f"source ({CORE_ROOT / 'lessonkit'})"))
+                return ShownClaim(claim, None)
+            found = self.source_lesson(index, ref)
+            if found is None:
+                new = self.result.errors[errors_before:]
+                outcome(new[0] if new else None, skipped=not new)
+                return ShownClaim(claim, None, unknowable=not new)
+            _, relpath = found
+            self.result.sources.add(relpath)
+            shown_path, path = f"code/{relpath}", self.repo / "code" / relpath
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            outcome(self.error(index, f"claim {written!r} ({ref}:{query}) reads code/{relpath}, which cannot be "
+            outcome(self.error(index, f"claim {written!r} ({ref}:{query}) reads {shown_path}, which cannot be "
                                f"read: {getattr(exc, 'strerror', None) or exc}"))
             return ShownClaim(claim, None)
-        if not self.check_input(index, relpath):
+        if core is None and not self.check_input(index, relpath):
             outcome(self.result.errors[-1] if self.result.errors else None)
             return ShownClaim(claim, None)
         try:
-            value, constant = constant_value(parse_constants(text, relpath), query, f"code/{relpath}")
+            value, constant = constant_value(parse_constants(text, shown_path), query, shown_path)
         except ValueError as exc:
             outcome(self.error(index, f"claim {written!r} ({ref}:{query}): {exc}"))
             return ShownClaim(claim, None)
-        backing.append(f"the constant {query.strip()} of code/{relpath}, line {constant.line}: {constant.text}")
-        sample = Sample((Found(shown_value(value), f"code/{relpath}", constant.line),), f"code/{relpath}", 1)
+        backing.append(f"the constant {query.strip()} of {shown_path}, line {constant.line}: {constant.text}")
+        sample = Sample((Found(shown_value(value), shown_path, constant.line),), shown_path, 1)
         if transform.ops or transform.scale:
             scaled = transform.apply(sample)
             if isinstance(scaled, str):
@@ -416,6 +432,14 @@ def program_constant(repo: Path, ref_query: str, sets: Mapping[str, EvidenceSet]
     that ran; or why it names none; None when it cannot be known (the lesson's runs.toml cannot be read,
     which is the error to report)."""
     ref, sep, query = (p.strip() for p in ref_query.partition(":"))
+    core = core_source(ref)
+    if core is not None and sep:  # lessonkit's own constant, on a reference page
+        try:
+            value, constant = constant_value(parse_constants(core.read_text(encoding="utf-8"), ref), query, ref,
+                                             whole=True)
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            return str(exc)
+        return value, f"{ref}:{constant.line}: {constant.text}"
     lesson, slash, _ = ref.partition("/")
     if (slash and lesson not in unrecorded and not any(ev.lesson == lesson for ev in sets.values())
             and (repo / "code" / lesson / "runs.toml").is_file()):

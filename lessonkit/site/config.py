@@ -279,11 +279,15 @@ def read_site_config(text: str, shown: str, folder: str) -> SiteConfig:
                       shown=tuple(_shown_texts(value)))
 
 
+# The settings the theme shows on every page: the name (header and title), the description (the home
+# page's metadata), the footer's copyright line and the repository's name beside its link.
+SHOWN_SETTINGS = ("site_name", "site_description", "copyright", "repo_name")
+
+
 def _shown_texts(value: Mapping[str, yaml.Node]) -> list[tuple[str, int, str]]:
-    """The configuration's text a reader sees: the site's name and description (the page title and
-    the home page's metadata) and every title of the navigation."""
+    """The configuration's text a reader sees: SHOWN_SETTINGS and every title of the navigation."""
     found = [(name, node.start_mark.line + 1, node.value) for name, node in value.items()
-             if name in ("site_name", "site_description") and isinstance(node, yaml.ScalarNode)]
+             if name in SHOWN_SETTINGS and isinstance(node, yaml.ScalarNode)]
     pending = [value["nav"]] if "nav" in value else []
     while pending:
         node = pending.pop(0)
@@ -298,8 +302,9 @@ def _shown_texts(value: Mapping[str, yaml.Node]) -> list[tuple[str, int, str]]:
 
 
 def _shown_text_errors(config: SiteConfig) -> list[LessonError]:
-    """A figure in the site's name, description or a navigation title stands inside a phrase of the
-    course (narrative.yml): no claim can produce it there (lessonkit.pages.narrative)."""
+    """A figure in the site's name, description, copyright line, repository name or a navigation title
+    stands inside a phrase of the course (narrative.yml): no claim can produce it there
+    (lessonkit.pages.narrative)."""
     from lessonkit.pages.figures import FIGURE_RE
     from lessonkit.pages.fold import shown, skeleton
     from lessonkit.pages.narrative import COURSE_FILE, load_course

@@ -105,6 +105,8 @@ def constant_files(markdown: str, lessons: Iterable[str]) -> set[str]:
     for body in _BRACES_RE.findall(markdown):
         for m in _SOURCE_REF_RE.finditer(body):
             ref = m.group("ref")
+            if ref.startswith("lessonkit/"):
+                continue  # the core's own constant: every cache key holds the core's version already
             if "/" in ref:
                 paths.add(ref)
             else:
