@@ -436,3 +436,18 @@ def test_a_title_saying_not_the_program_exempts_code_not_output(demo_repo: Path)
     errors = audit(demo_repo, output)
     assert len(errors) == 1 and errors[0].startswith("docs/p.md:4: figure '120' is typed, not produced"), errors
     assert "exempts code, and this block's language is text" in errors[0]
+
+
+@pytest.mark.parametrize(("text", "wrong"), [
+    ("See [the bare log](../evidence/demo/s1/race.txt).", "names the run 'bare', and it opens a recording of 'race'"),
+    ("See [the second recording](../evidence/demo/s1/race.txt).",
+     "names recording 2 ('second recording'), and it opens recording 1"),
+    ('See <a href="../evidence/demo/s1/race.txt">the bare run</a>.',
+     "names the run 'bare', and it opens a recording of 'race'"),
+])
+def test_a_link_whose_text_names_another_recording_than_it_opens_is_refused(demo_repo: Path, text: str, wrong: str):
+    link = text.split("[", 1)[1].split("]", 1)[0] if "[" in text else "the bare run"
+    assert audit(demo_repo, HEAD + text + "\n") == [
+        (f"docs/p.md:3: the link {link!r} {wrong} (s1/race.txt of demo); make its text say what it opens, or link "
+        "the recording it names")]
+    assert audit(demo_repo, HEAD + "See [the race log](../evidence/demo/s1/race.txt).\n") == []

@@ -31,6 +31,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
+from html import unescape as html_unescape
 from typing import Any
 
 from lessonkit.errors import LessonError
@@ -412,6 +413,7 @@ def audit_page(html: str | Callable[[], str], source: str, path: str, result: Pa
     _count_words(text, narrative, finder, report)
     _title(source, path, skip, narrative, report)
     _unread_places(html, source, finder, report)
+    _recording_links(html, sets, finder, report)
     for n in narrative:
         if not n.used and not n.course:
             report(n.line, f"{CONSTANTS if n.bound else 'narrative'} figure {n.key!r} is declared, but the page "
@@ -636,6 +638,49 @@ def _unread_places(html: str, source: str, finder: SourceFinder, report: Any) ->
         if "data-toc-label" in line and _TOC_LABEL_RE.search(line):
             report(k + 1, "data-toc-label names the heading otherwise in the sidebar, where the audit does not "
                    "read; let the sidebar show the heading's own text (remove data-toc-label)")
+
+
+# A link into the published evidence (evidence/SET/FILE, relative or from the root), and its text.
+_RECORDING_LINK_RE = re.compile(r"""<a\b[^>]*\bhref\s*=\s*"(?P<href>[^"]*?\bevidence/(?P<set>[^/"]+)/(?P<file>[^"#?]+))[^"]*"[^>]*>
+                                    (?P<text>.*?)</a>""", re.VERBOSE | re.IGNORECASE | re.DOTALL)
+_TAG_RE = re.compile(r"""<[^>]*>""")
+_ORDINALS = {w: n for n, w in enumerate(("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth",
+                                         "ninth", "tenth"), start=1)}
+_RECORDING_NUMBER_RE = re.compile(r"""\b(?:(?P<ordinal>{o})\s+(?:recording|run|repeat)|(?:recording|repeat)\s+(?P<number>\d+)
+                                      |\br(?P<short>\d+)\b)""".format(o="|".join(_ORDINALS)),
+                                  re.VERBOSE | re.IGNORECASE)
+_SESSION_NUMBER_RE = re.compile(r"""\b(?:session\s+(?P<number>\d+)|s(?P<short>\d+)\b)""", re.IGNORECASE)
+
+
+def _recording_links(html: str, sets: Mapping[str, EvidenceSet], finder: SourceFinder, report: Any) -> None:
+    """A link to a recording says which one it opens: its text may not name another run of the set,
+    another recording (`the third recording`, `recording 2`, `r2`) or another session than its target."""
+    for m in _RECORDING_LINK_RE.finditer(html):
+        ev = sets.get(m.group("set"))
+        entry = next((e for e in ev.entries.values() if e.file == m.group("file")), None) if ev else None
+        if entry is None:
+            continue  # a link to a file the evidence does not hold is refused where the page is checked
+        text = " ".join(html_unescape(_TAG_RE.sub(" ", m.group("text"))).split())
+        if not text:
+            continue
+        wrong = None
+        others = sorted({g for g in ev.groups if g != entry.group and re.search(
+            rf"(?<![\w-]){re.escape(g)}(?![\w-])", text, re.IGNORECASE)}, key=len, reverse=True)
+        if others and not re.search(rf"(?<![\w-]){re.escape(entry.group)}(?![\w-])", text, re.IGNORECASE):
+            wrong = f"names the run {others[0]!r}, and it opens a recording of {entry.group!r}"
+        for n in _RECORDING_NUMBER_RE.finditer(text):
+            said = _ORDINALS[n.group("ordinal").lower()] if n.group("ordinal") else int(n.group("number") or
+                                                                                      n.group("short"))
+            if said != entry.repeat and wrong is None:
+                wrong = f"names recording {said} ({n.group().strip()!r}), and it opens recording {entry.repeat}"
+        for n in _SESSION_NUMBER_RE.finditer(text):
+            said = int(n.group("number") or n.group("short"))
+            if f"s{said}" != entry.session and wrong is None:
+                wrong = f"names session {said} ({n.group().strip()!r}), and it opens one of session {entry.session}"
+        if wrong is not None:
+            report(finder.phrase(skeleton(text), text),
+                   f"the link {text!r} {wrong} ({entry.file} of {ev.name}); make its text say what it opens, or "
+                   "link the recording it names")
 
 
 def _around(text: str, start: int, end: int) -> str:
