@@ -166,6 +166,10 @@ def python_first(env: dict[str, str]) -> dict[str, str]:
     return {**env, "PATH": folder + os.pathsep + env.get("PATH", os.defpath)}
 
 
+# The refresh's exit statuses (the guide quotes them as claims on these lines).
+EXIT_AGREES = 0  # recorded, and every page claim agrees with the new evidence
+EXIT_PAGES_NEED_FIXING = 1  # recorded; some claims no longer agree (listed)
+EXIT_NOTHING_RECORDED = 2  # refused or failed: nothing was recorded, the old evidence is kept
 SHARED_GPU_WAIT_S = 60.0  # how long a refresh waits for another process to leave the GPU before an exclusive run
 SHARED_GPU_POLL_S = 1.0
 
@@ -522,14 +526,14 @@ def report_claims(repo: Path, out=print) -> int:
                           cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True)
     if done.returncode == 0:
         out("check   every page claim agrees with the new evidence")
-        return 0
+        return EXIT_AGREES
     lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
     out(f"check   problems to fix in the pages ({lines[-1] if lines else 'no output'}):")
     for line in lines[:-1]:
         out(f"  {line}")
     out("review the new evidence (git diff evidence/), then let the pages follow it:")
     out(f"  .venv/bin/python -m lessonkit accept --repo {repo}")
-    return 1
+    return EXIT_PAGES_NEED_FIXING
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -578,7 +582,7 @@ def main(argv: list[str] | None = None) -> int:
                        shared_gpu_wait=args.shared_gpu_wait, new_history=args.new_history)
     except (RefreshError, LessonError) as exc:
         print(f"refresh: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_NOTHING_RECORDED
     except (KeyboardInterrupt, SystemExit) as exc:
         target = swap_state.target or f"evidence/{args.set_name or args.lesson}"
         code = 130 if isinstance(exc, KeyboardInterrupt) else (exc.code if isinstance(exc.code, int) else 1)

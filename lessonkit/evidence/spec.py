@@ -22,6 +22,8 @@ from lessonkit.textio import read_text
 
 _NAME_RE = re.compile(r"\A[a-z0-9][a-z0-9-]*\Z")
 MAX_SESSIONS = 20
+# The most a run may print (stdout and stderr together) when its runs.toml names no max_output.
+DEFAULT_MAX_OUTPUT = 16 * 1024 * 1024
 # Three sessions by default: the fewest that can show one session disagreeing with two others (two
 # can only disagree with each other, not say which is the odd one); a Day 62 set's session is 0.5 to 2.3 MB, so three keep the whole evidence folder near 27 MB, which still travels
 # to a GPU machine beside the 40 MB CUDA 12.4 toolkit (scripts/cuda-toolkit.sh) when the sets not
@@ -50,7 +52,7 @@ class RunSpec:
     artifacts: tuple[Artifact, ...] = ()
     repeat: int = 1          # independent recordings of the same command
     exclusive: bool = False  # the GPU to itself: no other run of the refresh overlaps it
-    max_output: int = 16 * 1024 * 1024  # bytes of output (its transcript's size) past which nothing is recorded
+    max_output: int = DEFAULT_MAX_OUTPUT  # bytes of output (its transcript's size) past which nothing is recorded
     sets: tuple[str, ...] | None = None  # the evidence sets that record it (None: every set of the lesson)
 
     @property
