@@ -73,7 +73,8 @@ def explain(repo: Path, page: Path) -> tuple[list[str], list[LessonError]]:
     others = checked.figures(text, shown)
     if others:
         lines.append("Every other figure a reader sees, and what stands behind it:")
-        lines.extend(f"{shown}:{line}: {figure}: {what}" for line, figure, what in others)
+        ordered = sorted(enumerate(others), key=lambda o: (o[1][0] is None, o[1][0] or 0, o[0]))  # page order
+        lines.extend(f"{shown}:{line}: {figure}: {what}" for _, (line, figure, what) in ordered)
     return lines, [e for e in result.errors if not e.warning]
 
 

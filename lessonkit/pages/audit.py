@@ -511,15 +511,20 @@ def _figures(text: ReaderText, cited: _Cited, narrative: list[_Narrative], versi
     def note(line: Line, m: re.Match[str], what: str) -> None:
         if collect is None:
             return
-        where = finder.figure(m.group(), line.text, m.start(), m.end())
-        if where is None:  # a generated figure: its Markdown holds the directive, found by the words before it
+        generated = what.startswith("generated")
+        run = _RUN_OF_RE.search(what) if generated else None
+        where = None
+        if run is not None and "the cell (" in what:  # a table's cell: the table directive that names its run
+            where = next((k + 1 for k, text in enumerate(finder.lines) if "{{ table" in text
+                          and run.group(1) in text), None)
+        if where is None and not generated:
+            where = finder.figure(m.group(), line.text, m.start(), m.end())
+        if where is None:  # a generated value: its Markdown holds the directive, found by the words before it
             before = line.text[:m.start()].rstrip()
             words = [w for w in before.split() if any(c.isalnum() for c in w)][-3:]
             where = finder.phrase(skeleton(" ".join(words)), " ".join(words)) if words else None
-        run = _RUN_OF_RE.search(what) if where is None else None
-        if run is not None:  # a table's cell: the table directive that names its run
-            where = next((k + 1 for k, text in enumerate(finder.lines) if "{{ table" in text
-                          and run.group(1) in text), None)
+        if where is None:
+            where = finder.figure(m.group(), line.text, m.start(), m.end())
         collect(where, m.group(), what)
 
     for line in text.lines:
