@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from conftest import BARE, RACE, REPO, record_set
 
 from lessonkit.cli.commands import main as cli
@@ -103,3 +104,41 @@ def test_explain_names_both_runs_of_a_ratio(demo_repo: Path):
     lines, _ = explain(demo_repo, demo_repo / "docs/p.md")
     (backing,) = [line for line in lines if line.startswith("    1: a ratio;")]
     assert "numerator: run race of set demo" in backing and "denominator: run bare of set demo" in backing
+
+
+@pytest.mark.parametrize("page", sorted(p.relative_to(REPO).as_posix() for p in (REPO / "docs").rglob("*.md")))
+def test_every_figure_a_reader_sees_on_a_page_is_in_explain(page: str, monkeypatch):
+    """The reviewer's view is complete: every figure of the page as rendered (outside a region's code and
+    a recording's text, which show their file and recording above them) is listed by explain, a produced
+    one with what backs it (its tooltip's text), any other with its phrase, constant or example."""
+    from collections import Counter
+
+    from lessonkit.cache import Store
+    from lessonkit.pages import audit
+    from lessonkit.pages.figures import FIGURE_RE
+    from lessonkit.site.check import CheckedSite
+
+    seen = []
+    read = audit.read_html
+    monkeypatch.setattr(audit, "read_html", lambda html: seen.append(read(html)) or seen[-1])
+    lines, errors = explain(REPO, REPO / page)
+    assert errors == []
+    text = seen[-1]  # the page as the audit read it, with what it marked produced
+    listed = "\n".join(lines)
+    site = CheckedSite(REPO, store=Store(None), keep="errors")
+    site.refresh()
+    others = Counter(figure for _, figure, _ in site.figures((REPO / page).read_text(encoding="utf-8"), page))
+    unlisted, unbacked = [], []
+    for line in text.lines:
+        if line.code is not None and text.blocks[line.code].produced:
+            continue
+        for m in FIGURE_RE.finditer(line.text):
+            if line.is_produced(m.start(), m.end()):
+                why = line.backing(m.start(), m.end())
+                if why is None or why.split(";")[0] not in listed:
+                    unbacked.append((m.group(), line.text[:80]))
+            elif others[m.group()] > 0:
+                others[m.group()] -= 1
+            else:
+                unlisted.append((m.group(), line.text[:80]))
+    assert unbacked == [] and unlisted == [], (unbacked[:5], unlisted[:5])

@@ -38,4 +38,5 @@ def test_region_fence_outgrows_backticks_inside():
 
 def test_provenance_table_names_both_columns(demo_repo: Path):
     table = render_provenance(load_evidence_set(demo_repo, "demo")).splitlines()
-    assert table[:3] == ["| recorded with | value |", "| --- | --- |", "| GPU | <span class=\"lk-v\">NVIDIA H200</span> |"]
+    assert table[:3] == ["| recorded with | value |", "| --- | --- |", ('| GPU | <span class="lk-v" data-lk-why="generated from the provenance of set demo: the field gpu, '
+                          'as its manifest records it">NVIDIA H200</span> |')]

@@ -389,13 +389,15 @@ def audit_page(html: str | Callable[[], str], source: str, path: str, result: Pa
     # A claim where no span can go (a code span or block, alt text, an attribute) is known by the
     # text around it: each such claim excuses one place that text stands, in reading order, so a
     # copy of it typed elsewhere on the page is a figure like any other.
-    left = Counter((context, start, end) for context, start, end in result.unmarked)
+    left = Counter(result.unmarked)
     for line in text.lines:
-        for (context, start, end), count in left.items():
+        for (context, start, end, why), count in left.items():
             at = line.text.find(context) if count else -1
-            while at != -1 and left[(context, start, end)]:
+            while at != -1 and left[(context, start, end, why)]:
                 line.produced.append((at + start, at + end))
-                left[(context, start, end)] -= 1
+                if why:
+                    line.why.append((at + start, at + end, why))
+                left[(context, start, end, why)] -= 1
                 at = line.text.find(context, at + 1)
     # One error per cause: a line the Markdown's checks already refused is not audited again.
     reported: set[tuple[int | None, str]] = set()
@@ -436,6 +438,8 @@ def _tool_lines(text: ReaderText, cited: _Cited, finder: SourceFinder, report: A
             quote = next((s for s in cited.summaries if line.text.startswith(s, m.start())), None)
             if quote is not None and not line.folded_within(m.start(), m.start() + len(quote)):
                 line.produced.append((m.start(), m.start() + len(quote)))  # checked: its figures too
+                line.why.append((m.start(), m.start() + len(quote), ("quoted verbatim: the summary line that a run "
+                                 "the page cites printed, as its transcripts hold it")))
                 continue
             close = line.text.find(")", m.end())
             extent = line.text[m.end():close + 1 if 0 <= close < m.end() + 120 else m.end() + 80]
@@ -541,7 +545,7 @@ def _figures(text: ReaderText, cited: _Cited, narrative: list[_Narrative], versi
         for m in FIGURE_RE.finditer(line.text):
             if line.is_produced(m.start(), m.end()):
                 why = line.backing(m.start(), m.end())
-                if why is not None and why.startswith("generated"):  # a claim is listed with its sentence
+                if why is not None and why.startswith(("generated", "quoted verbatim")):  # a claim: with its sentence
                     note(line, m, why)
                 continue
             if examples is None:

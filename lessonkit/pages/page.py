@@ -164,7 +164,7 @@ def _ticks_before(out: Lines, in_fence: list[bool], i: int, after: tuple[int, st
     return ticks
 
 
-def _marked_markdown(out: Lines, in_fence: list[bool], unmarked: list[tuple[str, int, int]]) -> str:
+def _marked_markdown(out: Lines, in_fence: list[bool], unmarked: list[tuple[str, int, int, str | None]]) -> str:
     """The expanded page with every claim's value marked as produced (lessonkit.pages.render.produced), or,
     where HTML cannot hold a span (code, alt text, a tag), its context noted in `unmarked`."""
     texts = list(out.texts)
@@ -192,7 +192,7 @@ def _marked_markdown(out: Lines, in_fence: list[bool], unmarked: list[tuple[str,
             right = span.end
             while right < len(text) and right - span.end < _CONTEXT_MAX and text[right] not in _CONTEXT_STOP:
                 right += 1
-            unmarked.append((text[left:right], span.start - left, span.end - left))
+            unmarked.append((text[left:right], span.start - left, span.end - left, span.why))
             pieces.append(value)
         pieces.append(text[pos:])
         texts[i] = "".join(pieces)

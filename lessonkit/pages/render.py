@@ -259,14 +259,17 @@ def render_provenance(ev: EvidenceSet) -> str:
     sessions = list(ev.sessions)
     values = _session_values(ev, sessions)
     rows = ["| recorded with | value |", "| --- | --- |"]
+    def why(what: str) -> str:
+        return f"generated from the provenance of set {ev.name}: {what}, as its manifest records it"
+
     for key, label in _PROVENANCE_ORDER:
         if key in values and key != "host":
-            rows.append(f"| {label} | {produced(html.escape(values[key]))} |")
-    rows.append(f"| build line | {produced(_inline_code(ev.build))} |")
+            rows.append(f"| {label} | {produced(html.escape(values[key]), why(f'the field {key}'))} |")
+    rows.append(f"| build line | {produced(_inline_code(ev.build), why('the build line'))} |")
     dates = sorted(e.date for e in ev.entries.values())
     if dates:
         span = dates[0] if dates[0][:10] == dates[-1][:10] else f"{dates[0]} to {dates[-1]}"
-        rows.append(f"| recorded (UTC) | {produced(html.escape(span))} |")
+        rows.append(f"| recorded (UTC) | {produced(html.escape(span), why('the first and last recording dates'))} |")
     sessions_table = _sessions_table(ev)
     return "\n".join(rows) + (f"\n\n{sessions_table}" if sessions_table else "")
 
@@ -290,8 +293,11 @@ def _sessions_table(ev: EvidenceSet) -> str:
              "| --- |" + " --- |" * len(columns)]
     for sid in sessions:
         prov = ev.sessions[sid].provenance
-        cells = [produced(html.escape(_session_cell(prov.get(key)))) for key, _ in columns]
-        table.append(f"| {produced(sid)} | " + " | ".join(cells) + " |")
+        cells = [produced(html.escape(_session_cell(prov.get(key))),
+                          f"generated from the provenance of session {sid} of set {ev.name}: the field {key}, "
+                          "as its manifest records it") for key, _ in columns]
+        table.append(f"| {produced(sid, f'generated from the set: session {sid} of set {ev.name}')} | "
+                     + " | ".join(cells) + " |")
     notes = sorted({str(ev.sessions[s].provenance["note"]) for s in sessions if "note" in ev.sessions[s].provenance})
     return "\n".join(table) + "".join(f"\n\n{produced(html.escape(n))}" for n in notes)
 

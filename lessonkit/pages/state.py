@@ -84,7 +84,7 @@ class PageResult:
     looked_up: set[str] = field(default_factory=set)  # names it looked up among the evidence sets
     # Claims shown where a produced() span cannot go (a code span or block, an image's alt text, a
     # tag's attribute): (the text around the value as the rendered page shows it, value's start, end).
-    unmarked: list[tuple[str, int, int]] = field(default_factory=list)
+    unmarked: list[tuple[str, int, int, str | None]] = field(default_factory=list)  # (context, start, end, why)
     unrecorded: str | None = None  # the lesson, not recorded yet, whose notice the page shows
     default_set: str | None = None  # the set its `{{ evidence SET }}` names: the page's own lesson's
 

@@ -140,12 +140,14 @@ def _table(page: PageState, index: int, parts: list[str]) -> str:
                  for c in cells]
         columns = [(None, c) for c in cells]
     else:
-        head += [_shown(display.label(col_key, v)) for v in col_values]
+        head += [_shown(display.label(col_key, v), f"generated from every recording: a value of the key {col_key} "
+                        f"in {', '.join('run ' + s.run for s in sources)}, a column of the table") for v in col_values]
         columns = [(v, cells[0]) for v in col_values]
     body = []
     runs = list(dict.fromkeys(source.run for source in sources))
     for rv in row_values:
-        row = [_shown(display.label(row_key, rv))]
+        row = [_shown(display.label(row_key, rv), f"generated from every recording: a value of the key {row_key} in "
+                      f"{', '.join('run ' + s.run for s in sources)}, a row of the table")]
         for cv, cell in columns:
             where = f"({display.label(row_key, rv)}{'' if cv is None else ', ' + display.label(col_key, cv)})"
             chosen = {row_key: rv} | ({} if cv is None else {col_key: cv})

@@ -287,5 +287,5 @@ def decode_result(data: Any) -> PageResult:
         blocks=list(data["blocks"]), claims=claims,
         published=[Published(set_name, file, Path(source)) for set_name, file, source in data["published"]],
         sources=set(data["sources"]), looked_up=set(data["looked_up"]),
-        unmarked=[(text, start, end) for text, start, end in data["unmarked"]], unrecorded=data.get("unrecorded"),
+        unmarked=[(text, start, end, why) for text, start, end, why in data["unmarked"]], unrecorded=data.get("unrecorded"),
         default_set=data.get("default_set"))
