@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import errs
+from conftest import checked, errs
 
 CLAIM = "{{ 8 @ demo/race:reports[severity=Warning].hazards }}"
 
@@ -79,9 +79,9 @@ def test_comments_on_their_own_or_after_text_and_in_code_blocks_pass(demo_repo: 
 ])
 def test_a_code_block_that_types_sanitizer_output(demo_repo: Path, typed: str):
     text = f"{CLAIM} hazards.\n\n```console\n$ compute-sanitizer ./demo\n{typed}\n{typed}\n```\n"
-    assert errs(demo_repo, text) == [
-        (f"docs/p.md:5: a code block types compute-sanitizer output by hand ({typed.strip()[:40]!r}); show what a "
-         "run printed with {{ transcript RUN }}, or quote its summary line in the text")]
+    assert checked(demo_repo, text) == [
+        (f"docs/p.md:5: a reader sees compute-sanitizer output {typed.strip()[:60]!r} that no transcript "
+         "produced; show what a run printed with {{ transcript RUN }}")]
 
 
 def test_sanitizer_words_in_prose_a_quoted_summary_and_a_recorded_transcript_pass(demo_repo: Path):
@@ -102,9 +102,9 @@ def test_inline_code_of_three_backticks_opens_no_fence(demo_repo: Path):
 
 def test_a_fence_inside_an_admonition_is_a_code_block(demo_repo: Path):
     text = f"{CLAIM} hazards.\n\n??? note \"output\"\n    ```text\n    ========= Error: Race reported between\n    ```\n"
-    assert errs(demo_repo, text) == [
-        ("docs/p.md:5: a code block types compute-sanitizer output by hand ('========= Error: Race reported "
-         "between'); show what a run printed with {{ transcript RUN }}, or quote its summary line in the text")]
+    assert checked(demo_repo, text) == [
+        ("docs/p.md:5: a reader sees compute-sanitizer output '========= Error: Race reported between' that no "
+         "transcript produced; show what a run printed with {{ transcript RUN }}")]
 
 
 def test_a_quote_under_a_setext_heading_needs_its_own_citation(demo_repo: Path):
@@ -193,9 +193,9 @@ def test_summary_quotes_in_code_spans_and_emphasis_around_them_pass(demo_repo: P
     "```text\nERROR: Race  reported   between Write access\n```",
 ])
 def test_typed_output_in_other_code_blocks(demo_repo: Path, block: str):
-    found = errs(demo_repo, f"{CLAIM} hazards.\n\n{block}\n")
+    found = checked(demo_repo, f"{CLAIM} hazards.\n\n{block}\n")
     line = 4 if block.startswith("```") else 3
-    assert len(found) == 1 and found[0].startswith(f"docs/p.md:{line}: a code block types compute-sanitizer output")
+    assert len(found) == 1 and found[0].startswith(f"docs/p.md:{line}: a reader sees compute-sanitizer output"), found
 
 
 def test_markup_shown_as_typed_in_a_code_span_is_no_disguise(demo_repo: Path):
@@ -247,5 +247,5 @@ def test_units_against_a_figure_and_a_range_typed_up_to_a_claim_pass(demo_repo: 
 @pytest.mark.parametrize("line", ["======== Invalid __shared__ write of size 4 bytes",
                                   "<pre>====<b></b>===== Race reported between</pre>"])
 def test_typed_output_with_a_short_or_split_prefix(demo_repo: Path, line: str):
-    found = errs(demo_repo, f"{CLAIM} hazards.\n\n{line}\n")
-    assert len(found) == 1 and "types compute-sanitizer output by hand" in found[0], found
+    found = checked(demo_repo, f"{CLAIM} hazards.\n\n{line}\n")
+    assert len(found) == 1 and "a reader sees compute-sanitizer output" in found[0], found

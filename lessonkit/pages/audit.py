@@ -58,7 +58,8 @@ SKETCH_LANGUAGES = frozenset({"c", "c++", "cpp", "cxx", "cu", "cuda", "python", 
 _SUMMARY_RE = re.compile(f"(?:{skeleton('RACECHECK')}|{skeleton('ERROR')})" + r"[\s_-]*" + skeleton("SUMMARY"))
 _REPORT_RE = re.compile(r"""(?:^|\s)={6,}\s*[^\s=]|""" + "|".join(
     skeleton(phrase).replace(" ", r"\s+") for phrase in
-    ("Race reported between", "hazard detected at", "Barrier error detected")))
+    ("Race reported between", "hazard detected at", "Barrier error detected")) + r"|" + skeleton("Potential")
+    + r"\s+(?:" + "|".join(skeleton(k) for k in ("RAW", "WAR", "WAW")) + r")\s+" + skeleton("hazard"))
 _APOSTROPHES = str.maketrans("\u2019\u2018\u02bc", "'''")
 
 

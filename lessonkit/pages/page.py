@@ -53,7 +53,6 @@ from lessonkit.pages.text import (
     check_escaped_directives,
     check_hidden_text,
     check_reserved_marks,
-    check_typed_output,
     visible_text,
 )
 from lessonkit.pages.units import unit_problem
@@ -96,7 +95,6 @@ def process_page(markdown: str, path: str, repo: Path, sets: dict[str, EvidenceS
     in_fence = fenced(out)
     check_hidden_text(page, out, in_fence)
     check_escaped_directives(page, out, in_fence, markdown)
-    check_typed_output(page, out, in_fence)
     check_reserved_marks(page, out, in_fence)
     check_table_labels(page, out, in_fence)
     check_typed_line_refs(page, out, in_fence)

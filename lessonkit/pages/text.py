@@ -5,10 +5,8 @@ hyphen or a zero-width space splits "ERROR SUMMARY" for the checks, not for the 
 character reference that spells a letter or digit (`&#82;`), no claim inside an HTML comment
 (checked, never shown), and no comment between two stretches of text on one line.
 
-Typed tool output. A code block may not type compute-sanitizer's report lines by hand (its
-`=========` prefix, "Race reported between", "Potential RAW hazard", "Barrier error
-detected"): recorded output comes in through `{{ transcript RUN }}`. A summary line is a quote,
-held to the recordings by the summary rule.
+(Typed tool output, a report line a run did not produce, is refused on the rendered page:
+lessonkit.pages.audit.)
 
 Escaped directives. `\\{{` writes literal braces, so `\\{{ region ... }}` at the start of a line
 shows the directive's text instead of expanding it; only a page about the directives themselves
@@ -507,50 +505,6 @@ def check_reserved_marks(page: PageState, out: Lines, in_fence: list[bool]) -> N
                 break
 
 
-
-
-# -- typed tool output ---------------------------------------------------------------------------
-
-_TOOL_LINE_RE = re.compile(
-    r"""^\s*(?:={6,}|.*\b(?:Race\s+reported\s+between|Potential\s+(?:RAW|WAR|WAW)\s+hazard
-                       |Barrier\s+error\s+detected))""",
-    re.VERBOSE | re.IGNORECASE)
-# The tool's prefix with text after it: tool output wherever it stands (an indented block, <pre>).
-_PREFIXED_RE = re.compile(r"""^\s*={6,}[ \t]+\S""")
-
-
-# A line that may type tool output: six '=' or more (however tags split them), or a report's words.
-_MAYBE_TYPED_RE = re.compile(
-    r"""=(?:[^=\n]*=){5}|race[^\S\n]+reported|potential[^\S\n]+(?:raw|war|waw)|barrier[^\S\n]+error""")
-_MAYBE_TYPED_ANY_CASE_RE = re.compile(_MAYBE_TYPED_RE.pattern, re.IGNORECASE)
-
-
-def check_typed_output(page: PageState, out: Lines, in_fence: list[bool]) -> None:
-    """No code block that types a sanitizer's report lines (one error a block), and no line outside a
-    fence that starts with the tool's prefix (an indented code block, a raw <pre>)."""
-    quiet_until = -1  # the end of the code block whose first typed line was reported: one error a block
-    for i in out.find_words(_MAYBE_TYPED_RE, _MAYBE_TYPED_ANY_CASE_RE):
-        if i < quiet_until:
-            continue
-        line = out[i]
-        if in_fence[i]:
-            typed = _TOOL_LINE_RE.match(line.text)
-        else:  # the prefix is six '=' or more, however tags split them
-            typed = line.text.count("=") >= 6 and _PREFIXED_RE.match(visible_text(line.text))
-        if not typed or SUMMARY_MENTION_RE.search(line.text):
-            continue  # a summary line is a quote: check_summaries holds it to the recordings
-        if in_fence[i]:
-            quiet_until = _block_end(in_fence, i)
-        page.error(line.src, f"a code block types compute-sanitizer output by hand ({line.text.strip()[:40]!r}); "
-                   "show what a run printed with {{ transcript RUN }}, or quote its summary line in the text")
-
-
-def _block_end(in_fence: list[bool], i: int) -> int:
-    """The first line after line i's code block."""
-    try:
-        return in_fence.index(False, i)
-    except ValueError:
-        return len(in_fence)
 
 
 def is_reference_page(path: str) -> bool:
