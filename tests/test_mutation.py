@@ -34,6 +34,7 @@ import yaml
 from conftest import REPO
 
 from lessonkit.cache import Store
+from lessonkit.errors import LessonErrors
 from lessonkit.pages.audit import NARRATIVE, SKETCH_LANGUAGES, SKETCH_MARK
 from lessonkit.pages.figures import FIGURE_RE, canonical, evidence_figures
 from lessonkit.pages.fold import shown, skeleton
@@ -41,6 +42,7 @@ from lessonkit.pages.narrative import compile_phrase, load_course
 from lessonkit.pages.readertext import read_html
 from lessonkit.pages.scan import FENCE_RE, LineIndex, scan
 from lessonkit.site.check import CheckedSite, docs_pages, strip_front_matter
+from lessonkit.site.check import _split_page as split_page
 from lessonkit.textio import FRONT_MATTER_RE
 
 _DIGITS_RE = re.compile(r"""[0-9]+""")
@@ -147,11 +149,21 @@ def checker(repo: Path) -> CheckedSite:
 
 
 def _caught(job: tuple[str, str, str]) -> bool:
+    """Whether `lessonkit check` refuses the mutant. Its errors are the Markdown's, then the audit's
+    of the rendered page: a mutant the Markdown's checks refuse (a claim's value changed) is caught
+    without rendering it, as the full check would refuse it too."""
     repo, text, path = job
     check = _WORKER.get(repo)
     if check is None:
         check = _WORKER[repo] = checker(Path(repo))
-    return bool(check.page_text(text, path).errors)
+    try:
+        body, offset, front = split_page(text, path)
+    except LessonErrors:
+        return True  # its front matter cannot be read: refused
+    result = check.site.page(body, path, offset)
+    if result.errors:
+        return True
+    return bool(check._audit_rendered(path, result, front + body))
 
 
 def _reader_text(check: CheckedSite, source: str, path: str) -> str:
