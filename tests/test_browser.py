@@ -105,13 +105,18 @@ CODE_GEOMETRY_JS = """() => {
 }"""
 
 
-def test_every_page_in_both_schemes(served_site, built_site, browser):
-    """axe-core, page width, load problems and code geometry, at both widths in both schemes."""
+SHARDS = 4  # the pages in this many tests, which pytest-xdist runs side by side
+
+
+@pytest.mark.parametrize("shard", range(SHARDS))
+def test_every_page_in_both_schemes(shard, served_site, built_site, browser):
+    """axe-core, page width, load problems and code geometry, at both widths in both schemes: every
+    page of the built site is in exactly one shard (its index in the sorted list, modulo SHARDS)."""
     ARTIFACTS.mkdir(exist_ok=True)
     pages = site_pages(built_site)
     assert {"", "day62-racecheck/", "deeper-weak-behaviours/"} <= set(pages)
     failures: list[str] = []
-    for path in pages:
+    for path in pages[shard::SHARDS]:
         for scheme, material_scheme in SCHEMES.items():
             for width in (DESKTOP, MOBILE):
                 where = f"/{path} ({scheme}, {width} px)"
