@@ -103,6 +103,23 @@ def test_a_difference_that_disappears_fails_and_says_what_to_write(demo_repo):
     assert "evidence/demo-b gives 120 to 240, which meet; the two sets' values overlap" in message
 
 
+def test_a_direction_word_is_held_to_the_comparison(demo_repo):
+    """'fewer' (or 'more', 'lower', ...) before a vs comparison is what the reader reads: it holds when every
+    value of the first set lies below (above) every value of the second, and fails read the wrong way round."""
+    two_sets(demo_repo)
+    fewer = "The error had {{ fewer @ race:reports[severity=Error].hazards in demo vs demo-b }} hazards.\n"
+    page = run_page(demo_repo, fewer)
+    assert page.errors == [] and '<span class="lk-v">fewer</span>' in page.markdown
+    (message,) = errs(demo_repo, fewer.replace("fewer @", "more @"))
+    assert ("says 'more', but demo's values lie below demo-b's in every recording (evidence/demo gives '120' and "
+            "evidence/demo-b gives '215'): the comparison runs the other way") in message
+    assert errs(demo_repo, fewer.replace("fewer @", "higher @").replace("demo vs demo-b", "demo-b vs demo")) == []
+    record_set(demo_repo, "demo", {"race": [RACE, RACE.replace("[120 hazards]", "[240 hazards]")], "bare": BARE},
+               set_name="demo-b")
+    (message,) = errs(demo_repo, fewer)
+    assert "says 'fewer', but the two sets' values overlap" in message
+
+
 def test_ranges_that_meet_state_no_difference(demo_repo):
     two_sets(demo_repo)
     (message,) = errs(demo_repo, "{{ 100\u2013150 vs 140\u2013220 @ race:reports[severity=Error].hazards "

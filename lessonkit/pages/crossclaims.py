@@ -12,7 +12,10 @@ After the `@`, a claim may name:
   values); it fails when any differs. With `vs` the value is `VALUE_A vs VALUE_B`, each side a
   claim value checked against its own set, and the sides must not meet: no value of one set is
   a value of the other (numbers: their spans do not overlap), and the two stated values do not
-  overlap either. It fails when the difference disappears.
+  overlap either. It fails when the difference disappears. A `vs` claim may instead state only the
+  direction, a word the reader sees: `fewer`, `less`, `lower`, `smaller`, `shorter` (every value of
+  the first set below every value of the second) or `more`, `greater`, `higher`, `larger`, `longer`
+  (above).
 
 The page shows the author's text (`same`, `96 vs 128`). What accept may write is in `fix`:
 each side's new value where the claim's form still holds, else nothing and a message saying
@@ -123,6 +126,8 @@ def check_compound(page: PageState, index: int, value: str, form: Form, start: i
         return ShownClaim(values[0] if len(values) == 1 else None, query)
     if form.op == "=":
         problem, fix = _check_same(values[0], form, a, b, table_a, table_b)
+    elif len(values) == 1:
+        problem, fix = _check_direction(values[0].text, form, a, b)
     else:
         problem, fix = _check_differs(value, values, form, a, b)
     if problem is None:
@@ -143,8 +148,16 @@ def _first_query(form: Form):
         return None
 
 
+# A direction word states which side of a `vs` comparison is the larger: `{{ fewer @ … in A vs B }}` holds
+# when every value of A is below every value of B. The reader sees the word; the check holds it to the data.
+BELOW = frozenset({"fewer", "less", "lower", "smaller", "shorter"})
+ABOVE = frozenset({"more", "greater", "higher", "larger", "longer"})
+
+
 def _values(value: str, form: Form) -> list[ClaimValue]:
     """The claim's value(s): one, or one per side for `vs`; ClaimValueError when the form does not fit."""
+    if form.op == "vs" and value.strip().lower() in BELOW | ABOVE:
+        return [ClaimValue(value.strip(), "exact")]
     if form.op == "vs":
         sides = _VS_RE.split(value.strip())
         if len(sides) != 2:
@@ -349,6 +362,27 @@ def _overlap(one: ClaimValue, two: ClaimValue) -> bool:
         return one.text.replace(",", "") == two.text.replace(",", "")
     return not (b1[1] < b2[0] or b2[1] < b1[0]) if one.kind != "rounded" and two.kind != "rounded" else \
         not (b1[1] <= b2[0] or b2[1] <= b1[0])
+
+
+def _check_direction(word: str, form: Form, a: Sample, b: Sample) -> tuple[str | None, str | None]:
+    """(problem, fix) of `WORD @ … in A vs B`: every value of A lies below (fewer, lower, …) or above
+    (more, higher, …) every value of B; the fix is the word that holds now, if one does."""
+    set_a, set_b = form.sets
+    texts_a, texts_b = [f.text for f in a.values], [f.text for f in b.values]
+    nums_a, nums_b = [number(t) for t in texts_a], [number(t) for t in texts_b]
+    if not nums_a or not nums_b or None in nums_a + nums_b:
+        return f"{word!r} compares numbers, and the values are not all numbers", None
+    below, above = max(nums_a) < min(nums_b), min(nums_a) > max(nums_b)
+    if (word.lower() in BELOW and below) or (word.lower() in ABOVE and above):
+        return None, None
+    now = ("below" if below else "above" if above else None)
+    said = (f"evidence/{set_a} gives {_describe(texts_a)} and evidence/{set_b} gives {_describe(texts_b)}")
+    if now is None:
+        return (f"says {word!r}, but the two sets' values overlap ({said}): neither side is "
+                f"{'below' if word.lower() in BELOW else 'above'} the other in every recording; rewrite the "
+                "sentence"), None
+    return (f"says {word!r}, but {set_a}'s values lie {now} {set_b}'s in every recording ({said}): the "
+            "comparison runs the other way; rewrite the sentence around it"), None
 
 
 def _check_differs(value: str, values: list[ClaimValue], form: Form, a: Sample,
