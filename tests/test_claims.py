@@ -611,10 +611,11 @@ def test_a_large_first_recording_shows_its_first_lines_and_links_the_file(demo_r
     lines = big.count("\n")
     start = html.index('<pre class="lk-transcript-text"><samp>') + len('<pre class="lk-transcript-text"><samp>')
     shown = html[start:html.index("</samp></pre>")].replace("&lt;", "<")
-    # Whole lines from the start, as many as 6 KiB holds.
-    assert big.startswith(shown + "\n") and len(shown.encode()) <= 6 * 1024
+    # Whole lines from the start, as many as INLINE_BYTES holds.
+    from lessonkit.pages.render import INLINE_BYTES
+    assert big.startswith(shown + "\n") and len(shown.encode()) <= INLINE_BYTES
     next_line = big[len(shown) + 1:].split("\n", 1)[0]
-    assert len(f"{shown}\n{next_line}\n".encode()) > 6 * 1024
+    assert len(f"{shown}\n{next_line}\n".encode()) > INLINE_BYTES
     kept = shown.count("\n") + 1
     assert (f'<p class="lk-transcript-more" data-lk-lines="{lines}">The first {kept} lines of {lines}; '
             f'{lines - kept} more in <a class="lk-evidence" href="evidence/demo/s1/race.txt">evidence/demo/s1/race.txt</a> '

@@ -201,7 +201,8 @@ def test_a_reference_page_quotes_lessonkit_s_own_constant_from_the_running_core(
     of lessonkit (a size, a default) fails the page when the core changes it."""
     from lessonkit.pages import constants, render, state
 
-    text = "A box shows up to {{ 6 @ lessonkit/pages/render.py:INLINE_BYTES / 1024 }} KiB whole.\n"
+    kib = render.INLINE_BYTES // 1024
+    text = f"A box shows up to {{{{ {kib} @ lessonkit/pages/render.py:INLINE_BYTES / 1024 }}}} KiB whole.\n"
     result = run_page(demo_repo, text)
     assert [str(e) for e in result.errors] == []
     line = next(k for k, s in enumerate(Path(render.__file__).read_text().splitlines(), 1) if s.startswith("INLINE_BYTES"))
@@ -211,7 +212,7 @@ def test_a_reference_page_quotes_lessonkit_s_own_constant_from_the_running_core(
     (core / "lessonkit/pages/render.py").write_text("INLINE_BYTES = 8 * 1024\n")
     monkeypatch.setattr(constants, "CORE_ROOT", core)
     monkeypatch.setattr(state, "CORE_ROOT", core)
-    assert errs(demo_repo, text) == [("docs/p.md:1: claim '6' (lessonkit/pages/render.py:INLINE_BYTES) disagrees with "
+    assert errs(demo_repo, text) == [(f"docs/p.md:1: claim '{kib}' (lessonkit/pages/render.py:INLINE_BYTES) disagrees with "
                                      "lessonkit/pages/render.py; it says '8' (line 1)")]
     assert errs(demo_repo, "{{ 6 @ lessonkit/pages/nothing.py:X }} KiB.\n") == [
         (f"docs/p.md:1: claim '6' (lessonkit/pages/nothing.py:X): lessonkit/pages/nothing.py is no file of "

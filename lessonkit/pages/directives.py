@@ -75,7 +75,7 @@ def expand_directive(page: PageState, token: Token, word: str, text: str) -> str
         page.error(index, f"'{word}' takes a set name, not the transcript {parts[0]!r}")
         return ""
     if word == "provenance":
-        return render_provenance(ev)
+        return render_provenance(ev, page.result.slot)
     names = parts[1:] or sorted(ev.groups)
     unknown = [n for n in names if n not in ev.groups]
     if unknown:

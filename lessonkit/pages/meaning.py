@@ -34,6 +34,14 @@ def _toolkit(ev: EvidenceSet) -> str:
     return ", ".join(parts) or "no toolkit recorded"
 
 
+def for_reader(why: str | None, sets: Mapping[str, EvidenceSet], default: str | None) -> str | None:
+    """`why` as a figure's tooltip gives it: without the toolkit of the page's own set, which the page
+    names above its figures (explain keeps it); every other set's toolkit stays. Day 62's tooltips were
+    a tenth of its HTML in that one repeated parenthesis."""
+    ev = sets.get(default or "")
+    return why.replace(f" ({_toolkit(ev)})", "") if why and ev is not None else why
+
+
 def _operand(text: str, default: str | None, sets: Mapping[str, EvidenceSet]) -> tuple[str, str]:
     """(what it reads, on which recordings) for one REF:QUERY, in words."""
     ref, _, query = text.partition(":")

@@ -30,7 +30,7 @@ from lessonkit.pages.crossclaims import check_compound, compound
 from lessonkit.pages.directives import expand_directive
 from lessonkit.pages.evidencelinks import check_evidence_links
 from lessonkit.pages.linerefs import check_typed_line_refs
-from lessonkit.pages.meaning import describe, describe_generated
+from lessonkit.pages.meaning import describe, describe_generated, for_reader
 from lessonkit.pages.render import (
     produced,
 )
@@ -322,7 +322,8 @@ def _inline(page: PageState, line: OutLine, token: Token, word: str | None, sour
         figure, claim = render_value(page, token.line, token.body)
         if claim is not None:
             query = " ".join(token.body.split()[1:])
-            why = describe_generated(query.split(" sig=")[0], page.default_set, page.sets)
+            why = for_reader(describe_generated(query.split(" sig=")[0], page.default_set, page.sets), page.sets,
+                             page.default_set)
             line.spans.append(Span(len(line.text), len(line.text) + len(figure), claim, why))
             _check_unit(page, token, claim, figure, source, text)
         line.text += figure
@@ -345,7 +346,8 @@ def _inline(page: PageState, line: OutLine, token: Token, word: str | None, sour
     else:
         shown = page.check_claim(token.line, value, ref_query, start, end)
     outcome = page.result.claims[-1] if page.result.claims and page.result.claims[-1].start == start else None
-    why = describe(outcome, page.sets, page.default_set) if outcome is not None and outcome.error is None else None
+    why = (for_reader(describe(outcome, page.sets, page.default_set), page.sets, page.default_set)
+           if outcome is not None and outcome.error is None else None)
     line.spans.append(Span(len(line.text), len(line.text) + len(value), shown, why))
     line.text += value
     _check_unit(page, token, shown, value, source, text)

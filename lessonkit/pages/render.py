@@ -9,7 +9,7 @@ from __future__ import annotations
 import html
 import re
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from lessonkit.evidence.sets import EvidenceSet, TranscriptEntry
@@ -87,7 +87,7 @@ def _inline_code(text: str) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
-INLINE_BYTES = 6 * 1024  # a first recording up to this size is shown whole; a larger one, its first lines
+INLINE_BYTES = 3 * 1024  # a first recording up to this size is shown whole; a larger one, its first lines
 _PYTHON_RE = re.compile(r"""(?:^|[\s/])python[\d.]*\s|\.py\b""")
 
 
@@ -254,24 +254,31 @@ _SESSION_COLUMNS = (
 )
 
 
-def render_provenance(ev: EvidenceSet) -> str:
-    """A table of the set's provenance, then one row for each session it keeps, each value marked as produced."""
+def render_provenance(ev: EvidenceSet, slot: Callable[[str], str] = lambda block: block) -> str:
+    """A table of the set's provenance, then one row for each session it keeps, each value marked as produced.
+
+    Finished HTML in `slot` (PageState.slot), inside an element the search index leaves out: the page's
+    prose names the GPU and the toolkits where they matter, nobody searches a course for a GPU's UUID,
+    and the sessions' rows grow with every session the set keeps."""
     sessions = list(ev.sessions)
     values = _session_values(ev, sessions)
-    rows = ["| recorded with | value |", "| --- | --- |"]
+
     def why(what: str) -> str:
         return f"generated from the provenance of set {ev.name}: {what}, as its manifest records it"
 
+    rows = []
     for key, label in _PROVENANCE_ORDER:
         if key in values and key != "host":
-            rows.append(f"| {label} | {produced(html.escape(values[key]), why(f'the field {key}'))} |")
-    rows.append(f"| build line | {produced(_inline_code(ev.build), why('the build line'))} |")
+            rows.append((label, produced(html.escape(values[key]), why(f"the field {key}"))))
+    rows.append(("build line", produced(f"<code>{html.escape(ev.build)}</code>", why("the build line"))))
     dates = sorted(e.date for e in ev.entries.values())
     if dates:
         span = dates[0] if dates[0][:10] == dates[-1][:10] else f"{dates[0]} to {dates[-1]}"
-        rows.append(f"| recorded (UTC) | {produced(html.escape(span), why('the first and last recording dates'))} |")
-    sessions_table = _sessions_table(ev)
-    return "\n".join(rows) + (f"\n\n{sessions_table}" if sessions_table else "")
+        rows.append(("recorded (UTC)", produced(html.escape(span), why("the first and last recording dates"))))
+    body = "\n".join(f"<tr><td>{html.escape(label)}</td><td>{value}</td></tr>" for label, value in rows)
+    table = (f"<table>\n<thead><tr><th>recorded with</th><th>value</th></tr></thead>\n<tbody>\n{body}\n"
+             "</tbody>\n</table>\n")
+    return slot(f'<div class="lk-provenance" data-search-exclude>\n{table}{_sessions_table(ev)}</div>\n')
 
 
 def _session_cell(value: object) -> str:
@@ -283,23 +290,23 @@ def _session_cell(value: object) -> str:
 
 def _sessions_table(ev: EvidenceSet) -> str:
     """One row for each session the set keeps (its start, GPU, clocks, temperatures, whether the GPU was
-    shared), and the notes of sessions recorded before these were kept; '' when there is nothing to show."""
+    shared), and the notes of sessions recorded before these were kept, as HTML left out of the search
+    index; '' when there is nothing to show."""
     sessions = list(ev.sessions)
     columns = [(k, label) for k, label in _SESSION_COLUMNS
                if any(k in ev.sessions[sid].provenance for sid in sessions)]
     if not sessions or not columns:
         return ""
-    table = ["| session | " + " | ".join(label for _, label in columns) + " |",
-             "| --- |" + " --- |" * len(columns)]
+    head = "".join(f"<th>{html.escape(label)}</th>" for _, label in columns)
+    rows = []
     for sid in sessions:
         prov = ev.sessions[sid].provenance
-        cells = [produced(html.escape(_session_cell(prov.get(key))),
-                          f"generated from the provenance of session {sid} of set {ev.name}: the field {key}, "
-                          "as its manifest records it") for key, _ in columns]
-        table.append(f"| {produced(sid, f'generated from the set: session {sid} of set {ev.name}')} | "
-                     + " | ".join(cells) + " |")
+        cells = "".join(f"<td>{produced(html.escape(_session_cell(prov.get(key))), f'generated from the provenance of session {sid} of set {ev.name}: the field {key}, as its manifest records it')}</td>"
+                        for key, _ in columns)
+        rows.append(f"<tr><td>{produced(sid, f'generated from the set: session {sid} of set {ev.name}')}</td>{cells}</tr>")
     notes = sorted({str(ev.sessions[s].provenance["note"]) for s in sessions if "note" in ev.sessions[s].provenance})
-    return "\n".join(table) + "".join(f"\n\n{produced(html.escape(n))}" for n in notes)
+    return (f'<table>\n<thead><tr><th>session</th>{head}</tr></thead>\n<tbody>\n{chr(10).join(rows)}\n</tbody>\n'
+            '</table>\n' + "".join(f"<p>{produced(html.escape(n))}</p>\n" for n in notes))
 
 
 def render_commands(ev: EvidenceSet, names: list[str]) -> str:

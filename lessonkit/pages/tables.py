@@ -31,7 +31,7 @@ from lessonkit.errors import LessonError
 from lessonkit.evidence.display import Display
 from lessonkit.evidence.sets import EvidenceSet
 from lessonkit.pages.claims import ClaimValue, Sample, accepted_value, number
-from lessonkit.pages.meaning import describe_table
+from lessonkit.pages.meaning import describe_table, for_reader
 from lessonkit.pages.query import (
     KERNEL,
     NotLaunched,
@@ -153,7 +153,8 @@ def _table(page: PageState, index: int, parts: list[str]) -> str:
             chosen = {row_key: rv} | ({} if cv is None else {col_key: cv})
             text = _cell(page, sources, chosen, cell, where, int(sig) if sig else None)
             field = _FIELD_RE.search(cell).group("field") if "{" in cell else cell
-            why = describe_table(sources[0].ev, runs, field) + f"; the cell {where}"
+            why = for_reader(describe_table(sources[0].ev, runs, field), page.sets, page.default_set) + \
+                f"; the cell {where}"
             row.append(empty if text is None else _shown(text, why))
         body.append(row)
     numeric = [all(r[k + 1] == empty or _numeric(r[k + 1]) for r in body) for k in range(len(columns))]
