@@ -160,12 +160,12 @@ def test_day62_page_in_chromium(served_site, browser):
     assert page.locator("figure.lk-figure .lk-diagram tspan.lk-v").count() > 5
     # A collapsed transcript, titled in plain words, opens when clicked and holds every recording.
     details = page.locator("details", has=page.locator(
-        "> summary", has_text="racecheck, analysis mode, buggy kernels (5 recordings")).first
+        "> summary", has_text="racecheck, analysis mode, buggy kernels (10 recordings")).first
     assert details.get_attribute("open") is None
     details.locator("> summary").click()
     assert details.get_attribute("open") is not None
     assert "RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)" in details.inner_text()
-    assert "Recording 5 of 5" in details.inner_text()
+    assert "Recording 10 of 10" in details.inner_text()
     assert problems == []
 
 

@@ -263,4 +263,5 @@ def test_a_transcript_says_which_toolkit_recorded_it(demo_repo):
     page = run_page(demo_repo, "{{ transcript demo-b/race }}\n\n{{ provenance demo-b }}\n")
     assert page.errors == []
     assert "nvcc 12.4.131, compute-sanitizer 2024.1.1.0, CUDA toolkit folder /opt/cuda-12.4." in page.blocks[0]
-    assert "| CUDA toolkit folder | <span class=\"lk-v\">/opt/cuda-12.4</span> |" in page.markdown
+    assert ("<tr><td>CUDA toolkit folder</td><td><span class=\"lk-v\" data-lk-why=\"generated from the provenance of set "
+            "demo-b: the field toolkit, as its manifest records it\">/opt/cuda-12.4</span></td></tr>") in page.blocks[1]

@@ -181,6 +181,19 @@ def test_a_claim_may_name_one_session(tmp_path):
         "s1, s2 (or latest)")]
 
 
+def test_explain_says_a_session_claim_rests_on_that_session_alone(tmp_path):
+    """`RUN[session=s1]` is backed by that session's recordings, and explain and the tooltip say so."""
+    from lessonkit.cli.explain import explain
+
+    repo = two_sessions(tmp_path, 130)
+    (repo / "docs/p.md").write_text(PAGE.replace("@ race:", "@ race[session=s1]:"))
+    lines, errors = explain(repo, repo / "docs/p.md")
+    assert errors == []
+    backing = next(line for line in lines if line.startswith("    120:"))
+    assert backing.endswith("run race of set demo (nvcc 13.0.88, compute-sanitizer 2025.3.1.0), session s1 only: "
+                            "2 recordings in 1 session (s1)"), backing
+
+
 def test_a_ratio_pairs_within_each_session_and_spans_them(tmp_path):
     from conftest import RACE
     repo = tmp_path / "site"
