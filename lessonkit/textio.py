@@ -47,3 +47,16 @@ def _not_utf8(data: bytes, start: int, shown: str, expected: str) -> LessonError
     lines = before.splitlines()
     return LessonError(shown, len(lines), f"not valid UTF-8 (byte 0x{data[start]:02x}); {expected}",
                        rank=0, column=len(lines[-1]))
+
+
+def compose_yaml(text: str, shown: str, unplaced: int | None = None):
+    """The YAML node tree of `text` (None for an empty document); LessonError at the line of `shown` where
+    it cannot be read (`unplaced` when the parser names no line). Composed, not loaded, so each entry keeps
+    its line for the errors that name it."""
+    import yaml  # here: only the files that need it pay for the import
+
+    try:
+        return yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise LessonError(shown, mark.line + 1 if mark else unplaced, f"cannot read: {exc}", rank=0) from None

@@ -193,20 +193,26 @@ def _phrase_figures(text: str) -> list[str]:
     return [figure for _, figure in sorted(found)]
 
 
+def _entries(source: str, path: str, errors: list[LessonError], lines: int, declared: Any, name: str,
+             shape: str) -> list[tuple[str, Any, int]]:
+    """(key, value, its line) of the front matter's mapping `name:`; none, and one error saying what it must
+    map (`shape`), when it is not a mapping."""
+    if declared is None:
+        return []
+    at = next((k + 1 for k, text in enumerate(source.split("\n")[:lines]) if text.startswith(name)), 1)
+    if not isinstance(declared, dict):
+        errors.append(LessonError(path, at, f"{name}: must map {shape}", rank=PAGE_RANK))
+        return []
+    return [(str(key), value, _key_line(source, lines, at, str(key))) for key, value in declared.items()]
+
+
 def _bound(source: str, path: str, errors: list[LessonError], lines: int, declared: Any,
            constant: Constant | None) -> list[_Narrative]:
     """The phrases `constants:` binds to a constant of the program, each checked against its value."""
-    if declared is None:
-        return []
-    at = next((k + 1 for k, text in enumerate(source.split("\n")[:lines]) if text.startswith(CONSTANTS)), 1)
-    if not isinstance(declared, dict):
-        errors.append(LessonError(path, at, f"{CONSTANTS}: must map each phrase (a figure with words around it) "
-                                  "to the constant that fixes it, LESSON/FILE:NAME", rank=PAGE_RANK))
-        return []
     found = []
-    for key, ref in declared.items():
-        text = str(key)
-        where = _key_line(source, lines, at, text)
+    for text, ref, where in _entries(source, path, errors, lines, declared, CONSTANTS,
+                                     "each phrase (a figure with words around it) to the constant that fixes it, "
+                                     "LESSON/FILE:NAME"):
         problem = phrase_problem(text, placeholder=False)
         if problem:
             errors.append(LessonError(path, where, f"{CONSTANTS} key {text!r} {problem}", rank=PAGE_RANK))
@@ -251,17 +257,10 @@ def _own_lesson(constant: Constant | None, result: PageResult, sets: Mapping[str
 
 def _narrative(source: str, path: str, errors: list[LessonError], lines: int, declared: Any) -> list[_Narrative]:
     """The phrases `narrative:` declares, each with its reason."""
-    if declared is None:
-        return []
-    at = next((k + 1 for k, text in enumerate(source.split("\n")[:lines]) if text.startswith(NARRATIVE)), 1)
-    if not isinstance(declared, dict):
-        errors.append(LessonError(path, at, f"{NARRATIVE}: must map each figure (or a short phrase holding it) "
-                                  "to the reason it is not from the evidence", rank=PAGE_RANK))
-        return []
     found = []
-    for key, reason in declared.items():
-        text = str(key)
-        where = _key_line(source, lines, at, text)
+    for text, reason, where in _entries(source, path, errors, lines, declared, NARRATIVE,
+                                        "each figure (or a short phrase holding it) to the reason it is not from "
+                                        "the evidence"):
         problem = phrase_problem(text, placeholder=False)
         if not isinstance(reason, str) or not reason.strip():
             errors.append(LessonError(path, where, f"narrative phrase {text!r} needs a reason: "

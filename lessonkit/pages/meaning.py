@@ -9,7 +9,6 @@ each produced figure, for a reader to open.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 
 from lessonkit.evidence.display import describe as describe_unit
@@ -18,7 +17,7 @@ from lessonkit.evidence.sets import EvidenceSet
 from lessonkit.pages.claims import ClaimValueError, parse_claim_value
 from lessonkit.pages.crossclaims import compound
 from lessonkit.pages.query import QueryError, parse_query
-from lessonkit.pages.state import ClaimOutcome
+from lessonkit.pages.state import SESSION_REF_RE, ClaimOutcome
 
 
 def unit_of(field: str) -> str | None:
@@ -78,9 +77,9 @@ def _operand(text: str, default: str | None, sets: Mapping[str, EvidenceSet]) ->
         what += " where " + " and ".join(f"{k} is {'any' if v == '*' else v}" for k, v in q.filters)
     if ev is None:
         return what, f"run {run} of set {set_name or '?'}"
-    session = _SESSION_RUN_RE.match(run)
+    session = SESSION_REF_RE.match(run)
     if session is not None:  # RUN[session=sN]: that one session's recordings
-        run, wanted = session.group("run"), session.group("session")
+        run, wanted = session.group("ref"), session.group("session")
         wanted = ev.latest_session().id if wanted == "latest" and ev.sessions else wanted
         view = ev.view(frozenset({wanted})) if wanted in ev.sessions else ev
         where = f"run {run} of set {ev.name} ({_toolkit(ev)}), session {wanted} only: {recorded(view, run)}"
@@ -88,8 +87,6 @@ def _operand(text: str, default: str | None, sets: Mapping[str, EvidenceSet]) ->
     where = f"run {run} of set {ev.name} ({_toolkit(ev)}), {recorded(ev, run)}"
     return what, where
 
-
-_SESSION_RUN_RE = re.compile(r"""^(?P<run>[^\[]+?)\s*\[\s*session\s*=\s*(?P<session>latest|s[0-9]+)\s*\]$""")
 
 
 def recorded(ev: EvidenceSet, run: str) -> str:

@@ -32,7 +32,7 @@ import yaml
 from lessonkit.errors import LessonError
 from lessonkit.pages.claims import NUMBER_WORDS
 from lessonkit.pages.fold import shown, skeleton
-from lessonkit.textio import read_text
+from lessonkit.textio import compose_yaml, read_text
 
 COURSE_FILE = "narrative.yml"
 PLACEHOLDER = "N"
@@ -134,11 +134,9 @@ def load_course(repo: Path) -> Course:
 @lru_cache(maxsize=8)
 def _course(text: str) -> Course:
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        return Course(errors=(LessonError(COURSE_FILE, mark.line + 1 if mark else None,
-                                          f"cannot read: {exc}", rank=0),), text=text)
+        root = compose_yaml(text, COURSE_FILE)
+    except LessonError as exc:
+        return Course(errors=(exc,), text=text)
     if root is None:
         return Course(text=text)
     if not isinstance(root, yaml.MappingNode):

@@ -81,12 +81,6 @@ def render_region(region: Region, highlight: list[int]) -> str:
     return f"{fence} {{{' '.join(attrs)}}}\n{text}\n{fence}"
 
 
-def _inline_code(text: str) -> str:
-    fence = _fence(text, shortest=1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{fence}{pad}{text}{pad}{fence}"
-
-
 INLINE_BYTES = 3 * 1024  # a first recording up to this size is shown whole; a larger one, its first lines
 _PYTHON_RE = re.compile(r"""(?:^|[\s/])python[\d.]*\s|\.py\b""")
 

@@ -31,7 +31,7 @@ from pathlib import Path
 import yaml
 
 from lessonkit.errors import LessonError
-from lessonkit.textio import read_text
+from lessonkit.textio import compose_yaml, read_text
 
 SOURCES_FILE = "sources.yml"
 PREFIX = "sources/"
@@ -88,10 +88,9 @@ def _error(line: int, message: str) -> LessonError:
 def parse_sources(text: str) -> Sources:
     """The works `text` lists, and one error for each entry it cannot read (naming its line)."""
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        return Sources(errors=(_error(mark.line + 1 if mark else 1, f"cannot read: {exc}"),), text=text)
+        root = compose_yaml(text, SOURCES_FILE, unplaced=1)
+    except LessonError as exc:
+        return Sources(errors=(exc,), text=text)
     if root is None:
         return Sources(text=text)
     if not isinstance(root, yaml.MappingNode):

@@ -41,7 +41,7 @@ from lessonkit.pages.units import shown_unit, split_transform
 
 PAGE_RANK = 2  # what a page claims comes after the evidence and sources it depends on
 
-_SESSION_REF_RE = re.compile(r"""^(?P<ref>[^\[\]]+?)\s*\[\s*session\s*=\s*(?P<session>latest|s[0-9]+)\s*\]$""")
+SESSION_REF_RE = re.compile(r"""^(?P<ref>[^\[\]]+?)\s*\[\s*session\s*=\s*(?P<session>latest|s[0-9]+)\s*\]$""")
 _GROUPED_RE = re.compile(r"""[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?""")  # '2,888' as a work writes it
 _SLOT_RE = re.compile(r"""<div\ data-lk-slot="(?P<n>\d+)"></div>""", re.VERBOSE)
 
@@ -150,7 +150,7 @@ class PageState:
         session's recordings (a page describing one session). `claim`: the text of the claim that
         names REF, so that its error names it among others on its line.
         """
-        m = _SESSION_REF_RE.match(ref)
+        m = SESSION_REF_RE.match(ref)
         if m is None:
             return self._lookup(index, ref, claim)
         found = self._lookup(index, m.group("ref"), claim)
