@@ -160,12 +160,14 @@ def test_day62_page_in_chromium(served_site, browser):
     assert page.locator("figure.lk-figure .lk-diagram tspan.lk-v").count() > 5
     # A collapsed transcript, titled in plain words, opens when clicked and holds every recording.
     details = page.locator("details", has=page.locator(
-        "> summary", has_text="racecheck, analysis mode, buggy kernels (10 recordings")).first
+        "> summary", has_text="racecheck, analysis mode, buggy kernels (")).first
     assert details.get_attribute("open") is None
     details.locator("> summary").click()
     assert details.get_attribute("open") is not None
     assert "RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)" in details.inner_text()
-    assert "Recording 10 of 10" in details.inner_text()
+    n = int(re.search(r"\((\d+) recordings", details.locator("> summary").inner_text()).group(1))
+    assert n >= 10 and details.locator("table.lk-recordings > tbody > tr").count() == n
+    assert details.locator("table.lk-recordings a.lk-evidence").count() == n
     assert problems == []
 
 
@@ -214,39 +216,47 @@ def recording_text(built_site: Path, href: str, page_url: str = "day62-racecheck
 
 
 def test_every_recording_of_a_transcript_loads_when_opened(served_site, built_site, browser):
-    """With JavaScript: each recording after the first shows its file's text once opened (by
-    keyboard), a status says so, and the link stays; the first, shown in part, loads whole."""
+    """With JavaScript: each recording after the first shows its file's text below the first once
+    asked for (by keyboard, from its row of the table), one at a time, a status says so, and the
+    link stays; the first, shown in part, loads whole."""
     page, problems = open_page(browser, f"{served_site}/day62-racecheck/")
     box = transcript_box(page, HAZARD_BOX)
     box.locator("> summary").focus()
     page.keyboard.press("Enter")
     assert box.get_attribute("open") is not None
-    recordings = box.locator("section.lk-recording")
-    n = recordings.count()
+    rows = box.locator("table.lk-recordings > tbody > tr")
+    n = rows.count()
     assert n >= 3
+    assert rows.nth(0).locator("button").count() == 0  # the first is on the page already
     for k in range(1, n):  # Recording 2 of n .. n of n
-        recording = recordings.nth(k)
-        line = recording.locator("> .lk-recording-file")
-        assert line.inner_text().startswith(f"Recording {k + 1} of {n} (")
-        link = recording.locator("a.lk-evidence")
+        link = rows.nth(k).locator("a.lk-evidence")
         href = link.get_attribute("href")
-        assert recording.locator("pre").count() == 0  # nothing loaded before it is asked for
-        button = line.locator("button.lk-load-whole")
-        assert button.inner_text() == "Show it here"
+        assert link.inner_text() == str(k + 1)
+        assert box.locator("section.lk-recording").count() == 1  # nothing loaded before it is asked for
+        button = rows.nth(k).get_by_role("button", name=f"Show recording {k + 1} here")
+        assert button.inner_text() == "Show"
         button.focus()
         page.keyboard.press("Enter")
-        code = recording.locator("pre.lk-transcript-text > samp")
+        shown = box.locator("section.lk-recording").nth(1)
+        code = shown.locator("pre.lk-transcript-text > samp")
         code.wait_for()  # polls until the fetched text is in
         assert code.text_content() == recording_text(built_site, href)
-        status = recording.locator("[role=status]")
+        assert shown.locator("> .lk-recording-file").inner_text().startswith(f"Recording {k + 1} of {n} (")
         lines = recording_text(built_site, href).count("\n") + 1
-        assert status.text_content() == f"Loaded, {lines} lines."
-        assert link.is_visible()  # the file stays one click away
+        assert shown.locator("[role=status]").text_content() == f"Loaded, {lines} lines."
+        assert shown.locator("a.lk-evidence").get_attribute("href") == href  # the file stays one click away
         assert button.get_attribute("aria-expanded") == "true"
         page.keyboard.press("Enter")  # and the same button hides it again
-        assert not recording.locator("pre").is_visible() and button.get_attribute("aria-expanded") == "false"
+        assert box.locator("section.lk-recording").count() == 1 and button.get_attribute("aria-expanded") == "false"
+    # Showing one recording, then another, shows the second only.
+    rows.nth(1).get_by_role("button").click()
+    rows.nth(2).get_by_role("button").click()
+    box.locator("section.lk-recording").nth(1).locator("pre").wait_for()
+    assert box.locator("section.lk-recording").count() == 2
+    assert rows.nth(1).get_by_role("button").get_attribute("aria-expanded") == "false"
+    assert box.locator("section.lk-recording").nth(1).inner_text().startswith(f"Recording 3 of {n} (")
     # The first recording, shown in part, loads whole when asked (a button, by keyboard).
-    first = recordings.nth(0)
+    first = box.locator("section.lk-recording").nth(0)
     more = first.locator(".lk-transcript-more")
     href = more.locator("a.lk-evidence").get_attribute("href")
     whole = recording_text(built_site, href)
@@ -267,30 +277,31 @@ def test_a_recording_that_fails_to_load_says_so_and_keeps_its_link(served_site, 
     page.route("**/evidence/**", lambda route: route.fulfill(status=404, body="gone"))
     box = transcript_box(page, HAZARD_BOX)
     box.locator("> summary").click()
-    recording = box.locator("section.lk-recording").nth(1)
-    recording.get_by_role("button", name="Show it here").click()
-    status = recording.locator("[role=status].lk-load-failed")
+    box.get_by_role("button", name="Show recording 2 here").click()
+    shown = box.locator("section.lk-recording").nth(1)
+    status = shown.locator("[role=status].lk-load-failed")
     status.wait_for()
     assert status.text_content() == ("Could not load this recording (the server answered 404); "
                                      "the link opens its file.")
-    assert recording.locator("pre").count() == 0 and recording.locator("a.lk-evidence").is_visible()
+    assert shown.locator("pre").count() == 0 and shown.locator("a.lk-evidence").is_visible()
     assert [p for p in problems if "404" not in p] == []  # the browser logs the failed fetch itself
 
 
 def test_without_javascript_each_recording_links_its_file(served_site, built_site, browser):
-    """With JavaScript off, opening a recording shows its link, and the link leads to the file's text."""
+    """With JavaScript off, each row of a transcript's table of recordings links its file, and the
+    link leads to the file's text; so does the first recording's note of its lines not shown."""
     context = browser.new_context(viewport={"width": DESKTOP, "height": 900}, java_script_enabled=False)
     page = context.new_page()
-    k, n = 1, None
-    while n is None or k <= n:  # recording k+1 of n; k = n: the first recording's link to its whole text
+    k, n = 0, None
+    while n is None or k <= n:  # row k+1 of n; k = n: the first recording's link to its whole text
         page.goto(f"{served_site}/day62-racecheck/", wait_until="networkidle")
         box = transcript_box(page, HAZARD_BOX)
         box.locator("> summary").click()  # <details> opens without JavaScript
-        recordings = box.locator("section.lk-recording")
-        n = recordings.count()
+        rows = box.locator("table.lk-recordings > tbody > tr")
+        n = rows.count()
         assert box.locator("button").count() == 0 and box.locator("[role=status]").count() == 0
         if k < n:
-            link = recordings.nth(k).locator("a.lk-evidence")
+            link = rows.nth(k).locator("a.lk-evidence")
         else:
             link = box.locator(".lk-transcript-more a.lk-evidence")
         href = link.get_attribute("href")
@@ -314,9 +325,8 @@ def test_day62_with_recordings_loaded_passes_axe(served_site, browser):
             page, problems = open_page(browser, f"{served_site}/day62-racecheck/", width, scheme)
             box = transcript_box(page, HAZARD_BOX)
             box.locator("> summary").click()
-            recording = box.locator("section.lk-recording").nth(1)
-            recording.get_by_role("button", name="Show it here").click()
-            recording.locator("pre.lk-transcript-text").wait_for()
+            box.get_by_role("button", name="Show recording 2 here").click()
+            box.locator("section.lk-recording").nth(1).locator("pre.lk-transcript-text").wait_for()
             box.locator(".lk-transcript-more button").click()
             box.locator(".lk-transcript-more [role=status]").filter(has_text="Loaded").wait_for()
             failures += blocking_violations(page, where)

@@ -30,8 +30,9 @@ document.addEventListener("toggle", function (event) {  // (toggle does not bubb
 }, true);
 
 // Recordings load when the reader asks for them (lessonkit.pages.render.render_transcript). Each
-// recording after the first is a line holding a link to its file, which the build publishes
-// beside the pages; a button beside the link fetches the file and shows its text below it.
+// recording is a row of the box's table, holding a link to its file, which the build publishes
+// beside the pages; a button beside a later one's link fetches the file and shows its text below
+// the first recording.
 // A first recording shown in part gets a button that shows all of it. The text goes in as text
 // (textContent), never as HTML, as sample output (<pre><samp>, as lessonkit.pages.render shows the
 // first one). Without JavaScript, or when loading fails, the link opens the file.
@@ -78,36 +79,60 @@ function lkShowText(samp, text) {
   return text === "" ? 0 : text.replace(/\n$/, "").split("\n").length;
 }
 
-// A recording after the first: a button beside its link shows its text here, and hides it again.
-function lkLoadOnOpen(box) {
-  var line = box.querySelector(":scope > .lk-recording-file");
-  var link = line ? line.querySelector("a.lk-evidence") : null;
-  if (!link || box.hasAttribute("data-lk-ready")) return;
-  box.setAttribute("data-lk-ready", "");
-  var button = document.createElement("button");
-  button.type = "button";
-  button.className = "lk-load-whole";
-  button.textContent = "Show it here";
-  button.setAttribute("aria-expanded", "false");
-  line.appendChild(document.createTextNode(" "));
-  line.appendChild(button);
-  var status = lkStatus(box, "p");
-  var pre = null;
-  button.addEventListener("click", function () {
-    var open = button.getAttribute("aria-expanded") !== "true";
-    button.setAttribute("aria-expanded", open ? "true" : "false");
-    button.textContent = open ? "Hide it" : "Show it here";
-    if (pre) {
-      pre.style.display = open ? "" : "none";  // (a stylesheet's display for pre outranks hidden)
-      return;
+// A transcript's table of recordings: a button beside each later recording's link shows its text
+// below the first recording, one at a time (showing another replaces it), and hides it again.
+function lkRecordingTable(table) {
+  var first = table.parentElement.querySelector(":scope > section.lk-recording");
+  if (!first || table.hasAttribute("data-lk-ready")) return;
+  table.setAttribute("data-lk-ready", "");
+  var rows = table.tBodies[0].rows;
+  var shown = null, current = null;
+  function hide() {
+    if (shown) shown.remove();
+    if (current) {
+      current.setAttribute("aria-expanded", "false");
+      current.textContent = "Show";
     }
-    lkLoad(box, link, status, function (text) {
-      pre = document.createElement("pre");
-      var samp = document.createElement("samp");
-      pre.className = "lk-transcript-text";
-      pre.appendChild(samp);
-      box.insertBefore(pre, status);
-      return lkShowText(samp, text);
+    shown = current = null;
+  }
+  Array.prototype.forEach.call(rows, function (row, k) {
+    var link = row.cells[0].querySelector("a.lk-evidence");
+    if (!link || k === 0) return;  // the first is shown already
+    var button = document.createElement("button");
+    button.type = "button";
+    button.className = "lk-load-whole";
+    button.textContent = "Show";
+    button.setAttribute("aria-label", "Show recording " + (k + 1) + " here");
+    button.setAttribute("aria-expanded", "false");
+    row.cells[0].appendChild(document.createTextNode(" "));
+    row.cells[0].appendChild(button);
+    button.addEventListener("click", function () {
+      var again = current === button;
+      hide();
+      if (again) return;
+      current = button;
+      button.setAttribute("aria-expanded", "true");
+      button.textContent = "Hide";
+      shown = document.createElement("section");
+      shown.className = "lk-recording";
+      var head = document.createElement("p");
+      var file = link.cloneNode(false);
+      file.textContent = link.getAttribute("href").replace(/^(\.\.\/)+/, "");
+      head.className = "lk-recording-file";
+      head.appendChild(document.createTextNode("Recording " + (k + 1) + " of " + rows.length + " (" +
+        row.cells[2].textContent + ", " + row.cells[3].textContent + "): "));
+      head.appendChild(file);
+      shown.appendChild(head);
+      first.after(shown);
+      var status = lkStatus(shown, "p");
+      lkLoad(shown, file, status, function (text) {
+        var pre = document.createElement("pre");
+        var samp = document.createElement("samp");
+        pre.className = "lk-transcript-text";
+        pre.appendChild(samp);
+        shown.insertBefore(pre, status);
+        return lkShowText(samp, text);
+      });
     });
   });
 }
@@ -177,7 +202,7 @@ lkAfterLoad(function () {
     var indent = /^ */.exec(line.textContent)[0].length;
     line.style.setProperty("--lk-indent", indent + "ch");
   });
-  document.querySelectorAll("section.lk-recording").forEach(lkLoadOnOpen);
+  document.querySelectorAll("table.lk-recordings").forEach(lkRecordingTable);
   document.querySelectorAll(".lk-transcript-more").forEach(lkLoadWhole);
   // Measuring needs the page laid out: after the first frame, not while the page is still loading.
   requestAnimationFrame(function () { setTimeout(function () { lkMarkScrollers(); }, 0); });

@@ -89,8 +89,8 @@ def render_transcript(ev: EvidenceSet, group: str, first: str, sizes: Sequence[i
                       opened: bool = False, figures: Sequence[dict[str, Any]] | None = None,
                       inline: int = INLINE_BYTES) -> str:
     """A collapsible box for a run: its title and status, command and provenance, the table of its
-    recordings, the first recording (`first`, its text; whole up to `inline` bytes, else its first
-    lines) and a line for each other one, holding a link to its file.
+    recordings (each a link to its file) and the first recording (`first`, its text; whole up to
+    `inline` bytes, else its first lines).
 
     Finished HTML, escaped here: the page gets a slot for it and the hook fills the slot after
     Markdown ran, so transcript lines cost the Markdown parser nothing. The recordings' files are
@@ -114,18 +114,14 @@ def render_transcript(ev: EvidenceSet, group: str, first: str, sizes: Sequence[i
     if len(entries) == 1:
         parts.append(first_block)
     else:
-        n = len(entries)
-        parts.append(_spread_table(entries, figures or [{} for _ in entries]))
-        # No <details> a recording: the theme's script sets up every <details> of a page as it loads
-        # (Day 62's 76 recording boxes were a third of its DOMContentLoaded on a slow phone); each
-        # other recording is a line with its link, which the site's script can show in place. A
-        # <section>, not a <div>: inside the excluded <div> a nested one would end the exclusion.
-        parts.append(f'<section class="lk-recording">\n<p class="lk-recording-head">Recording 1 of {n} '
+        # The table lists every recording, each linked to its file (which the site's script can show
+        # below the first); the first is shown under its label. No <details> and no line a recording:
+        # the theme's script sets up every <details> of a page as it loads, and a line a recording
+        # was 52 KB of Day 62 with two sessions. A <section>, not a <div>: inside the excluded <div>
+        # a nested one would end the exclusion.
+        parts.append(_spread_table(entries, figures or [{} for _ in entries], files))
+        parts.append(f'<section class="lk-recording">\n<p class="lk-recording-head">Recording 1 of {len(entries)} '
                      f"({html.escape(_status(entries[:1]))})</p>\n{first_block}</section>\n")
-        for k, (entry, file, size) in enumerate(zip(entries[1:], files[1:], sizes[1:]), start=2):
-            parts.append(f'<section class="lk-recording">\n<p class="lk-recording-file">Recording {k} of {n} '
-                         f"({html.escape(_status([entry]))}): {evidence_link(file, file.path)} ({_size(size)})"
-                         "</p>\n</section>\n")
     parts.append("</div>\n</details>\n")
     return "".join(parts)
 
@@ -224,19 +220,22 @@ def _run_provenance(ev: EvidenceSet, entries: Sequence[TranscriptEntry]) -> str:
     return sentence
 
 
-def _spread_table(entries: Sequence[TranscriptEntry], figures: Sequence[dict[str, Any]]) -> str:
-    """A table of each recording's status and of the numbers that differ between recordings."""
+def _spread_table(entries: Sequence[TranscriptEntry], figures: Sequence[dict[str, Any]],
+                  files: Sequence[Published]) -> str:
+    """A table of the recordings: each one's number (a link to its file), session, status and wall
+    time, and the numbers that differ between recordings."""
     keys = [k for k in dict.fromkeys(k for f in figures for k in f)
             if all(isinstance(f.get(k), (int, float)) and not isinstance(f.get(k), bool) for f in figures)
             and len({f[k] for f in figures}) > 1][:6]
     head = "".join(f"<th>{html.escape(k)}</th>" for k in keys)
     rows = []
-    for k, (entry, figure) in enumerate(zip(entries, figures), start=1):
+    for k, (entry, figure, file) in enumerate(zip(entries, figures, files), start=1):
         status = "stopped by its timeout" if entry.timed_out else f"exit code {entry.exit_code}"
         cells = "".join(f"<td>{html.escape(str(figure[key]))}</td>" for key in keys)
-        rows.append(f"<tr><td>{k}</td><td>{status}</td><td>{entry.wall_s:.2f} s</td>{cells}</tr>")
-    return ('<table class="lk-recordings">\n<thead><tr><th>recording</th><th>status</th><th>wall time</th>'
-            f"{head}</tr></thead>\n<tbody>\n" + "\n".join(rows) + "\n</tbody>\n</table>\n")
+        rows.append(f"<tr><td>{evidence_link(file, str(k))}</td><td>{html.escape(entry.session)}</td>"
+                    f"<td>{status}</td><td>{entry.wall_s:.2f} s</td>{cells}</tr>")
+    return ('<table class="lk-recordings">\n<thead><tr><th>recording</th><th>session</th><th>status</th>'
+            f"<th>wall time</th>{head}</tr></thead>\n<tbody>\n" + "\n".join(rows) + "\n</tbody>\n</table>\n")
 
 
 # A session's own provenance, as the sessions table shows it (lessonkit.evidence.gpuinfo records it).
