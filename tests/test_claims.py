@@ -590,9 +590,11 @@ def test_transcript_titles_in_the_runs_own_words_pass(demo_repo: Path):
 def test_the_figures_that_differ_between_recordings_are_tabled(demo_repo: Path):
     record_set(demo_repo, "demo", {"race": [RACE, RACE.replace(": 2 hazards", ": 3 hazards")], "bare": BARE})
     html = run_page(demo_repo, "{{ transcript demo/race }}").blocks[0]
-    assert ('<thead><tr><th>recording</th><th>status</th><th>wall time</th><th>hazards_displayed</th></tr></thead>\n'
-            "<tbody>\n<tr><td>1</td><td>exit code 0</td><td>1.50 s</td><td>2</td></tr>\n"
-            "<tr><td>2</td><td>exit code 0</td><td>1.50 s</td><td>3</td></tr>\n</tbody>") in html
+    link = '<a class="lk-evidence" href="evidence/demo/s1/race.r{}.txt">{}</a>'
+    assert ('<thead><tr><th>recording</th><th>session</th><th>status</th><th>wall time</th><th>hazards_displayed</th>'
+            f"</tr></thead>\n<tbody>\n<tr><td>{link.format(1, 1)}</td><td>s1</td><td>exit code 0</td><td>1.50 s</td>"
+            f"<td>2</td></tr>\n<tr><td>{link.format(2, 2)}</td><td>s1</td><td>exit code 0</td><td>1.50 s</td><td>3</td>"
+            "</tr>\n</tbody>") in html
 
 
 def test_a_hang_is_shown_as_stopped_by_its_timeout(demo_repo: Path):
