@@ -111,11 +111,11 @@ def test_a_quote_under_a_setext_heading_needs_its_own_citation(demo_repo: Path):
     """A run cited in another sentence, above the heading or not, does not cover a quote."""
     text = (f"{CLAIM} hazards.\n\nElsewhere\n---------\n\n"
             "It ends with `RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)`.\n")
-    assert errs(demo_repo, text) == [
+    assert checked(demo_repo, text) == [
         ("docs/p.md:6: quote 'RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)' belongs to the run "
          "cited in its sentence, and its sentence cites none; cite the run there with a claim, or write the quote "
          "as a claim: {{ QUOTE @ RUN:summary }}")]
-    assert errs(demo_repo, text.replace("It ends", f"With {CLAIM} hazards, it ends")) == []
+    assert checked(demo_repo, text.replace("It ends", f"With {CLAIM} hazards, it ends")) == []
 
 
 @pytest.mark.parametrize("ref, code", [("&shy;", "00AD"), ("&ZeroWidthSpace;", "200B"), ("&#x200B;", "200B"),
@@ -171,19 +171,29 @@ def test_markup_words_in_prose_and_code_pass(demo_repo: Path):
     "RACE**CHECK** SUMMARY: 0 hazards displayed (0 errors, 0 warnings)",
     "RACECHECK SUMMARY: <strong>0</strong> hazards displayed (0 errors, 0 warnings)",
     "`RACECHECK SUMMARY:` 0 hazards displayed (0 errors, 0 warnings)",
-    "RACECHECK SUMMARY:<br>0 hazards displayed (0 errors, 0 warnings)",
 ])
 def test_a_summary_quote_split_by_formatting(demo_repo: Path, quote: str):
-    assert errs(demo_repo, f"{CLAIM} hazards; the run ends with {quote}.") == [
-        ("docs/p.md:1: formatting splits the summary quote 'RACECHECK SUMMARY: 0 hazards displayed (0 errors, "
-         "0 warnings)' for the checks but not for a reader; write the quote as plain text or as one code span, "
-         "so that it is checked against the recordings")]
+    """The rendered page reads the quote as a reader does, through the formatting: it is checked."""
+    assert checked(demo_repo, f"{CLAIM} hazards; the run ends with {quote}.") == [
+        ("docs/p.md:1: quote 'RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)' is not, verbatim, a "
+         "summary line of every recording of a run cited in its sentence; they say: 'RACECHECK SUMMARY: 2 hazards "
+         "displayed (1 error, 1 warning)' in evidence/demo/s1/race.txt (line 13)")]
+    right = quote.replace("0 hazards", "2 hazards").replace("0</strong> hazards", "2</strong> hazards")
+    assert checked(demo_repo, f"{CLAIM} hazards; the run ends with "
+                   f"{right.replace('(0 errors, 0 warnings)', '(1 error, 1 warning)')}.") == []
+
+
+def test_a_summary_broken_over_two_lines_for_a_reader_leaves_its_figures_typed(demo_repo: Path):
+    """After a <br> the reader sees the figures on a line of their own: typed figures, not a quote."""
+    found = checked(demo_repo, f"{CLAIM} hazards; the run ends with RACECHECK SUMMARY:<br>0 hazards displayed "
+                    "(0 errors, 0 warnings).")
+    assert len(found) == 3 and all(e.startswith("docs/p.md:1: figure '0' is typed, not produced") for e in found), found
 
 
 def test_summary_quotes_in_code_spans_and_emphasis_around_them_pass(demo_repo: Path):
     text = (f"{CLAIM} hazards; it ends with **`RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)`** "
             "and the `RACECHECK SUMMARY` line is the last.")
-    assert errs(demo_repo, text) == []
+    assert checked(demo_repo, text) == []
 
 
 @pytest.mark.parametrize("block", [
@@ -219,8 +229,10 @@ def test_words_in_one_script_pass(demo_repo: Path):
     "RACECHECK SUMMARY:\n<span>0</span> hazards displayed (0 errors, 0 warnings)",
 ])
 def test_a_summary_quote_split_by_a_link_or_a_line_break(demo_repo: Path, text: str):
-    found = errs(demo_repo, f"{CLAIM} hazards.\n\n{text}.\n")
-    assert len(found) == 1 and "summary quote 'RACECHECK SUMMARY: 0 hazards displayed" in found[0], found
+    assert checked(demo_repo, f"{CLAIM} hazards.\n\n{text}.\n") == [
+        ("docs/p.md:3: quote 'RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)' belongs to the run "
+         "cited in its sentence, and its sentence cites none; cite the run there with a claim, or write the quote "
+         "as a claim: {{ QUOTE @ RUN:summary }}")]
 
 
 @pytest.mark.parametrize("markup", ["<template>x</template>", "<noscript>x</noscript>", "<iframe src=x></iframe>"])

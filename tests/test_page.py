@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import PAGE, RACE, errs, record_set, run_page
+from conftest import PAGE, RACE, checked, errs, record_set, run_page
 
 from lessonkit.pages.scan import DIRECTIVES
 from lessonkit.site.check import Site, check_site, strip_front_matter
@@ -50,7 +50,7 @@ def test_count_and_provenance_claims(demo_repo: Path):
 def test_summary_quote_in_prose_is_checked(demo_repo: Path):
     text = ("{{ evidence demo }}\n{{ transcript race }}\n{{ 2 @ race:#reports }} reports, and it ends with "
             "RACECHECK SUMMARY: 3 hazards displayed (1 error, 2 warnings).")
-    assert errs(demo_repo, text) == [
+    assert checked(demo_repo, text) == [
         ("docs/p.md:3: quote 'RACECHECK SUMMARY: 3 hazards displayed (1 error, 2 warnings)' is not, verbatim, a "
         "summary line of every recording of a run cited in its sentence; "
         "they say: 'RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)' in evidence/demo/s1/race.txt (line 13)")]
@@ -58,17 +58,17 @@ def test_summary_quote_in_prose_is_checked(demo_repo: Path):
 
 def test_summary_quote_in_code_block_is_checked(demo_repo: Path):
     text = "{{ 2 @ demo/race:#reports }}\n```text\n========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)\n```"
-    assert len(errs(demo_repo, text)) == 1
+    assert len(checked(demo_repo, text)) == 1
 
 
 def test_summary_quote_on_a_page_that_cites_nothing(demo_repo: Path):
-    assert errs(demo_repo, "ERROR SUMMARY: 0 errors") == [
+    assert checked(demo_repo, "ERROR SUMMARY: 0 errors") == [
         ("docs/p.md:1: quote 'ERROR SUMMARY: 0 errors' belongs to the run cited in its sentence, and its sentence "
         "cites none; cite the run there with a claim, or write the quote as a claim: {{ QUOTE @ RUN:summary }}")]
 
 
 def test_summary_mention_without_figures_is_not_a_quote(demo_repo: Path):
-    assert errs(demo_repo, "the ERROR SUMMARY: line ends every run") == []
+    assert checked(demo_repo, "the ERROR SUMMARY: line ends every run") == []
 
 
 def test_unknown_set_and_transcript(demo_repo: Path):

@@ -348,30 +348,6 @@ def test_page_processing_reports_instead_of_raising(parts):
 
 # -- fast paths that must say what their plain definitions say ---------------------------------------
 
-_MENTION_ALPHABET = st.sampled_from(["racecheck", "RACECHEC", "RaceCheck", "ERROR", "\u017fummary", "sUmmary", "summ", "ary",
-                                     "<b>", "</b>", "<summary>", "&amp;", "&summary;", "-", " ", "\n", "x", "\u0130",
-                                     "\u212a", "error", "SUMMARY:"])
-
-
-@given(st.lists(st.tuples(st.lists(_MENTION_ALPHABET, max_size=8).map("".join), st.booleans()), max_size=12))
-def test_lines_that_may_mention_a_summary_are_those_a_line_by_line_search_finds(lines):
-    from lessonkit.pages import rules
-    from lessonkit.pages.scan import Lines, OutLine
-    out = [OutLine(i, text, generated=generated) for i, (text, generated) in enumerate(lines)]
-    want = [i for i, line in enumerate(out) if not line.generated and rules._MAYBE_MENTION_RE.search(line.text)]
-    assert rules._mentioning(Lines.of(out)) == want
-
-
-@given(st.lists(_MENTION_ALPHABET, max_size=12).map("".join))
-def test_a_paragraph_mentions_a_summary_as_the_one_pass_definition_says(text):
-    import re
-
-    from lessonkit.pages import rules
-    from lessonkit.pages.scan import OutLine
-    one_pass = re.compile(r"""<[^<>]*>|&[\#\w]+;|[^A-Za-z]""")  # markup, then anything not a letter
-    assert rules._Paragraph(OutLine(0, text)).mentions == ("summary" in one_pass.sub("", text).lower())
-
-
 @given(st.lists(st.sampled_from(["a", "`x`", "&amp;", "&#8203;", "<br>", "<i>", "\u200b", "\u00e9", " ", "``y``",
                                  "&nosuch;", "<"]), max_size=12).map("".join))
 def test_the_visible_text_alone_is_the_text_visible_gives(text):
@@ -485,48 +461,3 @@ def test_a_line_index_answers_as_the_table_of_line_starts_does(text, offsets):
     lines = LineIndex(text)
     for offset in (min(o, len(text)) for o in offsets):  # forward and back, as a scan may ask
         assert lines.line(offset) == bisect.bisect_right(starts, offset) - 1
-
-
-@given(st.lists(st.sampled_from(["a", " ", ".", "!", "?", ")", "\"", "*", "error summary 1", "x.", "\n"]),
-                max_size=16).map("".join), st.data())
-def test_a_quote_s_sentence_is_the_one_a_search_from_the_start_finds(text, data):
-    from lessonkit.pages import rules
-    from lessonkit.pages.scan import OutLine
-    mentions = [m for m in rules.SUMMARY_MENTION_RE.finditer(text)]
-    if not mentions:
-        return
-    m = data.draw(st.sampled_from(mentions))
-    end = data.draw(st.integers(m.end(), len(text)))
-    first = 0  # the definition the cached sentence ends replaced
-    for found in rules._SENTENCE_END_RE.finditer(text, 0, m.start()):
-        first = found.end()
-    last = rules._SENTENCE_END_RE.search(text, end)
-    assert rules._Paragraph(OutLine(0, text)).sentence(m.start(), end) == (first, last.end() if last else len(text))
-
-
-_PROSE = st.sampled_from(["a", "error summary 1", "  b", "-", "1.", "x\n- y"])  # lines that go on a paragraph
-_BREAKS = st.sampled_from(["", " ", "- x", "1. x", "> q", "| r", "```", "<div>", "<!-- c"])
-
-
-@settings(max_examples=300)
-@given(st.lists(st.tuples(st.one_of(_PROSE, _PROSE, _PROSE, _BREAKS), st.sampled_from([False] * 9 + [True])),
-                min_size=1, max_size=40))
-def test_a_paragraph_is_the_one_a_line_by_line_walk_finds(parts):
-    from lessonkit.pages import rules
-    from lessonkit.pages.scan import fenced
-    out = _lines(parts)
-    in_fence = fenced(out)
-    for i in range(len(parts)):
-        if out[i].generated or in_fence[i] or not out[i].text.strip():
-            continue
-        j = i  # the walk back and forth the searches replaced
-        while j > 0 and not rules._BLOCK_START_RE.match(out[j].text) and not out[j - 1].generated \
-                and not in_fence[j - 1] and out[j - 1].text.strip():
-            j -= 1
-        k = j + 1
-        while k < len(out) and not out[k].generated and not in_fence[k] \
-                and not rules._BLOCK_START_RE.match(out[k].text):
-            k += 1
-        paragraph = rules._paragraph_around(out, in_fence, i, None, out.with_spans())
-        assert (paragraph.first, paragraph.first + len(paragraph.bases)) == (j, k)
-        assert paragraph.joined.text == " ".join([out[j].text] + [out[m].text.lstrip() for m in range(j + 1, k)])

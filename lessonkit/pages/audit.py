@@ -15,8 +15,9 @@ and aria-label text, SVG text, Unicode folded by lessonkit.pages.fold) and refus
   "RACECHECK SUMMARY" or "ERROR SUMMARY" with a figure, "Race reported between", "hazard
   detected at", "Barrier error detected") that no transcript or claim produced, whatever markup
   carried it; a typed summary passes only when it is, verbatim and in plain characters, the
-  summary line of a recording of a run the page cites (the Markdown's summary rule then binds
-  it to the run of its own sentence);
+  summary line of every recording of a run that a figure of its own sentence (its line, in a code
+  block) is backed by, as the figure's data-lk-why names it; a produced figure inside it stands
+  for the summary's figure there;
 - a code block in the language of a recorded input of those sets (`cuda` for a .cu input) that
   no region produced, unless its title, shown to the reader, says `not the lesson's program`.
 
@@ -36,7 +37,15 @@ from typing import Any
 
 from lessonkit.errors import LessonError
 from lessonkit.evidence.sets import EvidenceSet
-from lessonkit.pages.claims import NUMBER_WORDS
+from lessonkit.evidence.transcript import Summary
+from lessonkit.pages.claims import (
+    NUMBER_WORDS,
+    ClaimValueError,
+    Found,
+    Sample,
+    judge,
+    parse_claim_value,
+)
 from lessonkit.pages.figures import FIGURE_RE, canonical, evidence_places
 from lessonkit.pages.fold import shown, skeleton
 from lessonkit.pages.frontmatter import read_front_matter
@@ -112,18 +121,6 @@ class _Cited:
                     "something else: claim it there only if the sentence means that field")
         return (f"only another lesson's evidence holds {figure} (in {best}{more}; lesson {lessons}), which may "
                 "count something else: claim it there only if the sentence means that field")
-
-    @cached_property
-    def summaries(self) -> set[str]:
-        """Which run a quote belongs to is the Markdown's summary rule's to say: every summary here."""
-        found: set[str] = set()
-        for ev in self.sets:
-            for recording in ev.entries:
-                try:
-                    found.update(s.text for s in ev.transcript(recording).summaries)
-                except LessonError:
-                    continue
-        return found
 
 
 def _cited(result: PageResult, sets: Mapping[str, EvidenceSet]) -> _Cited:
@@ -394,6 +391,10 @@ def audit_page(html: str | Callable[[], str], source: str, path: str, result: Pa
         for (context, start, end, why), count in left.items():
             at = line.text.find(context) if count else -1
             while at != -1 and left[(context, start, end, why)]:
+                if (line.is_produced(at + start, at + end)  # excused already, by a claim of the same text
+                        or _quotes_a_cited_summary(line, at, at + len(context), sets)):  # checked as a quote
+                    at = line.text.find(context, at + 1)
+                    continue
                 line.produced.append((at + start, at + end))
                 if why:
                     line.why.append((at + start, at + end, why))
@@ -409,7 +410,7 @@ def audit_page(html: str | Callable[[], str], source: str, path: str, result: Pa
             errors.append(LessonError(path, where, message, rank=PAGE_RANK))
 
     _code_blocks(text, cited, finder, report)
-    _tool_lines(text, cited, finder, report)
+    _tool_lines(text, cited, sets, finder, report)
     _figures(text, cited, narrative, _recorded_versions(sets), finder, report, collect)
     _gpu_models(text, narrative, recorded_models(sets), finder, report)
     _count_words(text, narrative, finder, report)
@@ -423,36 +424,36 @@ def audit_page(html: str | Callable[[], str], source: str, path: str, result: Pa
     return errors
 
 
-def _tool_lines(text: ReaderText, cited: _Cited, finder: SourceFinder, report: Any) -> None:
+def _tool_lines(text: ReaderText, cited: _Cited, sets: Mapping[str, EvidenceSet], finder: SourceFinder,
+                report: Any) -> None:
     """Report and summary lines a reader sees that no transcript or claim produced."""
     blocks_reported: set[int] = set()
     for line in text.lines:
         skel = skeleton(line.text)
         for m in _SUMMARY_RE.finditer(skel):
-            rest = line.text[m.end():m.end() + 60]
-            if not any(c.isdigit() for c in rest) or line.is_produced(m.start(), m.end()):
+            if line.is_produced(m.start(), m.end()):
                 continue
+            end = _next_end(line.text, m.end())
+            if not any(c.isdigit() for c in line.text[m.end():end]):
+                continue  # a mention with no figure ("the ERROR SUMMARY: line") quotes nothing
             if cited.unknowable:  # the set's summaries cannot be read: its own error is the one cause
                 line.produced.append((m.start(), len(line.text)))
                 continue
-            quote = next((s for s in cited.summaries if line.text.startswith(s, m.start())), None)
-            if quote is not None and not line.folded_within(m.start(), m.start() + len(quote)):
-                line.produced.append((m.start(), m.start() + len(quote)))  # checked: its figures too
-                line.why.append((m.start(), m.start() + len(quote), ("quoted verbatim: the summary line that a run "
-                                 "the page cites printed, as its transcripts hold it")))
+            tool = "RACECHECK" if m.group().startswith(skeleton("RACECHECK")) else "ERROR"
+            matched, problem = _summary_quote(line, m.start(), end, tool, sets)
+            prefix = re.search(r"={6,}\s*$", line.text[:m.start()])  # the tool's own prefix, quoted with it
+            start = prefix.start() if prefix else m.start()
+            if problem is None:
+                line.produced.append((start, matched))  # checked: its figures too
+                line.why.append((start, matched, ("quoted verbatim: the summary line that every recording of the "
+                                                  "run its sentence cites printed, as its transcripts hold it")))
                 continue
-            close = line.text.find(")", m.end())
-            extent = line.text[m.end():close + 1 if 0 <= close < m.end() + 120 else m.end() + 80]
-            figures = [f for f in FIGURE_RE.finditer(extent)]
-            if figures and all(line.is_produced(m.end() + f.start(), m.end() + f.end()) for f in figures):
-                continue  # a summary whose every figure is a claim: checked figure by figure
-            shown_text = line.text[m.start():m.start() + 80].strip()
-            line.produced.append((m.start(), m.start() + len(shown_text)))  # one error for the line, not each figure
-            report(finder.phrase(skel[m.start():m.end()], m.group()),
-                   f"a reader sees the summary line {shown_text!r}, which no claim or transcript produced and "
-                   "which is not, verbatim in plain characters, the summary of a run the page cites; the "
-                   "evidence says " + (" | ".join(sorted(cited.summaries)[:3]) or "no summary")
-                   + "; write it as a claim, {{ QUOTE @ RUN:summary }}, or write each of its figures as a claim")
+            line.produced.append((start, max(end, matched)))  # one error for the quote, not each figure
+            token = line.text[m.start():m.end()]
+            first = token.split()[0] if token.split() else token
+            report(finder.words(token, line.text, m.start(), m.end())  # a quote wrapped in the Markdown: its first word's
+                   or finder.words(first, line.text, m.start(), m.start() + len(first))
+                   or finder.phrase(skel[m.start():m.end()], m.group()), problem)
         for m in _REPORT_RE.finditer(skel):
             start = m.start() + (len(m.group()) - len(m.group().lstrip()))
             if line.is_produced(start, m.end()):
@@ -466,6 +467,140 @@ def _tool_lines(text: ReaderText, cited: _Cited, finder: SourceFinder, report: A
                    f"a reader sees compute-sanitizer output {line.text.strip()[:60]!r} that no transcript "
                    "produced; show what a run printed with {{ transcript RUN }}")
             break
+
+
+# A quoted summary, in the reader's text: where it ends, what follows a whole one, its sentence, the runs
+# a figure's backing (data-lk-why, lessonkit.pages.meaning) names.
+_QUOTE_END_RE = re.compile(r"""["\u201c\u201d;|]|\.(?=\s|$)""")
+_AFTER_QUOTE_RE = re.compile(r"""^(?:\s*$|\s[-\u2013\u2014]\s|["'\u201c\u201d\u2018\u2019|)\]]|[.;:!?](?:$|[\s"'\u201d\u2019|)\]]))""")
+_SENTENCE_END_RE = re.compile(r"""[.!?]["'\u201d\u2019)\]]*(?=\s|$)""")
+_CITES_RE = re.compile(r"""\brun (?P<run>[^\s;,]+) of set (?P<set>[^\s;,()]+)""")
+_QUOTE_SHOWN = 200  # the most of a quote that a message shows (a summary line is shorter)
+
+
+def _next_end(text: str, at: int) -> int:
+    m = _QUOTE_END_RE.search(text, at)
+    return m.start() if m else len(text)
+
+
+def _sentence(text: str, start: int, end: int) -> tuple[int, int]:
+    """The sentence holding text[start:end]: from the end of the one before to its own end."""
+    first = 0
+    for m in _SENTENCE_END_RE.finditer(text, 0, start):
+        first = m.end()
+    last = _SENTENCE_END_RE.search(text, end)
+    return first, last.end() if last else len(text)
+
+
+def _quote(text: str, start: int, end: int) -> str:
+    """text[start:end] as a message shows the quote: without trailing punctuation or an unmatched ')',
+    and cut short past _QUOTE_SHOWN characters."""
+    if end - start > _QUOTE_SHOWN:
+        return text[start:start + _QUOTE_SHOWN] + "\u2026"
+    quote = text[start:end].rstrip(" \t.:,")
+    while quote.endswith(")") and quote.count(")") > quote.count("("):
+        quote = quote[:-1]
+    return quote
+
+
+def _quotes_a_cited_summary(line: Line, start: int, end: int, sets: Mapping[str, EvidenceSet]) -> bool:
+    """Whether line.text[start:end] holds a summary quote that its sentence's citations alone make right."""
+    if _SUMMARY_RE.search(skeleton(line.text[start:end])) is None:
+        return False
+    skel = skeleton(line.text[:end])
+    for m in _SUMMARY_RE.finditer(skel, start):
+        tool = "RACECHECK" if m.group().startswith(skeleton("RACECHECK")) else "ERROR"
+        if _summary_quote(line, m.start(), _next_end(line.text, m.end()), tool, sets)[1] is None:
+            return True
+    return False
+
+
+def _summary_quote(line: Line, at: int, end: int, tool: str,
+                   sets: Mapping[str, EvidenceSet]) -> tuple[int, str | None]:
+    """(where the quote at `at` ends, why it is refused or None): from `at` on, the line must be, verbatim,
+    a summary line of every recording of some run that a figure of its sentence (its line, in a code
+    block) is backed by; a produced figure inside it stands for the summary's figure there, and must
+    hold for it in every recording."""
+    first, last = (0, len(line.text)) if line.code is not None else _sentence(line.text, at, end)
+    named = "its line" if line.code is not None else "its sentence"
+    quote = _quote(line.text, at, end)
+    runs = sorted({(c.group("set"), c.group("run")) for a, _, why in line.why if first <= a < last
+                   for c in _CITES_RE.finditer(why)})
+    if any(not line.backing(a, b) for a, b in line.produced if first <= a < last and not (at <= a and b <= end)):
+        return end, None  # a claim of its sentence failed (it shows no backing): its error is the one to fix first
+    if not runs:
+        return end, (f"quote {quote!r} belongs to the run cited in {named}, and {named} cites none; cite the run "
+                     "there with a claim, or write the quote as a claim: {{ QUOTE @ RUN:summary }}")
+    said: list[str] = []
+    for set_name, group in runs:
+        ev = sets.get(set_name)
+        recordings = _recorded_summaries(ev, group) if ev is not None else None
+        if recordings is None:
+            return end, None  # a run it cites cannot be read: that error is the one to fix first
+        ends = [[e for s in sums if (e := _matches(line, at, s.text)) is not None] for _, sums in recordings]
+        if ends and all(ends):
+            matched = max(max(e) for e in ends)
+            if line.folded_within(at, matched):
+                return matched, (f"quote {quote!r} is not, verbatim, a summary line of a run cited in {named}: it "
+                                 f"is the summary of {group} only in characters that look like its own (NFKC folds "
+                                 "them); write it in plain characters")
+            return matched, None
+        said += _what_they_say(group, recordings, tool)
+    instead = "; ".join(said[:4]) or "no summary of that kind"
+    return end, (f"quote {quote!r} is not, verbatim, a summary line of every recording of a run cited in {named}; "
+                 f"they say: {instead}")
+
+
+def _recorded_summaries(ev: EvidenceSet, group: str) -> list[tuple[str, tuple[Summary, ...]]] | None:
+    """(path, summaries) of every recording of a run, or None when one cannot be read."""
+    found = []
+    for name in ev.recordings(group) if group in ev.groups else ():
+        try:
+            found.append((ev.transcript_path(name), ev.transcript(name).summaries))
+        except LessonError:
+            return None  # reported by the integrity check and by the claims on it
+    return found
+
+
+def _matches(line: Line, at: int, summary: str) -> int | None:
+    """Where line.text from `at`, read as `summary` verbatim (a produced figure standing for its figure
+    there), ends, when it does and the quote ends there; else None."""
+    text = line.text
+    slots = {a: b for a, b in line.produced if a > at}
+    i, j = at, 0
+    while j < len(summary):
+        b = slots.get(i)
+        if b is not None:
+            figure = FIGURE_RE.match(summary, j)
+            try:
+                value = parse_claim_value(text[i:b])
+            except ClaimValueError:
+                return None
+            if figure is None or not judge(value, Sample((Found(figure.group()),), "", 1)).holds:
+                return None
+            i, j = b, figure.end()
+            continue
+        if i >= len(text) or text[i] != summary[j]:
+            return None
+        i, j = i + 1, j + 1
+    return i if i in line.code_ends or _AFTER_QUOTE_RE.match(text[i:]) else None
+
+
+def _what_they_say(group: str, recordings: list[tuple[str, tuple[Summary, ...]]], tool: str) -> list[str]:
+    """The summaries of `tool`'s kind in a run's recordings, each with where it is."""
+    where: dict[str, list[tuple[str, int]]] = {}
+    for path, sums in recordings:
+        for s in sums:
+            if s.text.upper().startswith(tool):
+                where.setdefault(s.text, []).append((path, s.at))
+    said = []
+    for text, places in where.items():
+        path, at = places[0]
+        if len(recordings) == 1:
+            said.append(f"{text!r} in {path} (line {at})")
+        else:
+            said.append(f"{text!r} in {len(places)} of {len(recordings)} recordings of {group} ({path}, line {at})")
+    return said
 
 
 # A count word (two and up) before a noun a run counts is a figure too ("all three reports"). "One"

@@ -9,9 +9,9 @@ Syntax, each inside double braces, which may span lines within a paragraph:
 REF is SET/RUN, RUN of the default set, or SET alone for the set's provenance. A `{{` that
 is never closed is an error; `\\{{` writes literal braces.
 
-Two rules read the expanded page (lessonkit.pages.rules): a sanitizer summary quoted anywhere
-must be the summary line of a run its section cites, and a table row's labels must be the
-filter values of the claims in that row. A link the page writes to a published recording
+A rule reads the expanded page (lessonkit.pages.tablerules): a table row's labels must be the
+filter values of the claims in that row (a sanitizer summary a reader sees is checked on the
+rendered page: lessonkit.pages.audit). A link the page writes to a published recording
 (evidence/SET/FILE in the built site) must lead to one the evidence holds
 (lessonkit.pages.evidencelinks).
 """
@@ -34,7 +34,6 @@ from lessonkit.pages.meaning import describe, describe_generated, for_reader
 from lessonkit.pages.render import (
     produced,
 )
-from lessonkit.pages.rules import check_summaries
 from lessonkit.pages.scan import (
     DIRECTIVES,
     LineIndex,
@@ -98,7 +97,6 @@ def process_page(markdown: str, path: str, repo: Path, sets: dict[str, EvidenceS
     check_reserved_marks(page, out, in_fence)
     check_table_labels(page, out, in_fence)
     check_typed_line_refs(page, out, in_fence)
-    check_summaries(page, out, in_fence)
     check_evidence_links(page, out, in_fence)
     page.result.errors.sort(key=lambda e: e.line or 0)
     if not errors_only:

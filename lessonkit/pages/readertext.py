@@ -44,6 +44,7 @@ class Line:
     attribute: str | None = None  # "alt", "title" or "aria-label" for an attribute's text
     folded: list[tuple[int, int]] = field(default_factory=list)  # stretches NFKC changed (look-alike forms)
     why: list[tuple[int, int, str]] = field(default_factory=list)  # produced stretches and what backs each
+    code_ends: list[int] = field(default_factory=list)  # where an inline code element (`<code>`) ends
 
     def backing(self, start: int, end: int) -> str | None:
         """What backs the produced text[start:end] (its element's data-lk-why), if it says."""
@@ -156,6 +157,8 @@ class _Reader(HTMLParser):
             if self.stack[k].tag == tag:
                 closed = self.stack[k:]
                 del self.stack[k:]
+                if tag == "code" and self._code_block() is None and not self._skipped():
+                    self.line.code_ends.append(len(self.line.text))
                 if tag in _BLOCKS or any(o.block is not None for o in closed):
                     self._break()
                 return

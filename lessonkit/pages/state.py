@@ -1,6 +1,6 @@
 """The state of one page while lessonkit.pages.page processes it, and what the processing yields.
 
-The page rules (lessonkit.pages.text, lessonkit.pages.rules) read and write a `PageState`;
+The page rules (lessonkit.pages.text, lessonkit.pages.tablerules) read and write a `PageState`;
 lessonkit.pages.page builds it. Both import it from here, so neither imports the other.
 """
 

@@ -13,8 +13,7 @@ shows the directive's text instead of expanding it; only a page about the direct
 (under docs/reference/) means that, so on any other page it is a warning: an author who copied
 a directive from the Markdown source of "Writing a lesson" would otherwise publish it unchecked.
 
-`visible` gives the text a reader sees of a line, with each character's column on the page:
-the summary rule uses it to refuse a quote that formatting splits (lessonkit.pages.rules).
+`visible` gives the text a reader sees of a line, with each character's column on the page.
 """
 
 from __future__ import annotations
