@@ -244,8 +244,10 @@ def _note_programs(page, result) -> None:
 
 @_timed
 def on_page_content(html, *, page, config, files):
-    """Audit what a reader will see of the page (lessonkit.pages.audit), then put the finished transcript
-    blocks into the slots the page left for them (they are the runs' own output: nothing to audit)."""
+    """Audit what a reader will see of the page (lessonkit.pages.audit: the page whole, its slots filled,
+    a diagram's text named at its SVG's lines), then put the finished blocks (transcripts, provenance
+    tables, diagrams) into the slots the page left for them, without the audit's marks of where a
+    diagram's text is written."""
     result = _state["results"].pop(page.file.src_uri, None)
     if result is None:
         return html

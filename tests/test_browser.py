@@ -347,7 +347,7 @@ def test_what_backs_a_figure_opens_by_keyboard_and_by_tap(served_site, browser, 
     page.goto(f"{served_site}/day62-racecheck/", wait_until="networkidle")
     figures = page.locator(".lk-v[data-lk-why]")
     assert figures.count() > 100  # claims, generated values and table cells alike
-    figure = page.locator('.lk-v[data-lk-why*="set day62-racecheck"]').nth(20)  # one of the page's own set
+    figure = page.locator('span.lk-v[data-lk-why*="set day62-racecheck"]').nth(20)  # one of the page's own set, in its text
     figure.scroll_into_view_if_needed()
     if width == MOBILE:
         figure.tap()

@@ -73,8 +73,11 @@ def explain(repo: Path, page: Path) -> tuple[list[str], list[LessonError]]:
     others = checked.figures(text, shown)
     if others:
         lines.append("Every other figure a reader sees, and what stands behind it:")
-        ordered = sorted(enumerate(others), key=lambda o: (o[1][0] is None, o[1][0] or 0, o[0]))  # page order
-        lines.extend(f"{shown}:{line}: {figure}: {what}" for _, (line, figure, what) in ordered)
+        # the page's in its order, then a diagram's at its own file's lines
+        ordered = sorted(enumerate(others), key=lambda o: (isinstance(o[1][0], tuple), o[1][0] is None,
+                                                           o[1][0] if isinstance(o[1][0], tuple) else (o[1][0] or 0,), o[0]))
+        lines.extend(f"{'{}:{}'.format(*at) if isinstance(at, tuple) else f'{shown}:{at}'}: {figure}: {what}"
+                     for _, (at, figure, what) in ordered)
     return lines, [e for e in result.errors if not e.warning]
 
 

@@ -21,7 +21,14 @@ and aria-label text, SVG text, Unicode folded by lessonkit.pages.fold) and refus
 - a code block in the language of a recorded input of those sets (`cuda` for a .cu input) that
   no region produced, unless its title, shown to the reader, says `not the lesson's program`.
 
-Each finding is mapped back to the line of the page's Markdown that holds its text.
+The page is read whole, its slots filled (PageResult.fill): a transcript and the provenance tables
+are the runs' own output and count as produced; a diagram's text (lessonkit.pages.diagrams) is read
+like prose, only its claims' values produced, and a phrase the page's front matter declares covers
+a figure there as anywhere on the page.
+
+Each finding is mapped back to where its text is written: a diagram's to the SVG's own line (its
+elements' `data-lk-at`, lessonkit.pages.readertext), anything else to the line of the page's
+Markdown that holds its text.
 """
 
 from __future__ import annotations
@@ -273,9 +280,12 @@ def _exempt(line: Line, start: int, end: int, narrative: list[_Narrative], skel:
     return _declared(start, end, _phrases_in(narrative, skel)) is not None
 
 
-# What the audit found standing behind each figure a reader sees that no claim produced: (the page's
-# line, the figure, what backs it in words). `lessonkit explain` lists them after the claims.
-Collect = Callable[[int | None, str, str], None]
+# Where a finding is written: a line of the page (None: the whole page), or (file, line) for text the
+# page shows from another file (a diagram's SVG, lessonkit.pages.diagrams).
+Where = int | None | tuple[str, int]
+# What the audit found standing behind each figure a reader sees that no claim produced: (where it is
+# written, the figure, what backs it in words). `lessonkit explain` lists them after the claims.
+Collect = Callable[[Where, str, str], None]
 
 
 def _phrases_in(narrative: list[_Narrative], skel: str) -> list[tuple[int, int, _Narrative]]:
@@ -359,7 +369,7 @@ def _gpu_models(text: ReaderText, narrative: list[_Narrative], models: set[str],
             skel = skel if skel is not None else skeleton(line.text)
             if _exempt(line, m.start(), m.end(), narrative, skel):
                 continue
-            report(finder.words(m.group(), line.text, m.start(), m.end()),
+            report(line.origin(m.start()) or finder.words(m.group(), line.text, m.start(), m.end()),
                    f"the GPU {m.group()!r} is named, but the site's evidence was recorded on "
                    f"{', '.join(sorted(models)) or 'no GPU it knows'}: a reader takes a GPU named beside the results "
                    "for the one they were recorded on; produce the name from the evidence, {{ NAME @ SET:gpu }}, "
@@ -401,13 +411,17 @@ def audit_page(html: str | Callable[[], str], source: str, path: str, result: Pa
                 left[(context, start, end, why)] -= 1
                 at = line.text.find(context, at + 1)
     # One error per cause: a line the Markdown's checks already refused is not audited again.
-    reported: set[tuple[int | None, str]] = set()
+    reported: set[tuple[str, int | None, str]] = set()
     refused = {e.line for e in result.errors}
+    refused_elsewhere = {(e.path, e.line) for e in result.errors if e.path != path}
 
-    def report(where: int | None, message: str) -> None:
-        if (where, message) not in reported and where not in refused:
-            reported.add((where, message))
-            errors.append(LessonError(path, where, message, rank=PAGE_RANK))
+    def report(where: Where, message: str) -> None:
+        """An error at `where`: a line of the page, or (file, line) where the text is written (a diagram)."""
+        file, at = where if isinstance(where, tuple) else (path, where)
+        if (file, at, message) in reported or (at in refused if file == path else (file, at) in refused_elsewhere):
+            return
+        reported.add((file, at, message))
+        errors.append(LessonError(file, at, message, rank=PAGE_RANK))
 
     _code_blocks(text, cited, finder, report)
     _tool_lines(text, cited, sets, finder, report)
@@ -451,8 +465,8 @@ def _tool_lines(text: ReaderText, cited: _Cited, sets: Mapping[str, EvidenceSet]
             line.produced.append((start, max(end, matched)))  # one error for the quote, not each figure
             token = line.text[m.start():m.end()]
             first = token.split()[0] if token.split() else token
-            report(finder.words(token, line.text, m.start(), m.end())  # a quote wrapped in the Markdown: its first word's
-                   or finder.words(first, line.text, m.start(), m.start() + len(first))
+            report(line.origin(m.start()) or finder.words(token, line.text, m.start(), m.end())  # a quote wrapped in the
+                   or finder.words(first, line.text, m.start(), m.start() + len(first))  # Markdown: its first word
                    or finder.phrase(skel[m.start():m.end()], m.group()), problem)
         for m in _REPORT_RE.finditer(skel):
             start = m.start() + (len(m.group()) - len(m.group().lstrip()))
@@ -463,7 +477,7 @@ def _tool_lines(text: ReaderText, cited: _Cited, sets: Mapping[str, EvidenceSet]
                 break
             if line.code is not None:
                 blocks_reported.add(line.code)
-            report(finder.phrase(skel[start:m.end()].strip(), line.text[start:m.end()].strip()),
+            report(line.origin(start) or finder.phrase(skel[start:m.end()].strip(), line.text[start:m.end()].strip()),
                    f"a reader sees compute-sanitizer output {line.text.strip()[:60]!r} that no transcript "
                    "produced; show what a run printed with {{ transcript RUN }}")
             break
@@ -631,7 +645,7 @@ def _count_words(text: ReaderText, narrative: list[_Narrative], finder: SourceFi
                 continue
             word = line.text[start:end]
             noun = line.text[m.start("noun"):m.end()]
-            report(finder.phrase(skel[start:m.end()], line.text[start:m.end()]),
+            report(line.origin(start) or finder.phrase(skel[start:m.end()], line.text[start:m.end()]),
                    f"the count {word!r} before {noun!r} is a figure a reader takes from the evidence; write it as "
                    f"a claim, {{{{ {word} @ RUN:#COLLECTION }}}} (a count word holds when every recording counts "
                    f"{NUMBER_WORDS.get(word.lower(), word)}), or on the program's constant that fixes it, "
@@ -652,8 +666,8 @@ def _figures(text: ReaderText, cited: _Cited, narrative: list[_Narrative], versi
             return
         generated = what.startswith("generated")
         run = _RUN_OF_RE.search(what) if generated else None
-        where = None
-        if run is not None and "the cell (" in what:  # a table's cell: the table directive that names its run
+        where: Where = line.origin(m.start())
+        if where is None and run is not None and "the cell (" in what:  # a table's cell: the table directive that names its run
             where = next((k + 1 for k, text in enumerate(finder.lines) if "{{ table" in text
                           and run.group(1) in text), None)
         if where is None and not generated:
@@ -701,7 +715,7 @@ def _figures(text: ReaderText, cited: _Cited, narrative: list[_Narrative], versi
             if named and not wrong:
                 note(line, m, "the version of a toolkit an evidence set was recorded with")
                 continue
-            where_line = finder.figure(m.group(), line.text, m.start(), m.end())
+            where_line = line.origin(m.start()) or finder.figure(m.group(), line.text, m.start(), m.end())
             if wrong:
                 report(where_line, wrong + "; if the page names a release it did not record on purpose, "
                        f"declare the phrase in the front matter: {NARRATIVE}: {{\"{line.text[max(0, m.start() - 20):m.end()].strip()}\": \"why\"}}")
@@ -723,7 +737,7 @@ def _figures(text: ReaderText, cited: _Cited, narrative: list[_Narrative], versi
         if not line.text.isascii():
             odd = next((c for c in line.text if unicodedata.category(c) == "Nd" and not c.isascii()), None)
             if odd is not None:
-                report(finder.phrase(skeleton(odd), odd),
+                report(line.origin(line.text.index(odd)) or finder.phrase(skeleton(odd), odd),
                        f"the digit {odd!r} ({unicodedata.name(odd, 'a digit')}) is of another script: a reader "
                        f"may read it as another figure; write the figure in the digits 0 to 9")
 

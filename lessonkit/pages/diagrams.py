@@ -2,13 +2,20 @@
 
 The SVG lives under code/ (with the lesson it draws, outside docs/ so that no copy of it with
 unexpanded claims is published) and is inlined into the page, after Markdown, in a slot. Inside
-it, every figure a reader sees, in `<text>`, `<tspan>`, `<title>` and `<desc>` (the accessible
-name and description), is a claim `{{ VALUE @ REF:QUERY }}` (REF as on the page, its set
-defaulting to the page's), shown as `<tspan class="lk-v">VALUE</tspan>` and checked like a claim
-in prose; errors name the SVG file and line. A digit typed in that text is refused, as is a claim
-or a digit in an attribute a reader meets (`aria-label`, `alt`, `title`): write those in `<title>`
-and `<desc>`. An element may declare that its text holds no evidence with
-`data-lk-narrative="why"` (a constant of the program, a step number), which covers its text.
+it, a figure is written as a claim `{{ VALUE @ REF:QUERY }}` (REF as on the page, its set
+defaulting to the page's), shown as `<tspan class="lk-v">VALUE</tspan>`; errors name the SVG file
+and line. A claim inside an attribute is refused (it cannot be marked as produced there): write
+it in the `<title>` or `<desc>`.
+
+Every other figure of its text (`<text>`, `<tspan>`, `<title>`, `<desc>`, `<textPath>`, and the
+`aria-label`, `alt` and `title` a reader meets) is the rendered-page audit's (lessonkit.pages.audit),
+which reads the filled slot like the rest of the page: a typed figure is refused unless a phrase
+of the page's front matter (`narrative:` with its reason, `constants:` bound to the program) or
+of the course's narrative.yml covers it. So that its errors name the SVG's own line, each element
+holding such text carries `data-lk-at="code/LESSON/diagrams/NAME.svg:LINE"` into the audit
+(lessonkit.pages.readertext); `PageResult.fill` takes the marks out of the published page. The
+core's own marks (`lk-v`, `data-lk-*`: lessonkit.pages.text) may not be written in the SVG; the
+old `data-lk-narrative` excuse is refused with them.
 """
 
 from __future__ import annotations
@@ -19,8 +26,10 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from lessonkit.errors import LessonError
+from lessonkit.pages.meaning import describe, for_reader
 from lessonkit.pages.regions import resolve_code_path
 from lessonkit.pages.scan import LineIndex, scan
+from lessonkit.pages.text import RESERVED_RE
 from lessonkit.textio import read_text
 
 if TYPE_CHECKING:
@@ -29,12 +38,10 @@ if TYPE_CHECKING:
 _TAG_RE = re.compile(r"""<(?P<close>/)?(?P<name>[A-Za-z][\w:-]*)(?P<attrs>[^<>]*?)(?P<empty>/)?>|<!--.*?-->|<\?.*?\?>""",
                      re.DOTALL)
 _TEXT_ELEMENTS = {"text", "tspan", "title", "desc", "textPath"}
-_READ_ATTRS_RE = re.compile(r"""\b(?P<attr>aria-label|aria-description|alt|title)\s*=\s*(?P<q>["'])(?P<value>.*?)(?P=q)""",
-                            re.DOTALL)
-_NARRATIVE_RE = re.compile(r"""\bdata-lk-narrative\s*=\s*(?P<q>["'])(?P<why>.*?)(?P=q)""", re.DOTALL)
+_READ_ATTRS_RE = re.compile(r"""\b(?:aria-label|aria-description|alt|title)\s*=""")
 _CLAIM_AT_RE = re.compile(r"""\s@\s""")
-_NARRATIVE_TAG_RE = re.compile(r"""<[A-Za-z][\w:-]*\s[^<>]*\bdata-lk-narrative\s*=\s*["'][^"']+["'][^<>]*>""")
 _MARK_OPEN = '<tspan class="lk-v">'
+AT_ATTR = "data-lk-at"  # where an element's text is written: "code/LESSON/diagrams/NAME.svg:LINE"
 
 
 def render_diagram(page: PageState, index: int, parts: list[str]) -> str:
@@ -60,30 +67,67 @@ def render_diagram(page: PageState, index: int, parts: list[str]) -> str:
     if start == -1:
         page.error(index, f"{shown} holds no <svg> element")
         return ""
-    _check_typed(page, shown, svg)
-    return page.result.slot(f'<div class="lk-diagram">{_mark_narrative(svg[start:].strip())}</div>')
+    return page.result.slot(f'<div class="lk-diagram">{svg[start:].strip()}</div>')
 
 
-def _mark_narrative(svg: str) -> str:
-    """Elements declared narrative carry the produced mark too: this module checked that their
-    reason is given, and the rendered-page audit (lessonkit.pages.audit) does not read the attribute."""
-    def mark(m: re.Match[str]) -> str:
-        tag = m.group(0)
-        if ' class="' in tag:
-            return tag.replace(' class="', ' class="lk-v ', 1)
-        return tag[:-1] + ' class="lk-v">' if not tag.endswith("/>") else tag[:-2] + ' class="lk-v"/>'
-    return _NARRATIVE_TAG_RE.sub(mark, svg)
+def _origins(page: PageState, shown: str, text: str, lines: LineIndex, claims: list[tuple[int, int]]) -> list[tuple[int, str]]:
+    """Where each element holding text a reader sees gets its `data-lk-at` mark: (offset in `text`, the
+    attribute); the core's marks written in the SVG are refused here."""
+    blank = list(text)
+    for a, b in claims:  # a claim's query is not markup
+        blank[a:b] = [c if c == "\n" else " " for c in text[a:b]]
+    plain = "".join(blank)
+    said: set[str] = set()
+    for m in RESERVED_RE.finditer(plain):
+        mark = m.group()
+        if mark in said:
+            continue
+        said.add(mark)
+        line = lines.line(m.start())
+        if mark == "data-lk-narrative":
+            message = ("data-lk-narrative is gone: it excused every figure typed in its element, whatever its reason "
+                       "said; write the figure as a claim, or declare the words around it in the front matter of the "
+                       "page that shows the diagram (narrative: with the reason, or constants: bound to the program's "
+                       "constant that fixes it)")
+        else:
+            message = (f"{mark!r} is a mark of what lessonkit produced from the evidence; a diagram may not write it "
+                       "(the audit of the rendered page trusts it): write the figure as a claim, {{ VALUE @ REF:QUERY }}")
+        page.result.errors.append(_at(page, shown, line, message))
+    found = []
+    for m in _TAG_RE.finditer(plain):
+        name = m.group("name")
+        if name is None or m.group("close"):
+            continue
+        if name in _TEXT_ELEMENTS or _READ_ATTRS_RE.search(m.group("attrs") or ""):
+            at = m.end() - (2 if m.group("empty") else 1)
+            found.append((at, f' {AT_ATTR}="{html.escape(shown)}:{lines.line(m.start()) + 1}"'))
+    return found
 
 
 def _expand(page: PageState, index: int, shown: str, text: str) -> str:
-    """The SVG with each claim checked and shown as its value, marked; errors at the SVG's lines."""
+    """The SVG with each claim checked and shown as its value, marked, and each element holding text
+    marked with where it is written (`data-lk-at`); errors at the SVG's lines."""
     lines = LineIndex(text)
     tokens, unclosed = scan(text, lines)
     for u in unclosed:
         page.result.errors.append(_at(page, shown, u.line, f"{u.snippet!r} is never closed"))
-    out, pos = [], 0
+    origins = _origins(page, shown, text, LineIndex(text), [(t.start, t.end) for t in tokens])
+    out, pos, k = [], 0, 0
+
+    def copy(end: int) -> None:  # text[pos:end], each element's mark put in
+        nonlocal pos, k
+        while k < len(origins) and origins[k][0] < end:
+            if origins[k][0] < pos:  # inside a claim: none is (its text is blanked), but never go back
+                k += 1
+                continue
+            out.append(text[pos:origins[k][0]])
+            out.append(origins[k][1])
+            pos, k = origins[k][0], k + 1
+        out.append(text[pos:end])
+        pos = end
+
     for token in tokens:
-        out.append(text[pos:token.start])
+        copy(token.start)
         pos = token.end
         m = None
         for m in _CLAIM_AT_RE.finditer(token.body):
@@ -108,54 +152,14 @@ def _expand(page: PageState, index: int, shown: str, text: str) -> str:
                                           "cannot be marked as produced; put it in the <title> or <desc>"))
             out.append(html.escape(value))
             continue
-        out.append(f"{_MARK_OPEN}{html.escape(value, quote=False)}</tspan>")
-    out.append(text[pos:])
+        claim = page.result.claims[-1] if page.result.claims and page.result.claims[-1].file == shown else None
+        why = (for_reader(describe(claim, page.sets, page.default_set), page.sets, page.default_set)
+               if claim is not None and claim.error is None else None)
+        out.append(f'<tspan class="lk-v" data-lk-why="{html.escape(why)}">' if why else _MARK_OPEN)
+        out.append(f"{html.escape(value, quote=False)}</tspan>")
+    copy(len(text))
     return "".join(out)
 
 
 def _at(page: PageState, shown: str, line: int, message: str) -> LessonError:
     return LessonError(shown, line + 1, message, rank=2)
-
-
-def _check_typed(page: PageState, shown: str, svg: str) -> None:
-    """A digit a reader sees in the diagram's text that no claim produced is an error."""
-    lines = LineIndex(svg)
-    stack: list[tuple[str, bool, bool]] = []  # (element, produced, narrative)
-    pos = 0
-    for m in _TAG_RE.finditer(svg):
-        _text_run(page, shown, svg, pos, m.start(), stack, lines)
-        pos = m.end()
-        name = m.group("name")
-        if name is None:
-            continue
-        if m.group("close"):
-            while stack and stack.pop()[0] != name:
-                pass
-            continue
-        attrs = m.group("attrs") or ""
-        narrative = bool(_NARRATIVE_RE.search(attrs) and _NARRATIVE_RE.search(attrs).group("why").strip())
-        inherited = any(n for _, _, n in stack)
-        for a in _READ_ATTRS_RE.finditer(attrs):
-            if any(c.isdigit() for c in a.group("value")) and not (narrative or inherited):
-                page.result.errors.append(_at(page, shown, lines.line(m.start()),
-                                              f"{a.group('attr')}={a.group('value')!r} types a figure a reader meets; "
-                                              "say it in the <title> or <desc>, where a claim can state it"))
-        if not m.group("empty"):
-            stack.append((name, m.group(0) == _MARK_OPEN, narrative))
-    _text_run(page, shown, svg, pos, len(svg), stack, lines)
-
-
-def _text_run(page: PageState, shown: str, svg: str, start: int, end: int, stack: list[tuple[str, bool, bool]],
-              lines: LineIndex) -> None:
-    # A narrative mark covers its own element's text, not everything under it: on the diagram's
-    # root (or a group) it would excuse every figure of the drawing.
-    if start == end or not stack or stack[-1][0] not in _TEXT_ELEMENTS or any(p for _, p, _ in stack) \
-            or stack[-1][2]:
-        return
-    text = html.unescape(svg[start:end])
-    digits = re.search(r"\d[\d.,]*", text)
-    if digits:
-        page.result.errors.append(_at(page, shown, lines.line(start), (
-            f"{digits.group()!r} in the diagram's text {text.strip()!r} is a figure typed by hand; write it as a "
-            "claim, {{ VALUE @ REF:QUERY }}, or mark an element whose text holds no evidence with "
-            "data-lk-narrative=\"why\"")))

@@ -1,14 +1,17 @@
 """The text a reader sees on a rendered page, read from its HTML (the standard library's parser).
 
 `read_html` gives the page's visible text as lines, folded (lessonkit.pages.fold.shown): element text,
-SVG text, and the alt, title and aria-label text of any element; nothing inside `<script>`,
+SVG text, and the alt, title, aria-label and aria-description text of any element; nothing inside `<script>`,
 `<style>` or `<template>`, nor comments. A line ends where a block ends (a paragraph, a list
 item, a table cell, a heading, a `<br>`, a line of a code block), so a tool's report line stays
 one line whatever markup carried it; a table row is one line, its cells joined by " | ".
 
 Each line says which of its characters the core produced from the evidence: those inside a
-`produced()` span, a region's code block, the commands block, a transcript block or a filled
-slot (lessonkit.pages.render); a page's own markup may not use those classes (lessonkit.pages.text).
+`produced()` span, a region's code block, the commands block, a transcript block or the
+provenance tables (lessonkit.pages.render); a page's own markup may not use those classes
+(lessonkit.pages.text). A filled slot is read like the rest of the page: a diagram's text is not
+produced, only its claims' values are. Text an element marked `data-lk-at="FILE:LINE"` holds (a
+diagram's, lessonkit.pages.diagrams) says where it is written, so that an error names that line.
 Code blocks are listed too, with their language, their title and whether a region made them.
 """
 
@@ -19,7 +22,13 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
 from lessonkit.pages.fold import shown
-from lessonkit.pages.render import COMMANDS_CLASS, PRODUCED_CLASS, REGION_CLASS, TRANSCRIPT_CLASS
+from lessonkit.pages.render import (
+    COMMANDS_CLASS,
+    PRODUCED_CLASS,
+    PROVENANCE_CLASS,
+    REGION_CLASS,
+    TRANSCRIPT_CLASS,
+)
 
 _SKIPPED = frozenset({"script", "style", "template", "noscript"})
 _VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param",
@@ -29,8 +38,9 @@ _BLOCKS = frozenset({"address", "article", "aside", "blockquote", "br", "caption
                      "h4", "h5", "h6", "header", "hr", "li", "main", "nav", "ol", "p", "pre", "section",
                      "summary", "table", "tbody", "tfoot", "thead", "tr", "ul", "text", "svg",
                      "title", "desc"})
-_PRODUCING = frozenset({PRODUCED_CLASS, REGION_CLASS, COMMANDS_CLASS, TRANSCRIPT_CLASS})
-_ATTRIBUTES = ("alt", "title", "aria-label")
+_PRODUCING = frozenset({PRODUCED_CLASS, REGION_CLASS, COMMANDS_CLASS, TRANSCRIPT_CLASS, PROVENANCE_CLASS})
+_ATTRIBUTES = ("alt", "title", "aria-label", "aria-description")
+_AT = "data-lk-at"  # where an element's text is written, when not in the page (lessonkit.pages.diagrams)
 _SPACES_RE = re.compile(r"""\s+""")
 
 
@@ -41,10 +51,19 @@ class Line:
     text: str = ""
     produced: list[tuple[int, int]] = field(default_factory=list)
     code: int | None = None      # index into ReaderText.blocks when the line is in a code block
-    attribute: str | None = None  # "alt", "title" or "aria-label" for an attribute's text
+    attribute: str | None = None  # "alt", "title", "aria-label" or "aria-description" for an attribute's text
     folded: list[tuple[int, int]] = field(default_factory=list)  # stretches NFKC changed (look-alike forms)
     why: list[tuple[int, int, str]] = field(default_factory=list)  # produced stretches and what backs each
     code_ends: list[int] = field(default_factory=list)  # where an inline code element (`<code>`) ends
+    origins: list[tuple[int, int, str]] = field(default_factory=list)  # stretches written elsewhere: FILE:LINE
+
+    def origin(self, at: int) -> tuple[str, int] | None:
+        """(file, line) where the text at `at` is written, when not in the page (a diagram's SVG)."""
+        where = next((w for a, b, w in self.origins if a <= at < b), None)
+        if where is None:
+            return None
+        file, _, line = where.rpartition(":")
+        return (file, int(line)) if file and line.isdigit() else None
 
     def backing(self, start: int, end: int) -> str | None:
         """What backs the produced text[start:end] (its element's data-lk-why), if it says."""
@@ -85,6 +104,7 @@ class _Open:
     block: int | None  # the code block this element opened, if any
     title: bool = False  # a code block's title (pymdownx.highlight's span.filename)
     why: str | None = None  # what backs what it holds (data-lk-why), within a produced element
+    at: str | None = None  # where what it holds is written (data-lk-at), when not in the page
 
 
 class _Reader(HTMLParser):
@@ -116,7 +136,8 @@ class _Reader(HTMLParser):
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         values = {k: v or "" for k, v in attrs}
         classes = set(values.get("class", "").split())
-        produced = self._produced() or bool(classes & _PRODUCING) or "data-lk-slot" in values
+        produced = self._produced() or bool(classes & _PRODUCING)
+        at = values.get(_AT) or (self.stack[-1].at if self.stack else None)
         skipped = self._skipped() or tag in _SKIPPED
         if tag in _BLOCKS:
             self._break()
@@ -137,11 +158,12 @@ class _Reader(HTMLParser):
                 if values.get(name, "").strip():
                     text = shown(values[name])
                     self.out.lines.append(Line(text, [(0, len(text))] if produced else [], self._code_block(),
-                                               name, [(0, len(text))] if text != values[name] else []))
+                                               name, [(0, len(text))] if text != values[name] else [],
+                                               origins=[(0, len(text), at)] if at else []))
         if tag not in _VOID:
             title = "filename" in classes and self._code_block() is not None
             why = values.get("data-lk-why") or (self.stack[-1].why if self.stack else None)
-            self.stack.append(_Open(tag, produced, skipped, block, title, why))
+            self.stack.append(_Open(tag, produced, skipped, block, title, why, at))
             if block is not None:
                 self.line.code = block
         elif tag == "br":
@@ -186,6 +208,8 @@ class _Reader(HTMLParser):
                 self.line.produced.append((len(self.line.text), len(self.line.text) + len(text)))
                 if self.stack[-1].why:
                     self.line.why.append((len(self.line.text), len(self.line.text) + len(text), self.stack[-1].why))
+            if text and self.stack and self.stack[-1].at:
+                self.line.origins.append((len(self.line.text), len(self.line.text) + len(text), self.stack[-1].at))
             self.line.text += text
 
     def close(self) -> None:

@@ -29,6 +29,7 @@ PRODUCED_CLASS = "lk-v"  # the class of text a claim or directive produced from 
 REGION_CLASS = "lk-region"  # a code block a region directive cut from a recorded input
 COMMANDS_CLASS = "lk-commands"  # the build line and recorded commands (commands directive)
 TRANSCRIPT_CLASS = "lk-transcript"  # a transcript directive's block: what the runs printed
+PROVENANCE_CLASS = "lk-provenance"  # the provenance and sessions tables (provenance directive)
 BODY_CLASS = "lk-transcript-body"  # all of it but the summary line: kept out of the search index
 
 
@@ -271,7 +272,7 @@ def render_provenance(ev: EvidenceSet, slot: Callable[[str], str] = lambda block
     body = "\n".join(f"<tr><td>{html.escape(label)}</td><td>{value}</td></tr>" for label, value in rows)
     table = (f"<table>\n<thead><tr><th>recorded with</th><th>value</th></tr></thead>\n<tbody>\n{body}\n"
              "</tbody>\n</table>\n")
-    return slot(f'<div class="lk-provenance" data-search-exclude>\n{table}{_sessions_table(ev)}</div>\n')
+    return slot(f'<div class="{PROVENANCE_CLASS}" data-search-exclude>\n{table}{_sessions_table(ev)}</div>\n')
 
 
 def _session_cell(value: object) -> str:

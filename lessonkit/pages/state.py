@@ -44,6 +44,7 @@ PAGE_RANK = 2  # what a page claims comes after the evidence and sources it depe
 SESSION_REF_RE = re.compile(r"""^(?P<ref>[^\[\]]+?)\s*\[\s*session\s*=\s*(?P<session>latest|s[0-9]+)\s*\]$""")
 _GROUPED_RE = re.compile(r"""[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?""")  # '2,888' as a work writes it
 _SLOT_RE = re.compile(r"""<div\ data-lk-slot="(?P<n>\d+)"></div>""", re.VERBOSE)
+_AT_RE = re.compile(r' data-lk-at="[^"]*"')  # where a diagram's text is written (lessonkit.pages.diagrams)
 
 
 @dataclass(frozen=True)
@@ -93,10 +94,15 @@ class PageResult:
         self.blocks.append(html)
         return f'\n<div data-lk-slot="{len(self.blocks) - 1}"></div>\n'
 
-    def fill(self, html: str, site_root: str = "") -> str:
+    def fill(self, html: str, site_root: str = "", origins: bool = False) -> str:
         """The page's HTML with every slot replaced by its block, its links to published recordings
-        made relative to a page `site_root` below the site's root ("../" for day62/index.html)."""
-        return _SLOT_RE.sub(lambda m: with_site_root(self.blocks[int(m.group("n"))], site_root), html)
+        made relative to a page `site_root` below the site's root ("../" for day62/index.html). With
+        `origins` (the audit's reading), a diagram's text keeps the marks naming the SVG line it is
+        written on (`data-lk-at`); the published page has none."""
+        def block(m: re.Match[str]) -> str:
+            text = with_site_root(self.blocks[int(m.group("n"))], site_root)
+            return text if origins else _AT_RE.sub("", text)
+        return _SLOT_RE.sub(block, html)
 
 
 @dataclass(frozen=True)

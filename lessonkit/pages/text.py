@@ -481,7 +481,7 @@ def _one_comment(page: PageState, line: OutLine, start: int, end: int, whole_lin
 # The classes and attributes the core gives what it produced (lessonkit.pages.render): the rendered-page
 # audit trusts them, so a page's own text may not write them (a hand-typed span marked as a claim's
 # value, a code block marked as a region, a block marked as a transcript).
-_RESERVED_RE = re.compile(r"""(?<![\w-])lk-(?:v|region|commands|transcript[\w-]*|recordings?|recording-file|evidence)(?![\w-])
+RESERVED_RE = re.compile(r"""(?<![\w-])lk-(?:v|region|commands|transcript[\w-]*|provenance|recordings?|recording-file|evidence)(?![\w-])
                               |\bdata-lk-[\w-]*""", re.VERBOSE)
 
 
@@ -496,7 +496,7 @@ def check_reserved_marks(page: PageState, out: Lines, in_fence: list[bool]) -> N
         if in_fence[i] and not FENCE_RE.match(line.text):
             continue  # inside a code block: shown as typed
         code = _InCode(line.text)
-        for m in _RESERVED_RE.finditer(line.text):
+        for m in RESERVED_RE.finditer(line.text):
             if in_fence[i] or not code.span(m.start()):
                 page.error(line.src, f"{m.group()!r} is a mark of what lessonkit produced from the evidence; a "
                            "page's own markup may not use it (the audit of the rendered page trusts it); remove "

@@ -487,7 +487,7 @@ class CheckedSite:
         renders it: what the hooks' `audit` finds in a build's HTML, without a build."""
         from lessonkit.pages.audit import audit_page  # imported here: a warm check audits nothing
 
-        return audit_page(lambda: self.renderer.render(result), source, path, result, self.site.evidence.sets,
+        return audit_page(lambda: result.fill(self.renderer.render(result), origins=True), source, path, result, self.site.evidence.sets,
                           load_course(self.repo), self.constant)
 
     @property
@@ -510,7 +510,7 @@ class CheckedSite:
 
     def audit(self, path: str, html: str, source: str) -> list[LessonError]:
         """The rendered-page audit's errors (lessonkit.pages.audit) for page `path`, checked first with `page`:
-        `html` as rendered, `source` the page's file (front matter included). An earlier audit of the
+        `html` as rendered (its slots filled here, if they are not yet), `source` the page's file (front matter included). An earlier audit of the
         same HTML and file over the same inputs is reused, from memory or from the cache on disk."""
         inputs, result = self._pages[path]
         course = load_course(self.repo)
@@ -527,7 +527,9 @@ class CheckedSite:
         except (TypeError, KeyError, ValueError):
             from lessonkit.pages.audit import audit_page  # here: a warm build audits nothing
 
-            errors = audit_page(html, source, path, result, self.site.evidence.sets, course, self.constant)
+            # read whole, as a reader sees it: its slots filled (a diagram's text is read, and named at its SVG's lines)
+            errors = audit_page(result.fill(html, origins=True), source, path, result, self.site.evidence.sets, course,
+                                self.constant)
             if self._unchanged_since_refresh(inputs):
                 self.store.put("audit", sitecache.entry_name(path), key, sitecache.encode_errors(errors))
         self._audits[path] = (key, errors)
@@ -580,9 +582,9 @@ class CheckedSite:
             return PageResult("", exc.errors)
         return self.page(body, path, offset, front=front)
 
-    def figures(self, text: str, path: str) -> list[tuple[int | None, str, str]]:
+    def figures(self, text: str, path: str) -> list[tuple[int | None | tuple[str, int], str, str]]:
         """What backs each figure of page `path` (`text`: its file) that a reader sees and no claim produced:
-        (its line, the figure, in words), from the audit of the page as rendered (`explain` lists them)."""
+        (its line, or (file, line) for a diagram's text, the figure, in words), from the audit of the page as rendered (`explain` lists them)."""
         from lessonkit.pages.audit import audit_page
 
         try:
@@ -591,7 +593,7 @@ class CheckedSite:
             return []  # check reports it
         result = self.site.page(body, path, offset)  # the whole Markdown, as a build renders it
         found: list[tuple[int | None, str, str]] = []
-        audit_page(lambda: self.renderer.render(result), text, path, result, self.site.evidence.sets,
+        audit_page(lambda: result.fill(self.renderer.render(result), origins=True), text, path, result, self.site.evidence.sets,
                    load_course(self.repo), self.constant, lambda line, figure, what: found.append((line, figure, what)))
         return found
 

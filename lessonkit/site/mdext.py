@@ -169,7 +169,8 @@ def _source(session: CheckedSite, path: str, text: str) -> str:
 
 
 class _Audit(Postprocessor):
-    """Audit the finished page as a reader will see it (lessonkit.pages.audit), before the slots are filled."""
+    """Audit the finished page as a reader will see it (lessonkit.pages.audit), its slots filled for the
+    audit alone (CheckedSite.audit); _FillSlots fills them in the page itself."""
 
     def __init__(self, md: Markdown, ext: LessonkitExtension) -> None:
         super().__init__(md)
