@@ -111,6 +111,20 @@ def test_a_figure_alone_is_no_narrative_key(demo_repo: Path):
     assert any(e.startswith("docs/p.md:7: figure '120' is typed") for e in errors)
 
 
+def test_no_course_phrase_covers_an_index_a_recording_names(demo_repo: Path):
+    """The course's own phrases (narrative.yml) name days, steps, predictions and the like, never a
+    thread, warp or lane: those indexes are what a tool's records print ("thread 64", "warp 3"), so a
+    page declares the words it explains one with, and a sentence reading one off a record is refused."""
+    (demo_repo / "narrative.yml").write_text((REPO / "narrative.yml").read_text(encoding="utf-8"))
+    for sentence in ("The first record names thread 0.", "No record names warp 3.", "It stopped at lane 5."):
+        errors = audit(demo_repo, HEAD + sentence + "\n")
+        assert len(errors) == 1 and errors[0].startswith("docs/p.md:3: figure '"), (sentence, errors)
+    assert audit(demo_repo, HEAD + "Day 27 came first.\n") == []  # the course's phrases still hold
+    declared = '---\nnarrative:\n  Only thread 0 reads: the one thread of a block the branch picks\n---\n'
+    assert audit(demo_repo, declared + HEAD + "Only thread 0 reads the flag.\n") == []
+    assert audit(demo_repo, declared + HEAD + "Only thread 0 reads the flag. The record names thread 0.\n") != []
+
+
 def test_the_course_declares_its_phrases_once(demo_repo: Path):
     page = HEAD + "Day 120 of the course: the error has {{ 120 @ race:reports[severity=Error].hazards }} hazards.\n"
     assert audit(demo_repo, page)[0].startswith("docs/p.md:3: figure '120' is typed")

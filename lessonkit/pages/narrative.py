@@ -5,7 +5,7 @@ table) or stands inside a phrase declared narrative, with the reason no recordin
 Two places declare phrases:
 
 - the course, once for every page: `narrative.yml` at the repository root maps each phrase to
-  its reason; in a phrase, a word `N` stands for one figure ("day N", "thread N"), and a phrase
+  its reason; in a phrase, a word `N` stands for one figure ("day N", "step N"), and a phrase
   without N is fixed text ("100 Days of GPU");
 - a page, for itself: its front matter's `narrative:` maps each phrase to its reason. A page's
   phrase is fixed text: a figure with at least one word around it ("32 threads a block").
