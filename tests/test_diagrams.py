@@ -41,7 +41,7 @@ def test_a_diagrams_claims_are_expanded_checked_and_marked(demo_repo: Path):
     assert ('<text x="1" y="10" data-lk-at="code/demo/diagrams/d.svg:4"><tspan class="lk-v">120</tspan> hazards</text>'
             in svg)
     assert 'racecheck found <tspan class="lk-v">2</tspan> reports.' in svg
-    assert svg.startswith('<div class="lk-diagram"><svg') and "{{" not in svg
+    assert svg.startswith('<div class="lk-diagram" data-search-exclude><svg') and "{{" not in svg
 
 
 def test_the_published_page_carries_no_origin_marks(demo_repo: Path):

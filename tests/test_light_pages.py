@@ -111,6 +111,22 @@ def test_the_search_index_keeps_the_page_and_leaves_out_the_recordings(built_sit
     assert "Recording 2 of" not in text and "Recorded 5 times" not in text
 
 
+def test_the_search_index_leaves_out_the_diagrams(built_site: Path):
+    """A diagram's title and description repeat the page's prose: neither is indexed, while the
+    figure's caption (the page's own Markdown) is."""
+    for name in ("day62-racecheck.md", "deeper-weak-behaviours.md"):
+        page = built_page(built_site, name).read_text(encoding="utf-8")
+        text = "\n".join(e["text"] for e in entries_of(built_site, name))
+        described = re.findall(r"<desc\b[^>]*>(.*?)</desc>", page, re.DOTALL)
+        assert described  # the page shows diagrams
+        for desc in described:
+            words = " ".join(html.unescape(re.sub(r"<[^>]+>", "", desc)).split())[:40]
+            assert words and words not in " ".join(html.unescape(re.sub(r"<[^>]+>", "", text)).split()), words
+        captions = re.findall(r"<figcaption>(.*?)</figcaption>", page, re.DOTALL)
+        assert captions and all(" ".join(html.unescape(re.sub(r"<[^>]+>", "", c)).split())[:30] in
+                                " ".join(html.unescape(re.sub(r"<[^>]+>", "", text)).split()) for c in captions)
+
+
 def test_no_line_of_any_recording_is_in_the_search_index(built_site: Path):
     """Each published recording's longer lines (the first and last 20 of each), unless a page's own
     Markdown shows them too (a quoted summary, a code block): none is in the index."""
