@@ -321,14 +321,28 @@ def test_unclosed_braces_at_the_end_of_the_page(demo_repo: Path):
         "or write \\{{ for literal braces")]
 
 
-def test_a_megabyte_line_of_open_braces_is_one_error_at_its_line_in_under_a_second(demo_repo: Path):
+def test_a_megabyte_line_of_open_braces_is_one_error_at_its_line_in_linear_time(demo_repo: Path):
+    """One error, at its line; and the time grows with the line, not its square: ten times the braces
+    take well under thirty times as long (a quadratic scan takes a hundred), each size timed at its
+    best of three so that a busy machine slows both alike."""
     import time
 
     site = Site.load(demo_repo)
-    text = "intro\n" * 887 + "{{" * 500_000 + "\n\nafter: {{ 2 @ demo/race:#reports }} reports\n"
-    start = time.perf_counter()
+
+    def page(braces: int) -> str:
+        return "intro\n" * 887 + "{{" * braces + "\n\nafter: {{ 2 @ demo/race:#reports }} reports\n"
+
+    def best(text: str) -> float:
+        times = []
+        for _ in range(3):
+            start = time.perf_counter()
+            site.page(text, "docs/p.md")
+            times.append(time.perf_counter() - start)
+        return min(times)
+
+    text = page(500_000)
     errors = [str(e) for e in site.page(text, "docs/p.md").errors]
-    assert time.perf_counter() - start < 1.0
+    assert best(text) < 30 * best(page(50_000)) and best(text) < 5.0
     assert errors == [(f"docs/p.md:888: '{'{' * 60}' is never closed: no '}}}}' before the next '{{{{' (line 888); "
                       "close it, or write \\{{ for literal braces")]
 
