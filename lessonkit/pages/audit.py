@@ -453,7 +453,7 @@ def _tool_lines(text: ReaderText, cited: _Cited, sets: Mapping[str, EvidenceSet]
             if cited.unknowable:  # the set's summaries cannot be read: its own error is the one cause
                 line.produced.append((m.start(), len(line.text)))
                 continue
-            tool = "RACECHECK" if m.group().startswith(skeleton("RACECHECK")) else "ERROR"
+            tool = _summary_tool(m.group())
             matched, problem = _summary_quote(line, m.start(), end, tool, sets)
             prefix = re.search(r"={6,}\s*$", line.text[:m.start()])  # the tool's own prefix, quoted with it
             start = prefix.start() if prefix else m.start()
@@ -492,6 +492,11 @@ _CITES_RE = re.compile(r"""\brun (?P<run>[^\s;,]+) of set (?P<set>[^\s;,()]+)"""
 _QUOTE_SHOWN = 200  # the most of a quote that a message shows (a summary line is shorter)
 
 
+def _summary_tool(matched: str) -> str:
+    """Which tool's summary a _SUMMARY_RE match (on the skeleton) names: RACECHECK or ERROR."""
+    return "RACECHECK" if matched.startswith(skeleton("RACECHECK")) else "ERROR"
+
+
 def _next_end(text: str, at: int) -> int:
     m = _QUOTE_END_RE.search(text, at)
     return m.start() if m else len(text)
@@ -523,7 +528,7 @@ def _quotes_a_cited_summary(line: Line, start: int, end: int, sets: Mapping[str,
         return False
     skel = skeleton(line.text[:end])
     for m in _SUMMARY_RE.finditer(skel, start):
-        tool = "RACECHECK" if m.group().startswith(skeleton("RACECHECK")) else "ERROR"
+        tool = _summary_tool(m.group())
         if _summary_quote(line, m.start(), _next_end(line.text, m.end()), tool, sets)[1] is None:
             return True
     return False
