@@ -15,7 +15,12 @@ the HTML rendered as the site renders it and audited. Each change must fail the 
   recording holds, it must fail like any other figure).
 
 A change that leaves what a reader sees as it was (a digit in a link target, a comment, a
-query) is not a figure of the page and is not counted. Count words ("three reports") are not
+query) is not a figure of the page and is not counted.
+
+The changes are checked in batches, each of changes in different blocks of the page (a paragraph,
+a table row, a list item), at most one a block: a change counts as caught in its batch when the
+check reports an error at its own line. Every change not caught so is checked again alone, as
+above, so a batch can only speed up the catches; a change that survives has survived alone. Count words ("three reports") are not
 changed here; tests/test_audit.py holds them. The test prints caught/total per page. The checks
 run in as many processes as the machine has CPUs (two in CI).
 """
@@ -166,6 +171,64 @@ def _caught(job: tuple[str, str, str]) -> bool:
     return bool(check._audit_rendered(path, result, front + body))
 
 
+def _blocks(source: str) -> list[int]:
+    """For each line of `source` (0-based), the block it belongs to: a paragraph or a fenced block
+    (lines up to a blank line), except that each table row and each list item is a block of its own."""
+    ids, block, fence = [], 0, None
+    for text in source.split("\n"):
+        stripped = text.strip()
+        opened = FENCE_RE.match(stripped + "\n")
+        if fence is None and opened:
+            fence, block = opened.group("fence")[0], block + 1
+        elif fence is not None:
+            if opened and opened.group("fence")[0] == fence and not opened.group("info").strip():
+                fence = None
+        elif not stripped or stripped.startswith(("|", "- ", "* ")) or re.match(r"[0-9]+[.)] ", stripped):
+            block += 1
+        ids.append(block)
+        if fence is None and not stripped:
+            block += 1
+    return ids
+
+
+def _batches(source: str, changes: list[tuple[int, int, str]]) -> list[list[int]]:
+    """The changes (start, end, new text) in batches: no two of a batch in one block of the page."""
+    blocks = _blocks(source)
+    batches: list[list[int]] = []
+    used: list[set[int]] = []
+    for k, (start, _, _) in enumerate(changes):
+        block = blocks[source.count("\n", 0, start)]
+        for batch, taken in zip(batches, used):
+            if block not in taken:
+                batch.append(k)
+                taken.add(block)
+                break
+        else:
+            batches.append([k])
+            used.append({block})
+    return batches
+
+
+def _caught_in_batch(job: tuple[str, str, str, list[tuple[int, int, int, str]]]) -> list[int]:
+    """The changes of a batch (index, start, end, new text), made together, that the check refuses
+    with an error at the change's own line: the Markdown's errors and the audit's, both."""
+    repo, source, path, changes = job
+    check = _WORKER.get(repo)
+    if check is None:
+        check = _WORKER[repo] = checker(Path(repo))
+    mutant = source
+    for _, start, end, new in sorted(changes, key=lambda c: -c[1]):
+        mutant = mutant[:start] + new + mutant[end:]
+    try:
+        body, offset, front = split_page(mutant, path)
+    except LessonErrors:
+        return []  # each alone, then
+    result = check.site.page(body, path, offset)
+    errors = list(result.errors) + list(check._audit_rendered(path, result, front + body))
+    lines = {e.line for e in errors}
+    return [k for k, start, _, _ in changes if source.count("\n", 0, start) + 1 in lines]
+
+
 def _reader_text(check: CheckedSite, source: str, path: str) -> str:
     """What a reader sees of the page (the renderer `check` audits, over the expanded Markdown)."""
     body, offset = strip_front_matter(source)
@@ -193,8 +256,17 @@ def mutate_page(check: CheckedSite, repo: Path, path: Path, shown_path: str) -> 
             new = absent(source[fstart:fend], held)
             jobs.append((fstart, fend, kind, new, source[:fstart] + new + source[fend:]))
     workers = max(1, min(len(os.sched_getaffinity(0)), 4))
+    batches = _batches(source, [(start, end, new) for start, end, _, new, _ in jobs])
     with ProcessPoolExecutor(workers, mp_context=get_context("fork")) as pool:
-        caught = list(pool.map(_caught, [(str(repo), mutant, shown_path) for *_, mutant in jobs], chunksize=8))
+        caught = [False] * len(jobs)
+        for batch, hits in zip(batches, pool.map(_caught_in_batch, [(str(repo), source, shown_path, [
+                (k, jobs[k][0], jobs[k][1], jobs[k][3]) for k in batch]) for batch in batches])):
+            for k in hits:
+                caught[k] = True
+        alone = [k for k, hit in enumerate(caught) if not hit]
+        print(f"\n{shown_path}: {len(jobs)} changes in {len(batches)} batches, {len(alone)} checked again alone")
+        for k, hit in zip(alone, pool.map(_caught, [(str(repo), jobs[k][4], shown_path) for k in alone], chunksize=8)):
+            caught[k] = hit
     before = None
     for (start, end, kind, new, mutant), hit in zip(jobs, caught):
         if not hit and kind == "text":

@@ -128,7 +128,9 @@ def test_a_highlight_bound_to_a_snippet_marker_follows_the_file(demo_repo: Path)
 @pytest.mark.parametrize("text", ["the race is at racecheck.cu:52.", "see `demo.cu:4` and", "at *demo.cu*:4",
                                   "| demo.cu:4 |", "(sweep.py:10)"])
 def test_a_typed_line_reference_in_prose_is_refused(demo_repo: Path, text: str):
-    found = errs(demo_repo, f"para\n\n{text}\n")
+    """The audit's allow-list refuses it as it refuses any typed figure, and says why a line's number
+    in particular must be a claim."""
+    found = checked(demo_repo, f"para\n\n{text}\n")
     assert len(found) == 1 and found[0].startswith("docs/p.md:3: ") and "is a line reference typed by hand" in found[0]
 
 

@@ -76,6 +76,8 @@ _REPORT_RE = re.compile(r"""(?:^|\s)={6,}\s*[^\s=]|""" + "|".join(
     skeleton(phrase).replace(" ", r"\s+") for phrase in
     ("Race reported between", "hazard detected at", "Barrier error detected")) + r"|" + skeleton("Potential")
     + r"\s+(?:" + "|".join(skeleton(k) for k in ("RAW", "WAR", "WAW")) + r")\s+" + skeleton("hazard"))
+# `racecheck.cu:52`: a line of a file, which moves when the file changes (a claim on what names it follows it)
+_LINE_REF_RE = re.compile(r"""(?<![\w/.-])[\w./-]+\.(?:cu|cuh|cpp|cc|c|h|hpp|py):[0-9]+(?![0-9])""")
 _APOSTROPHES = str.maketrans("\u2019\u2018\u02bc", "'''")
 
 
@@ -733,6 +735,12 @@ def _figures(text: ReaderText, cited: _Cited, narrative: list[_Narrative], versi
                 said += (f" (a title saying {SKETCH_MARK!r} exempts code, and this block's language is "
                          f"{_language(text.blocks[line.code], finder) or 'none'}: output and text are read as any "
                          "text is)")
+            ref = _LINE_REF_RE.search(line.text, 0, m.end())
+            if ref is not None and ref.end() == m.end():
+                report(where_line, f"{ref.group()!r} is a line reference typed by hand, which goes stale when the "
+                       "file's lines move; write it as a claim on what names that line, e.g. "
+                       f"{{{{ {ref.group()} @ RUN:reports[...].location }}}}")
+                continue
             report(where_line,
                    f"figure {m.group()!r} is typed, not produced: {said}; write it as a claim, "
                    f"{{{{ {m.group()} @ RUN:QUERY }}}}, or on the program's constant that fixes it, "

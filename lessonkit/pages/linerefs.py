@@ -1,11 +1,11 @@
-"""Line references in prose are claims: `racecheck.cu:52` typed outside a claim is refused.
+"""A region's highlighted line, bound so that it follows the file: a claim on what names the line, or a
+snippet marker and an offset.
 
-A line of a recorded input moves when the file changes, and a typed reference then points at
-the wrong line while every claim still holds. So a page writes it as a claim on what names
-the line (`{{ racecheck.cu:52 @ RUN:reports[severity=Error].location }}`, or `{{ 52 @ ….line }}`),
-which fails when the line moves and which `lessonkit accept` rewrites; and a region's
-`highlight=` is bound the same way (lessonkit.pages.page). Fenced code is left to the rules on typed
-output (lessonkit.pages.text).
+A line of a recorded input moves when the file changes, and a typed line number then points at
+the wrong line while every claim still holds. So `highlight=` takes `52@REF:QUERY` (a claim that
+every recording names line 52, which `lessonkit accept` rewrites) or `@MARKER+N`; a plain number
+is refused. A line reference a reader sees in prose (`racecheck.cu:52`) is a figure like any other:
+the rendered-page audit refuses it unless a claim produced it (lessonkit.pages.audit).
 """
 
 from __future__ import annotations
@@ -15,37 +15,13 @@ from typing import TYPE_CHECKING
 
 from lessonkit.errors import LessonError, LessonErrors
 from lessonkit.pages.regions import Region, load_region
-from lessonkit.pages.scan import Lines, Token
-from lessonkit.pages.text import visible_text
+from lessonkit.pages.scan import Token
 
 if TYPE_CHECKING:
     from lessonkit.pages.state import PageState
 
-_SOURCE_EXTENSIONS = ("cu", "cuh", "cpp", "cc", "c", "h", "hpp", "py")
 _HIGHLIGHT_RE = re.compile(r"""^(?P<line>\d+)(?:@(?P<claim>.+))?$""")
 _MARKER_LINE_RE = re.compile(r"""^@(?P<name>[A-Za-z0-9][A-Za-z0-9_.-]*?)\+(?P<offset>\d+)$""")
-_LITERAL_BRACES_RE = re.compile(r"""\{\{.*?\}\}""")  # `\{{ … }}`: a claim shown as an example, braces and all
-_LINE_REF_RE = re.compile(rf"""(?<![\w/.-])(?P<ref>[\w./-]+\.(?:{'|'.join(_SOURCE_EXTENSIONS)}):\d+)(?!\d)""")
-
-
-# A line with a colon and a digit, typed or written as a character reference: it may hold a reference.
-_MAYBE_REF_LINE_RE = re.compile(r"""^(?=[^\n]*:)[^\n]*?[\d&]""", re.MULTILINE)
-
-
-def check_typed_line_refs(page: PageState, out: Lines, in_fence: list[bool]) -> None:
-    """A `FILE.cu:NN` that a reader sees in prose and no claim produced is an error."""
-    for i in out.find(_MAYBE_REF_LINE_RE):
-        line = out[i]
-        if in_fence[i]:
-            continue
-        text = line.text
-        for span in line.spans:  # a claim's value is checked; blank it out
-            text = text[:span.start] + " " * (span.end - span.start) + text[span.end:]
-        shown = _LITERAL_BRACES_RE.sub(lambda b: " " * len(b.group()), visible_text(text))
-        for m in _LINE_REF_RE.finditer(shown):
-            page.error(line.src, f"{m.group('ref')!r} is a line reference typed by hand, which goes stale when "
-                       "the file's lines move; write it as a claim on what names that line, e.g. "
-                       f"{{{{ {m.group('ref')} @ RUN:reports[...].location }}}}")
 
 
 def highlighted(page: PageState, token: Token, relpath: str, region: Region, item: str, source: str) -> int | None:

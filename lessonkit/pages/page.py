@@ -29,7 +29,6 @@ from lessonkit.evidence.unrecorded import Unrecorded
 from lessonkit.pages.crossclaims import check_compound, compound
 from lessonkit.pages.directives import expand_directive
 from lessonkit.pages.evidencelinks import check_evidence_links
-from lessonkit.pages.linerefs import check_typed_line_refs
 from lessonkit.pages.meaning import describe, describe_generated, for_reader
 from lessonkit.pages.render import (
     produced,
@@ -96,7 +95,6 @@ def process_page(markdown: str, path: str, repo: Path, sets: dict[str, EvidenceS
     check_escaped_directives(page, out, in_fence, markdown)
     check_reserved_marks(page, out, in_fence)
     check_table_labels(page, out, in_fence)
-    check_typed_line_refs(page, out, in_fence)
     check_evidence_links(page, out, in_fence)
     page.result.errors.sort(key=lambda e: e.line or 0)
     if not errors_only:
