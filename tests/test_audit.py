@@ -423,6 +423,20 @@ def test_a_summary_whose_every_figure_is_a_claim_passes(demo_repo: Path):
     assert "is not, verbatim, a summary line" in audit(demo_repo, HEAD + typed)[0]
 
 
+def test_the_audit_reads_every_run_a_figure_says_backs_it(demo_repo: Path):
+    """A generated table's cell names its runs in the plural, a ratio its two runs: the summary rule
+    reads each of them, not only the first or a singular "run R"."""
+    from lessonkit.evidence.sets import load_evidence_set
+    from lessonkit.pages.audit import cited_runs
+    from lessonkit.pages.meaning import describe_generated, describe_table
+
+    ev = load_evidence_set(demo_repo, "demo")
+    assert cited_runs(describe_table(ev, ["race", "bare"], "hazards")) == [("demo", "race"), ("demo", "bare")]
+    ratio = describe_generated("race:hazards_displayed / bare:hazards_displayed", "demo", {"demo": ev})
+    assert cited_runs(ratio) == [("demo", "race"), ("demo", "bare")]
+    assert cited_runs(describe_generated("race:hazards_displayed", "demo", {"demo": ev})) == [("demo", "race")]
+
+
 def test_a_claim_in_a_code_span_excuses_its_own_place_only(demo_repo: Path):
     """Its context excuses one place: the same words typed elsewhere are a typed figure."""
     claimed = f"In code: `the error has {CLAIM_120} hazards` it says.\n"

@@ -490,8 +490,15 @@ def _tool_lines(text: ReaderText, cited: _Cited, sets: Mapping[str, EvidenceSet]
 _QUOTE_END_RE = re.compile(r"""["\u201c\u201d;|]|\.(?=\s|$)""")
 _AFTER_QUOTE_RE = re.compile(r"""^(?:\s*$|\s[-\u2013\u2014]\s|["'\u201c\u201d\u2018\u2019|)\]]|[.;:!?](?:$|[\s"'\u201d\u2019|)\]]))""")
 _SENTENCE_END_RE = re.compile(r"""[.!?]["'\u201d\u2019)\]]*(?=\s|$)""")
-_CITES_RE = re.compile(r"""\brun (?P<run>[^\s;,]+) of set (?P<set>[^\s;,()]+)""")
+# What a produced figure's data-lk-why says it is backed by (lessonkit.pages.meaning): "run R of set S" for a
+# claim or a generated value, "runs R1, R2 of set S" for a generated table's cell.
+_CITES_RE = re.compile(r"""\bruns? (?P<runs>[^\s;,]+(?:, [^\s;,]+)*) of set (?P<set>[^\s;,()]+)""")
 _QUOTE_SHOWN = 200  # the most of a quote that a message shows (a summary line is shorter)
+
+
+def cited_runs(why: str) -> list[tuple[str, str]]:
+    """(set, run) for every run a produced figure's data-lk-why names."""
+    return [(c.group("set"), run) for c in _CITES_RE.finditer(why) for run in c.group("runs").split(", ")]
 
 
 def _summary_tool(matched: str) -> str:
@@ -545,8 +552,7 @@ def _summary_quote(line: Line, at: int, end: int, tool: str,
     first, last = (0, len(line.text)) if line.code is not None else _sentence(line.text, at, end)
     named = "its line" if line.code is not None else "its sentence"
     quote = _quote(line.text, at, end)
-    runs = sorted({(c.group("set"), c.group("run")) for a, _, why in line.why if first <= a < last
-                   for c in _CITES_RE.finditer(why)})
+    runs = sorted({cited for a, _, why in line.why if first <= a < last for cited in cited_runs(why)})
     if any(not line.backing(a, b) for a, b in line.produced if first <= a < last and not (at <= a and b <= end)):
         return end, None  # a claim of its sentence failed (it shows no backing): its error is the one to fix first
     if not runs:

@@ -151,8 +151,11 @@ def describe_generated(query: str, default: str | None, sets: Mapping[str, Evide
         what, where = _operand(query, default, sets)
         return f"generated from every recording: {what}; {where}"
     parts = [_operand(o, default, sets) for o in form.operands]
-    return (f"generated from every pair of recordings: {parts[0][0]} divided by {parts[1][0]}; {parts[0][1]}"
-            if len(parts) == 2 else f"generated from every recording: {parts[0][0]}; {parts[0][1]}")
+    if len(parts) != 2:
+        return f"generated from every recording: {parts[0][0]}; {parts[0][1]}"
+    runs = list(dict.fromkeys(where for _, where in parts))  # every run it divides, named, as a claim's are
+    return (f"generated from every pair of recordings: {parts[0][0]} divided by {parts[1][0]}; "
+            + (runs[0] if len(runs) == 1 else f"numerator: {runs[0]}; denominator: {runs[1]}"))
 
 
 def describe_table(ev: EvidenceSet, runs: list[str], field: str) -> str:
