@@ -151,9 +151,15 @@ def test_a_megabyte_of_adversarial_input_is_read_in_under_a_second(name: str):
         _site()  # loaded once, before the clock starts
     took = {}
     for kind, data in adversarial(name).items():
-        start = time.process_time()  # this process's CPU time: what the reader costs, however busy the machine
-        read(name, data)
-        took[kind] = time.process_time() - start
+        # This process's CPU time: what the reader costs, however busy the machine. A machine shared with
+        # another job still slows it (caches, clocks), so an input over the bound is read twice more and
+        # its best time counts; a reading that grows with the square of the input stays far over it.
+        for _ in range(3):
+            start = time.process_time()
+            read(name, data)
+            took[kind] = min(took.get(kind, float("inf")), time.process_time() - start)
+            if took[kind] < 1.0:
+                break
     slowest = max(took, key=took.__getitem__)
     print(f"\n{name}: {len(took)} megabytes, slowest {slowest!r} {took[slowest]:.2f} s")
     assert {kind: round(t, 2) for kind, t in took.items() if t >= 1.0} == {}

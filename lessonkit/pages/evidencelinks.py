@@ -20,8 +20,8 @@ from urllib.parse import unquote
 from lessonkit.pages.published import EVIDENCE_FOLDER, Published, built_location
 from lessonkit.pages.scan import Lines
 from lessonkit.pages.state import PageState
+from lessonkit.pages.text import code_spans
 
-_CODE_SPAN_RE = re.compile(r"""(?P<ticks>`+)(?!`).*?(?<!`)(?P=ticks)(?!`)""")
 _URL_RE = re.compile(
     r"""\]\(\s*<?(?P<inline>[^)\s>]+)                              # [text](url) and ![alt](url)
       |^[ ]{0,3}\[[^\]]+\]:\s*<?(?P<definition>[^\s>]+)          # [name]: url
@@ -42,7 +42,9 @@ def check_evidence_links(page: PageState, out: Lines, in_fence: list[bool]) -> N
         line = out[i]
         if line.generated or in_fence[i]:
             continue
-        text = _CODE_SPAN_RE.sub(lambda m: " " * len(m.group()), line.text)  # shown as typed
+        text = line.text
+        for a, b in code_spans(text):  # shown as typed
+            text = text[:a] + " " * (b - a) + text[b:]
         for m in _URL_RE.finditer(text):
             url = next(g for g in m.groups() if g is not None)
             target = _published_path(url, docs_path)
