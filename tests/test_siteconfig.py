@@ -276,3 +276,32 @@ def test_the_footer_s_copyright_line_is_read_as_the_reader_sees_it(tmp_path: Pat
                      "narrative.yml with its reason, or leave the figure out")]
     (folder / "narrative.yml").write_text("on N GPUs, N: the number of machines and the year, an example\n")
     assert [str(e) for e in site_config_errors(read_site_config(shown, "mkdocs.yml", str(folder)))] == []
+
+
+@pytest.mark.parametrize(("setting", "what"), [
+    ("extra_javascript:\n  - assets/lessonkit.js\n  - extra.js\n", "extra_javascript 'extra.js': a script can write any text"),
+    ("extra_javascript:\n  - path: mine.mjs\n    type: module\n", "extra_javascript 'mine.mjs': a script can write any text"),
+    ("extra_css:\n  - assets/mine.css\n", "extra_css 'assets/mine.css': a stylesheet can write text with `content:`"),
+    ("extra_templates:\n  - about.html\n", "extra_templates 'about.html': a template of the site's own"),
+    ("theme:\n  name: material\n  custom_dir: mine\n", "theme.custom_dir 'mine': templates of the site's own"),
+])
+def test_a_stylesheet_script_or_template_of_the_sites_own_is_refused(setting: str, what: str):
+    """What they write reaches the reader after the audit read the page's HTML: one error each, at its line."""
+    found = errors(GOOD + setting)
+    assert len(found) == 1 and found[0].startswith("mkdocs.yml:") and what in found[0], found
+    named = what.split("'")[1]
+    where = next(k + 1 for k, text in enumerate((GOOD + setting).split("\n")) if named in text)
+    assert found[0].startswith(f"mkdocs.yml:{where}: "), found
+
+
+def test_the_core_stylesheet_may_not_write_text(tmp_path: Path):
+    """`content: "…"` with a letter or a digit is text in no page; an empty one, or one in a comment, is not."""
+    (tmp_path / "docs/assets").mkdir(parents=True)
+    css = tmp_path / "docs/assets/lessonkit.css"
+    config = GOOD + "extra_css:\n  - assets/lessonkit.css\n"
+    css.write_text('a::before { content: ""; }\n/* content: "42" */\n.x { width: max-content; }\n')
+    assert [str(e) for e in site_config_errors(read_site_config(config, "mkdocs.yml", str(tmp_path)))] == []
+    css.write_text(css.read_text() + '.lk-v::after {\n  content: " (5 runs)";\n}\n')
+    found = [str(e) for e in site_config_errors(read_site_config(config, "mkdocs.yml", str(tmp_path)))]
+    assert found == ["docs/assets/lessonkit.css:5: 'content: \" (5 runs)\"' writes text that is in no page, so no "
+                     "check reads it; write the text in the page, or leave `content:` empty"]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import difflib
 import functools
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -103,6 +104,7 @@ class SiteConfig:
     problems: tuple[LessonError, ...] = ()  # found while reading: YAML, tags, keys
     readable: bool = True  # False: not YAML or not a mapping, so no setting could be read
     shown: tuple[tuple[str, int, str], ...] = ()  # (what, line, text) a reader sees: site name, nav titles
+    writers: tuple[tuple[str, int, str], ...] = ()  # (setting, line, value): stylesheets, scripts, templates
 
 
 class _Reader:
@@ -276,7 +278,7 @@ def read_site_config(text: str, shown: str, folder: str) -> SiteConfig:
     return SiteConfig(shown, folder, lines, docs_dir=read.get("docs_dir"), hooks=read.get("hooks"),
                       extensions=read.get("markdown_extensions"), plugins=read.get("plugins"),
                       inherit=read.get("INHERIT"), problems=tuple(reader.problems),
-                      shown=tuple(_shown_texts(value)))
+                      shown=tuple(_shown_texts(value)), writers=tuple(_writers(value)))
 
 
 # The settings the theme shows on every page: the name (header and title), the description (the home
@@ -322,6 +324,66 @@ def _shown_text_errors(config: SiteConfig) -> list[LessonError]:
                                      f"add the phrase around it to {COURSE_FILE} with its reason, or leave "
                                      "the figure out"))
                 break
+    return errors
+
+
+# What may add text to a page after the audit read its HTML: a stylesheet (`content:`), a script, a
+# template. The core's own stylesheet and script (they show what backs a figure, and a recording on
+# request, from the page's own data) are the only ones; a site's own theme templates, none.
+CORE_ASSETS = {"extra_css": ("assets/lessonkit.css",), "extra_javascript": ("assets/lessonkit.js",),
+               "theme.custom_dir": ("overrides",)}  # the search dialog's name, the Source link
+_WRITES = {"extra_css": "a stylesheet can write text with `content:`",
+           "extra_javascript": "a script can write any text into the page",
+           "extra_templates": "a template of the site's own writes a page of its own",
+           "theme.custom_dir": "templates of the site's own can write text on every page"}
+
+
+def _writers(value: Mapping[str, yaml.Node]) -> list[tuple[str, int, str]]:
+    """Each stylesheet, script and template folder the configuration adds to the theme's."""
+    found = []
+    for name in ("extra_css", "extra_javascript", "extra_templates"):
+        node = value.get(name)
+        items = node.value if isinstance(node, yaml.SequenceNode) else [node] if node is not None else []
+        for item in items:
+            path = item.value if isinstance(item, yaml.ScalarNode) else next(
+                (v.value for k, v in item.value if isinstance(k, yaml.ScalarNode) and k.value == "path"
+                 and isinstance(v, yaml.ScalarNode)), "?") if isinstance(item, yaml.MappingNode) else "?"
+            found.append((name, item.start_mark.line + 1, str(path)))
+    theme = value.get("theme")
+    if isinstance(theme, yaml.MappingNode):
+        for key, item in theme.value:
+            if isinstance(key, yaml.ScalarNode) and key.value == "custom_dir":
+                found.append(("theme.custom_dir", key.start_mark.line + 1, str(getattr(item, "value", "?"))))
+    return found
+
+
+def _writer_errors(config: SiteConfig) -> list[LessonError]:
+    """A stylesheet, script or template that is not the core's own: what it writes, no audit reads."""
+    return [_error(config, line, f"{name} {path!r}: {_WRITES[name]}, after the audit has read the page's HTML, "
+                   f"so no check sees it; the site uses the core's own only "
+                   f"({', '.join(a for assets in CORE_ASSETS.values() for a in assets)}); remove it, or "
+                   "write its text in a page, where the audit reads it")
+            for name, line, path in config.writers if path not in CORE_ASSETS.get(name, ())] + _content_errors(config)
+
+
+# A CSS `content:` whose string holds a letter or a digit: text a reader sees that is in no page.
+_CSS_CONTENT_RE = re.compile(r"""(?<![\w-])content\s*:\s*[^;}]*?(["'])(?:(?!\1).)*?[^\W_](?:(?!\1).)*\1""")
+
+
+def _content_errors(config: SiteConfig) -> list[LessonError]:
+    """Text the core's own stylesheet would write with `content:`, each at its file's line."""
+    errors = []
+    docs = Path(config.folder) / (config.docs_dir or "docs")
+    for name, line, path in config.writers:
+        if name != "extra_css" or path not in CORE_ASSETS["extra_css"] or not (docs / path).is_file():
+            continue
+        text = (docs / path).read_text(encoding="utf-8", errors="replace")
+        text = re.sub(r"/\*.*?\*/", lambda c: re.sub(r"[^\n]", " ", c.group()), text, flags=re.DOTALL)
+        for m in _CSS_CONTENT_RE.finditer(text):
+            errors.append(LessonError(f"{config.docs_dir or 'docs'}/{path}",
+                                      text.count("\n", 0, m.start()) + 1,
+                                      f"{m.group()!r} writes text that is in no page, so no check reads it; "
+                                      "write the text in the page, or leave `content:` empty", rank=0))
     return errors
 
 
@@ -433,7 +495,7 @@ def site_config_errors(config: SiteConfig) -> list[LessonError]:
         return list(config.problems)
     errors = [*config.problems, *_inherit_errors(config), *_docs_dir_errors(config),
               *_hooks_errors(config), *_extension_errors(config), *_plugin_errors(config),
-              *_shown_text_errors(config)]
+              *_shown_text_errors(config), *_writer_errors(config)]
     return sorted(errors, key=lambda e: e.line or 0)
 
 
