@@ -301,7 +301,8 @@ def test_the_core_stylesheet_may_not_write_text(tmp_path: Path):
     config = GOOD + "extra_css:\n  - assets/lessonkit.css\n"
     css.write_text('a::before { content: ""; }\n/* content: "42" */\n.x { width: max-content; }\n')
     assert [str(e) for e in site_config_errors(read_site_config(config, "mkdocs.yml", str(tmp_path)))] == []
+    assert errors(GOOD + "extra_css:\n  - ./assets/lessonkit.css\ntheme:\n  name: material\n  custom_dir: overrides/\n") == []
     css.write_text(css.read_text() + '.lk-v::after {\n  content: " (5 runs)";\n}\n')
     found = [str(e) for e in site_config_errors(read_site_config(config, "mkdocs.yml", str(tmp_path)))]
-    assert found == ["docs/assets/lessonkit.css:5: 'content: \" (5 runs)\"' writes text that is in no page, so no "
-                     "check reads it; write the text in the page, or leave `content:` empty"]
+    assert found == [("docs/assets/lessonkit.css:5: 'content: \" (5 runs)\"' writes text that is in no page, so no "
+                      "check reads it; write the text in the page, or leave `content:` empty")]

@@ -363,7 +363,8 @@ def _writer_errors(config: SiteConfig) -> list[LessonError]:
                    f"so no check sees it; the site uses the core's own only "
                    f"({', '.join(a for assets in CORE_ASSETS.values() for a in assets)}); remove it, or "
                    "write its text in a page, where the audit reads it")
-            for name, line, path in config.writers if path not in CORE_ASSETS.get(name, ())] + _content_errors(config)
+            for name, line, path in config.writers
+            if os.path.normpath(path) not in CORE_ASSETS.get(name, ())] + _content_errors(config)
 
 
 # A CSS `content:` whose string holds a letter or a digit: text a reader sees that is in no page.
@@ -375,7 +376,7 @@ def _content_errors(config: SiteConfig) -> list[LessonError]:
     errors = []
     docs = Path(config.folder) / (config.docs_dir or "docs")
     for name, line, path in config.writers:
-        if name != "extra_css" or path not in CORE_ASSETS["extra_css"] or not (docs / path).is_file():
+        if name != "extra_css" or os.path.normpath(path) not in CORE_ASSETS["extra_css"] or not (docs / path).is_file():
             continue
         text = (docs / path).read_text(encoding="utf-8", errors="replace")
         text = re.sub(r"/\*.*?\*/", lambda c: re.sub(r"[^\n]", " ", c.group()), text, flags=re.DOTALL)
