@@ -78,6 +78,8 @@ _REPORT_RE = re.compile(r"""(?:^|\s)={6,}\s*[^\s=]|""" + "|".join(
     + r"\s+(?:" + "|".join(skeleton(k) for k in ("RAW", "WAR", "WAW")) + r")\s+" + skeleton("hazard"))
 # `racecheck.cu:52`: a line of a file, which moves when the file changes (a claim on what names it follows it)
 _LINE_REF_RE = re.compile(r"""(?<![\w/.-])[\w./-]+\.(?:cu|cuh|cpp|cc|c|h|hpp|py):[0-9]+(?![0-9])""")
+# "Prediction 4", "step 3": a reference to an item of a numbered list, by its number
+_NUMBERED_RE = re.compile(r"""(?i)\b(?:prediction|question|step|hint|item|exercise|point)s?\s+""")
 _APOSTROPHES = str.maketrans("\u2019\u2018\u02bc", "'''")
 
 
@@ -710,6 +712,16 @@ def _figures(text: ReaderText, cited: _Cited, narrative: list[_Narrative], versi
                 if why is not None and why.startswith(("generated", "quoted verbatim")):  # a claim: with its sentence
                     note(line, m, why)
                 continue
+            item = line.item(m.start(), m.end())
+            if item is not None:  # a link's text that names the numbered item it leads to
+                if canonical(m.group()) == str(item[2]):
+                    note(line, m, f"the number the browser draws for the list item its link leads to (#{item[3]})")
+                else:
+                    report(line.origin(m.start()) or finder.figure(m.group(), line.text, m.start(), m.end()),
+                           f"link text {line.text[item[0]:item[1]]!r} names {m.group()}, and what it leads to, "
+                           f"#{item[3]}, is in item {item[2]} of its list as the browser numbers it; write "
+                           f"{item[2]}, or link the item meant")
+                continue
             if examples is None:
                 examples = [e.span() for e in _EXAMPLE_RE.finditer(line.text)]
             if any(a <= m.start() and m.end() <= b for a, b in examples):
@@ -746,6 +758,13 @@ def _figures(text: ReaderText, cited: _Cited, narrative: list[_Narrative], versi
                 report(where_line, f"{ref.group()!r} is a line reference typed by hand, which goes stale when the "
                        "file's lines move; write it as a claim on what names that line, e.g. "
                        f"{{{{ {ref.group()} @ RUN:reports[...].location }}}}")
+                continue
+            numbered = _NUMBERED_RE.search(line.text, 0, m.start())
+            if numbered is not None and numbered.end() == m.start():
+                report(where_line, f"{line.text[numbered.start():m.end()]!r} numbers an item by hand: when the "
+                       "items move it names another; link it to the item, whose number the browser draws: "
+                       f"[{line.text[numbered.start():m.end()]}](#ID), with id=\"ID\" on the item or an element "
+                       "inside it (<span id=\"ID\"></span>)")
                 continue
             report(where_line,
                    f"figure {m.group()!r} is typed, not produced: {said}; write it as a claim, "
