@@ -79,7 +79,8 @@ _REPORT_RE = re.compile(r"""(?:^|\s)={6,}\s*[^\s=]|""" + "|".join(
 # `racecheck.cu:52`: a line of a file, which moves when the file changes (a claim on what names it follows it)
 _LINE_REF_RE = re.compile(r"""(?<![\w/.-])[\w./-]+\.(?:cu|cuh|cpp|cc|c|h|hpp|py):[0-9]+(?![0-9])""")
 # "Prediction 4", "step 3": a reference to an item of a numbered list, by its number
-_NUMBERED_RE = re.compile(r"""(?i)\b(?:prediction|question|step|hint|item|exercise|point)s?\s+""")
+_NUMBERED = ("prediction", "question", "step", "hint", "item", "exercise", "point")  # nouns that number list items
+_NUMBERED_RE = re.compile(r"""(?i)\b(?:""" + "|".join(_NUMBERED) + r""")s?\s+""")
 _APOSTROPHES = str.maketrans("\u2019\u2018\u02bc", "'''")
 
 
@@ -635,6 +636,9 @@ def _what_they_say(group: str, recordings: list[tuple[str, tuple[Summary, ...]]]
 # A count word (two and up) before a noun a run counts is a figure too ("all three reports"). "One"
 # is left out: it is as often an article as a count ("one launch at a time").
 _COUNT_WORDS = [w for w, n in NUMBER_WORDS.items() if n >= 2]
+_NUMBERED_WORD_RE = re.compile(r"""(?<![^\W_])(?:""" + "|".join(skeleton(w) for w in _NUMBERED) + r""")s?\s+(?P<word>"""
+                               + "|".join(skeleton(w) for w in sorted(NUMBER_WORDS, key=len, reverse=True))
+                               + r""")(?![^\W_])""")
 _COUNTED = ("report", "hazard", "error", "warning", "record", "recording", "launch", "race", "mismatch",
             "barrier", "run", "kernel", "row", "cell", "thread", "block", "instance", "failure", "warp", "lane",
             "element", "tile", "instruction", "session")
@@ -654,6 +658,20 @@ def _count_words(text: ReaderText, narrative: list[_Narrative], finder: SourceFi
         if line.code is not None:
             continue
         skel = skeleton(line.text)
+        for m in _NUMBERED_WORD_RE.finditer(skel):  # "Prediction four": an item's number, in a word
+            start, end = m.start("word"), m.end("word")
+            item = line.item(start, end)
+            if item is not None and NUMBER_WORDS.get(line.text[start:end].lower()) == item[2]:
+                continue
+            if item is None and (line.is_produced(start, end) or _exempt(line, start, end, narrative, skel)):
+                continue
+            named = line.text[m.start():end]
+            report(line.origin(start) or finder.phrase(skel[m.start():end], named),
+                   f"{named!r} numbers an item by hand" + (
+                       f", and what its link leads to, #{item[3]}, is item {item[2]} of its list as the browser "
+                       f"numbers it; write {item[2]}, or link the item meant" if item is not None else
+                       ": when the items move it names another; link it to the item, whose number the browser "
+                       f"draws: [{named}](#ID), with id=\"ID\" on the item or an element inside it"))
         for m in _COUNT_RE.finditer(skel):
             start, end = m.start("word"), m.end("word")
             if line.is_produced(start, end) or _exempt(line, start, end, narrative, skel):
