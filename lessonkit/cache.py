@@ -65,10 +65,11 @@ def stamp(st: os.stat_result) -> tuple[int, ...]:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
-def settled(st: os.stat_result, now_ns: int | None = None, window_ns: int = RACY_NS) -> bool:
-    """Whether a file was last changed long enough ago (`window_ns`) for its stat to stand for its bytes."""
+def settled(st: os.stat_result, now_ns: int | None = None) -> bool:
+    """Whether a file was last changed long enough ago (RACY_NS, the one window of every cache) for its
+    stat to stand for its bytes."""
     now = time.time_ns() if now_ns is None else now_ns
-    return now - max(st.st_mtime_ns, st.st_ctime_ns) > window_ns
+    return now - max(st.st_mtime_ns, st.st_ctime_ns) > RACY_NS
 
 
 class Store:

@@ -166,9 +166,9 @@ def test_an_edit_within_the_same_timestamp_is_seen(tmp_path: Path):
 def test_a_settled_file_is_known_by_its_stat(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     path = tmp_path / "a.txt"
     path.write_text("old")
-    # The clock a second and a half on: past the racy window after the file's last change. (Its
-    # change time cannot be set back: a clock that runs ahead stands for the wait.)
-    monkeypatch.setattr(cache, "time", SimpleNamespace(time_ns=lambda: time.time_ns() + 1_500_000_000))
+    # The clock past the racy window after the file's last change. (Its change time cannot be set
+    # back: a clock that runs ahead stands for the wait.)
+    monkeypatch.setattr(cache, "time", SimpleNamespace(time_ns=lambda: time.time_ns() + cache.RACY_NS + 500_000_000))
     digests = FileDigests()
     first = digests.digest(path)
     assert first.startswith("stat:") and digests.digest(path) == first  # not read: known by its stat

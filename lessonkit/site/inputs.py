@@ -22,9 +22,6 @@ _REGION_LINE_RE = re.compile(r"""^[ \t]*\{\{[ \t]*(?:region|diagram)\b(?P<args>.
                              re.VERBOSE | re.MULTILINE)
 _BRACES_RE = re.compile(r"""\{\{(?P<body>.*?)\}\}""", re.VERBOSE)
 _NAME_TOKEN_RE = re.compile(r"""[\w.-]+""", re.VERBOSE)
-# A file written this recently may be written again within the file system's timestamp
-# granularity without its stat changing (git's "racy" case): hash it again next time.
-_RACY_NS = 1_000_000_000
 MISSING = "missing"
 
 
@@ -56,7 +53,7 @@ class FileDigests:
         known = self._known.get(key)
         if known is not None and known[0] == stamp and known[2]:
             return known[1]
-        settled = cache.settled(st, window_ns=_RACY_NS)
+        settled = cache.settled(st)  # one written within the cache's racy window is hashed again next time
         if (known is None or known[0] != stamp) and settled:
             identity = "stat:" + ":".join(map(str, stamp))
             self._known[key] = (stamp, identity, True)
