@@ -29,6 +29,10 @@ _LOOKALIKE_PAIRS = (
     "0 o", "1 l", "i l", "| l", "ı l", "5 s",
 )
 _FOLD = {ord(pair[0]): pair[2] for pair in _LOOKALIKE_PAIRS}
+# The letters of other scripts among them, in both cases: a Latin word with one in it hides it
+# (lessonkit.pages.text refuses such a word).
+LOOKALIKE_LETTERS = frozenset(c for pair in _LOOKALIKE_PAIRS for c in (pair[0], pair[0].upper())
+                              if not c.isascii() and c.isalpha())
 
 
 def shown(text: str) -> str:

@@ -24,6 +24,7 @@ import re
 import unicodedata
 from pathlib import PurePosixPath
 
+from lessonkit.pages.fold import LOOKALIKE_LETTERS
 from lessonkit.pages.scan import DIRECTIVES, FENCE_RE, Lines, OutLine
 from lessonkit.pages.state import PageState
 
@@ -341,11 +342,7 @@ def _invisible(page: PageState, line: OutLine, first_of_file: bool) -> None:
 _ASCII = frozenset(map(chr, range(128)))
 
 
-# Cyrillic and Greek letters that look like Latin ones (after Unicode's confusables list).
-_LOOKALIKES = frozenset("\u0410\u0412\u0421\u0415\u041d\u0406\u0408\u041a\u041c\u041e\u0420\u0405\u0422"
-                        "\u0425\u04ae\u0430\u0441\u0435\u0456\u0458\u043e\u0440\u0455\u0445\u0443\u04bb"
-                        "\u0391\u0392\u0395\u0396\u0397\u0399\u039a\u039c\u039d\u039f\u03a1\u03a4\u03a5"
-                        "\u03a7\u03bf\u03b9\u03ba\u03bd\u03c1\u03c5")
+_LOOKALIKES = LOOKALIKE_LETTERS  # lessonkit.pages.fold: the audit's folding table, both cases
 
 
 def _mixed_scripts(page: PageState, line: OutLine) -> None:
