@@ -366,7 +366,7 @@ _PAGE_ALPHABET = ["a", " ", "\n", "`", "``", "```", "~~~", "[", "]", "(", ")", "
 
 @given(st.lists(st.sampled_from(["`", "``", "```", "a", " ", "\n"]), max_size=16).map("".join))
 def test_code_spans_are_those_the_regular_expression_finds(text):
-    from lessonkit.pages.text import CODE_SPAN_RE, code_spans
+    from lessonkit.pages.scan import CODE_SPAN_RE, code_spans
     assert code_spans(text) == [m.span() for m in CODE_SPAN_RE.finditer(text)]
 
 
@@ -375,7 +375,8 @@ def _visible_by_regex(text: str) -> tuple[str, list[int]]:
     import html
     import re
 
-    from lessonkit.pages.text import _BREAKING_TAG_RE, CHAR_REF_RE, CODE_SPAN_RE, is_invisible
+    from lessonkit.pages.scan import CODE_SPAN_RE
+    from lessonkit.pages.text import _BREAKING_TAG_RE, CHAR_REF_RE, is_invisible
     token = re.compile(
         rf"""(?P<code>{CODE_SPAN_RE.pattern}) | (?P<image>!\[[^\]]*\]\([^()]*\))
           | (?P<link>\[(?=[^\]]*\]\([^()]*\))|\]\([^()]*\)) | (?P<tag><[^<>]*>) | (?P<mark>[*_`\\])

@@ -18,9 +18,8 @@ import re
 from urllib.parse import unquote
 
 from lessonkit.pages.published import EVIDENCE_FOLDER, Published, built_location
-from lessonkit.pages.scan import Lines
+from lessonkit.pages.scan import Lines, code_spans
 from lessonkit.pages.state import PageState
-from lessonkit.pages.text import code_spans
 
 _URL_RE = re.compile(
     r"""\]\(\s*<?(?P<inline>[^)\s>]+)                              # [text](url) and ![alt](url)

@@ -1,4 +1,5 @@
-"""A page's text structure: `{{ … }}` tokens (which may span lines), fences and table cells.
+"""A page's text structure: `{{ … }}` tokens (which may span lines), fences, code spans (CodeSpans,
+in linear time) and table cells: the one module that reads the Markdown's syntax for the others.
 
 Pure text: nothing here knows evidence. `scan` finds every unescaped `{{` and the `}}` that
 closes it within the same paragraph; a `{{` with no such `}}` is reported, never passed on.
@@ -22,7 +23,6 @@ _BLANK_LINE_RE = re.compile(r"""\n[ \t\r]*\n""")
 # backtick fence's info string has no backtick, so "```x``` is the binary" is inline code, not a
 # fence (CommonMark 4.5). `info` is the rest of the line (the language, a title, attributes).
 FENCE_RE = re.compile(r"""^[ \t]*(?P<fence>`{3,}(?=[^`\n]*$)|~{3,})(?P<info>[^\n]*)""", re.MULTILINE)
-_BACKTICKS_RE = re.compile(r"""`+""")
 
 
 @dataclass(frozen=True)
@@ -330,17 +330,67 @@ class Cell:
     text: str
 
 
+# A code span, as Python-Markdown reads one: backticks, text, and the same number of backticks (a
+# run of exactly as many). CodeSpans finds what finditer would, in time linear in the text.
+CODE_SPAN_RE = re.compile(r"""(?P<ticks>`+)(?!`).*?(?<!`)(?P=ticks)(?!`)""")
+_TICK_RUN_RE = re.compile(r"""`+""")
+
+
+class CodeSpans:
+    """The code spans of a text (CODE_SPAN_RE's matches), worked out from its runs of backticks: a span
+    opened inside a run (the run's last L backticks) closes at the next run of exactly L backticks on
+    the same line. The regex itself tries every backtick and reads on to the line's end from each,
+    which takes minutes for a line of a million backticks."""
+
+    def __init__(self, text: str) -> None:
+        self.runs: list[tuple[int, int, int]] = []  # (start, end, line) of each run of backticks
+        self._by_length: dict[int, list[int]] = {}  # a length: the runs that long, in order
+        line, last = 0, 0
+        for m in _TICK_RUN_RE.finditer(text):
+            line += text.count("\n", last, m.start())
+            last = m.start()
+            self._by_length.setdefault(m.end() - m.start(), []).append(len(self.runs))
+            self.runs.append((m.start(), m.end(), line))
+        self._lengths = sorted(self._by_length)
+        self._run_at = [r[0] for r in self.runs]
+
+    def opened(self, at: int) -> tuple[int, int, int] | None:
+        """The first span opened at or after backtick `at` within its run: (start, end, the number of
+        backticks on each side), or None."""
+        k = bisect.bisect_right(self._run_at, at) - 1
+        _, end, line = self.runs[k]
+        for width in reversed(self._lengths[:bisect.bisect_right(self._lengths, end - at)]):
+            same = self._by_length[width]
+            j = bisect.bisect_right(same, k)
+            if j < len(same) and self.runs[same[j]][2] == line:
+                return end - width, self.runs[same[j]][1], width
+        return None
+
+    def run_end(self, at: int) -> int:
+        """Where the run of backticks holding `at` ends."""
+        return self.runs[bisect.bisect_right(self._run_at, at) - 1][1]
+
+    def spans(self) -> list[tuple[int, int]]:
+        """Every span, in order, as CODE_SPAN_RE.finditer finds them."""
+        found: list[tuple[int, int]] = []
+        for start, _, _ in self.runs:
+            if found and start < found[-1][1]:
+                continue  # the closing run of the span found last
+            span = self.opened(start)
+            if span is not None:
+                found.append(span[:2])
+        return found
+
+
+def code_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each code span of a text, in order."""
+    return CodeSpans(text).spans() if "`" in text else []
+
+
 def split_cells(line: OutLine) -> list[Cell]:
     """The cells of a table row: split at `|` outside code spans, claims and `\\|` escapes."""
     text = line.text
-    protected: list[tuple[int, int]] = [(s.start, s.end) for s in line.spans]
-    pos = 0
-    while (m := _BACKTICKS_RE.search(text, pos)) is not None:
-        close = text.find(m.group(0), m.end())
-        if close == -1:
-            break
-        protected.append((m.start(), close + len(m.group(0))))
-        pos = close + len(m.group(0))
+    protected: list[tuple[int, int]] = [(s.start, s.end) for s in line.spans] + code_spans(text)
     bars = [i for i, c in enumerate(text) if c == "|" and (i == 0 or text[i - 1] != "\\")
             and not any(a <= i < b for a, b in protected)]
     edges = [-1] + bars + [len(text)]

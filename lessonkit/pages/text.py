@@ -25,7 +25,7 @@ import unicodedata
 from pathlib import PurePosixPath
 
 from lessonkit.pages.fold import LOOKALIKE_LETTERS
-from lessonkit.pages.scan import DIRECTIVES, FENCE_RE, Lines, OutLine
+from lessonkit.pages.scan import DIRECTIVES, FENCE_RE, CodeSpans, Lines, OutLine, code_spans
 from lessonkit.pages.state import PageState
 
 # A directive escaped at the start of a line: it shows as text (as the expanded line shows it, unescaped).
@@ -39,63 +39,6 @@ SUMMARY_MENTION_RE = re.compile(
     r"""\b(?P<tool>racecheck|error)(?:[\s_-]|&nbsp;|&\#0*160;|&\#x0*a0;)*summary\b""", re.IGNORECASE | re.VERBOSE)
 
 CHAR_REF_RE = re.compile(r"""&(?:\#[xX][0-9a-fA-F]{1,6}|\#[0-9]{1,7}|[A-Za-z][A-Za-z0-9]{1,31});""")
-# A code span, as Python-Markdown reads one: backticks, text, and the same number of backticks (a
-# run of exactly as many). CodeSpans finds what finditer would, in time linear in the text.
-CODE_SPAN_RE = re.compile(r"""(?P<ticks>`+)(?!`).*?(?<!`)(?P=ticks)(?!`)""")
-_TICK_RUN_RE = re.compile(r"""`+""")
-
-
-class CodeSpans:
-    """The code spans of a text (CODE_SPAN_RE's matches), worked out from its runs of backticks: a span
-    opened inside a run (the run's last L backticks) closes at the next run of exactly L backticks on
-    the same line. The regex itself tries every backtick and reads on to the line's end from each,
-    which takes minutes for a line of a million backticks."""
-
-    def __init__(self, text: str) -> None:
-        self.runs: list[tuple[int, int, int]] = []  # (start, end, line) of each run of backticks
-        self._by_length: dict[int, list[int]] = {}  # a length: the runs that long, in order
-        line, last = 0, 0
-        for m in _TICK_RUN_RE.finditer(text):
-            line += text.count("\n", last, m.start())
-            last = m.start()
-            self._by_length.setdefault(m.end() - m.start(), []).append(len(self.runs))
-            self.runs.append((m.start(), m.end(), line))
-        self._lengths = sorted(self._by_length)
-        self._run_at = [r[0] for r in self.runs]
-
-    def opened(self, at: int) -> tuple[int, int, int] | None:
-        """The first span opened at or after backtick `at` within its run: (start, end, the number of
-        backticks on each side), or None."""
-        k = bisect.bisect_right(self._run_at, at) - 1
-        _, end, line = self.runs[k]
-        for width in reversed(self._lengths[:bisect.bisect_right(self._lengths, end - at)]):
-            same = self._by_length[width]
-            j = bisect.bisect_right(same, k)
-            if j < len(same) and self.runs[same[j]][2] == line:
-                return end - width, self.runs[same[j]][1], width
-        return None
-
-    def run_end(self, at: int) -> int:
-        """Where the run of backticks holding `at` ends."""
-        return self.runs[bisect.bisect_right(self._run_at, at) - 1][1]
-
-    def spans(self) -> list[tuple[int, int]]:
-        """Every span, in order, as CODE_SPAN_RE.finditer finds them."""
-        found: list[tuple[int, int]] = []
-        for start, _, _ in self.runs:
-            if found and start < found[-1][1]:
-                continue  # the closing run of the span found last
-            span = self.opened(start)
-            if span is not None:
-                found.append(span[:2])
-        return found
-
-
-def code_spans(text: str) -> list[tuple[int, int]]:
-    """(start, end) of each code span of a text, in order."""
-    return CodeSpans(text).spans() if "`" in text else []
-
-
 # Everything visible() treats specially, tried in this order at each place; the rest is plain text.
 # A backtick is a mark unless a code span opens there (CodeSpans.opened).
 # An image `![ALT](TARGET)` (ALT up to the first ']'), a link's '[' (when its ']' is followed by a
