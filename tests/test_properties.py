@@ -375,8 +375,9 @@ def _visible_by_regex(text: str) -> tuple[str, list[int]]:
     import html
     import re
 
+    from lessonkit.pages.fold import is_invisible
     from lessonkit.pages.scan import CODE_SPAN_RE
-    from lessonkit.pages.text import _BREAKING_TAG_RE, CHAR_REF_RE, is_invisible
+    from lessonkit.pages.text import _BREAKING_TAG_RE, CHAR_REF_RE
     token = re.compile(
         rf"""(?P<code>{CODE_SPAN_RE.pattern}) | (?P<image>!\[[^\]]*\]\([^()]*\))
           | (?P<link>\[(?=[^\]]*\]\([^()]*\))|\]\([^()]*\)) | (?P<tag><[^<>]*>) | (?P<mark>[*_`\\])

@@ -4,6 +4,10 @@ The checks on the Markdown hold every claim to the evidence; the words around a 
 author's. The audit reads the page as rendered (lessonkit.pages.readertext: element text, alt, title
 and aria-label text, SVG text, Unicode folded by lessonkit.pages.fold) and refuses, on every page:
 
+- a character a reader does not see (a zero-width space, a soft hyphen, however written: the text
+  is read with its character references decoded), and a word that hides a look-alike letter of
+  another script among Latin ones, in any text the page wrote;
+
 - a figure a reader sees that no claim, directive or generated table produced, unless it stands
   inside a phrase declared narrative (lessonkit.pages.narrative: the course's `narrative.yml`,
   or the page's front matter, `narrative: {"day 61": "yesterday's lesson"}`), inside a toolkit's
@@ -54,7 +58,7 @@ from lessonkit.pages.claims import (
     parse_claim_value,
 )
 from lessonkit.pages.figures import FIGURE_RE, canonical, evidence_places
-from lessonkit.pages.fold import shown, skeleton
+from lessonkit.pages.fold import LOOKALIKE_LETTERS, is_invisible, shown, skeleton
 from lessonkit.pages.frontmatter import read_front_matter
 from lessonkit.pages.narrative import Course, PhrasePattern, compile_phrase, phrase_problem
 from lessonkit.pages.readertext import CodeBlock, Line, ReaderText, read_html
@@ -428,6 +432,9 @@ def audit_page(html: str | Callable[[], str], source: str, path: str, result: Pa
         reported.add((file, at, message))
         errors.append(LessonError(file, at, message, rank=PAGE_RANK))
 
+    before = len(errors)
+    _characters(text, finder, report)
+    refused |= {e.line for e in errors[before:] if e.path == path}  # the cause: what it split is not refused too
     _code_blocks(text, cited, finder, report)
     _tool_lines(text, cited, sets, finder, report)
     _figures(text, cited, narrative, _recorded_versions(sets), finder, report, collect)
@@ -650,6 +657,70 @@ _COUNT_RE = re.compile(r"""(?<![^\W_])(?P<word>{w})(?:[\s-]+(?:{w}))*[\s-]+(?:[^
                            (?![\s-]+(?:{a})(?![^\W_]))""".format(
     w="|".join(sorted((skeleton(x) for x in _COUNT_WORDS), key=len, reverse=True)),
     n="|".join(skeleton(x) for x in _COUNTED), a="|".join(skeleton(x) for x in _ATTRIBUTIVE)), re.VERBOSE)
+
+
+def _where_around(line: Line, at: int, finder: SourceFinder, word: str = "") -> Where:
+    """The Markdown line of the reader's text at column `at`: the one holding `word`, else the visible
+    text just before it, else just after it."""
+    where = line.origin(at)
+    if where is not None:
+        return where
+    plain = "".join(c for c in line.text if not is_invisible(c))
+    col = len("".join(c for c in line.text[:at] if not is_invisible(c)))
+    for token, start in ((word, col), (plain[max(0, col - 16):col].strip(), None), (plain[col:col + 16].strip(), None)):
+        if token:
+            start = plain.find(token, max(0, col - 16)) if start is None else start
+            found = finder.words(token, plain, start, start + len(token))
+            if found is not None:
+                return found
+    return None
+
+
+def _characters(text: ReaderText, finder: SourceFinder, report: Any) -> None:
+    """What a reader cannot see or tell apart, in text the page wrote (not a region's code or a run's
+    output): an invisible character, however written (a character reference too: the reader's text
+    is read decoded), and a Latin word with a look-alike letter of another script in it."""
+    for line in text.lines:
+        if line.text.isascii():
+            continue
+        seen: set[str] = set()
+        for col, c in enumerate(line.text):
+            if c in seen or not is_invisible(c) or line.is_produced(col, col + 1):
+                continue
+            if c == "\u200d" and not _ascii_beside(line.text, col):
+                continue  # a zero-width joiner inside an emoji sequence
+            if c == "\ufeff" and col == 0 and line is text.lines[0]:
+                continue  # a byte-order mark at the start of the file (MkDocs reads it as utf-8-sig)
+            seen.add(c)
+            folded = " (as NFKC reads the character written there)" if line.folded_within(col, col + 1) else ""
+            report(_where_around(line, col, finder),
+                   f"invisible character U+{ord(c):04X} ({unicodedata.name(c, 'an invisible character')}){folded}: "
+                   "a reader does not see it, and it splits the words and figures around it; remove it")
+        if _MIXED.isdisjoint(line.text):
+            continue
+        for m in _MIXED_WORD_RE.finditer(line.text):
+            if line.is_produced(m.start(), m.end()):
+                continue
+            odd_at = next((m.start() + k for k, c in enumerate(m.group()) if c in _MIXED
+                           and not line.folded_within(m.start() + k, m.start() + k + 1)), None)
+            if odd_at is None:
+                continue  # written as a compatibility character (the micro sign in 'µs'), a symbol of its own
+            odd = line.text[odd_at]
+            report(_where_around(line, m.start(), finder, m.group()),
+                   f"the word {m.group()!r} hides {odd!r} ({unicodedata.name(odd)}) among Latin letters; a reader "
+                   "cannot tell them apart, and reads another word than the one written; spell it in Latin letters")
+            break
+
+
+def _ascii_beside(text: str, col: int) -> bool:
+    """Whether an ASCII letter or digit stands right before or after column `col`."""
+    return any(0 <= k < len(text) and text[k].isascii() and text[k].isalnum() for k in (col - 1, col + 1))
+
+
+# A word with a look-alike letter and a Latin one (each word read once, from its start). The small
+# mu is left out: it is the micro prefix of a unit ('μs'), however it is written.
+_MIXED = LOOKALIKE_LETTERS - {"\u03bc"}
+_MIXED_WORD_RE = re.compile(rf"""(?<!\w)(?=\w*[{"".join(sorted(_MIXED))}])(?=\w*[A-Za-z])\w+""")
 
 
 def _count_words(text: ReaderText, narrative: list[_Narrative], finder: SourceFinder, report: Any) -> None:

@@ -45,3 +45,13 @@ def skeleton(text: str) -> str:
     lowered = "".join(c if len(c.lower()) != 1 else c.lower() for c in text) if not text.isascii() \
         else text.lower()
     return lowered.translate(_FOLD)
+
+
+# Characters a reader does not see: Unicode's format characters (zero-width space and joiners, soft
+# hyphen, bidirectional marks, ...) and the fillers that render as nothing.
+_INVISIBLE_EXTRA = frozenset("\u034f\u115f\u1160\u3164\uffa0")
+
+
+def is_invisible(c: str) -> bool:
+    """Whether a reader sees nothing of character `c`."""
+    return c in _INVISIBLE_EXTRA or unicodedata.category(c) == "Cf"

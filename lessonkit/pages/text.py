@@ -1,12 +1,10 @@
 """What a reader sees against what the checks read.
 
-Hidden text. What the checks read must be what a reader sees: no invisible characters (a soft
-hyphen or a zero-width space splits "ERROR SUMMARY" for the checks, not for the eye), no
-character reference that spells a letter or digit (`&#82;`), no claim inside an HTML comment
-(checked, never shown), and no comment between two stretches of text on one line.
-
-(Typed tool output, a report line a run did not produce, is refused on the rendered page:
-lessonkit.pages.audit.)
+Hidden text. What the checks read must be what a reader sees: no claim inside an HTML comment
+(checked, never shown), no comment between two stretches of text on one line, no markup that
+hides text. (Invisible characters and words that mix look-alike scripts are refused on the
+rendered page, which reads character references decoded, as a reader does; so is typed tool
+output: lessonkit.pages.audit.)
 
 Escaped directives. `\\{{` writes literal braces, so `\\{{ region ... }}` at the start of a line
 shows the directive's text instead of expanding it; only a page about the directives themselves
@@ -21,10 +19,9 @@ from __future__ import annotations
 import bisect
 import html
 import re
-import unicodedata
 from pathlib import PurePosixPath
 
-from lessonkit.pages.fold import LOOKALIKE_LETTERS
+from lessonkit.pages.fold import is_invisible
 from lessonkit.pages.scan import DIRECTIVES, FENCE_RE, CodeSpans, Lines, OutLine, code_spans
 from lessonkit.pages.state import PageState
 
@@ -177,9 +174,6 @@ def _visible(text: str, where: list[int] | None) -> str:
 
 # -- hidden text ---------------------------------------------------------------------------------
 
-# Invisible characters outside Unicode's format category (Cf): fillers and a combining joiner.
-_INVISIBLE_EXTRA = frozenset("\u034f\u115f\u1160\u3164\uffa0")
-_HTML_SYNTAX = frozenset("&<>\"' ")  # what a page may need to write as a reference
 # Markup that hides text from a reader, or styles or scripts the page: the checks read the text.
 _HIDING_RE = re.compile(
     r"""(?P<table><\s*(?:table|tr|td|th)\b)
@@ -231,12 +225,9 @@ def check_hidden_text(page: PageState, out: Lines, in_fence: list[bool]) -> None
         line = out[i]
         if line.generated:
             continue
-        _invisible(page, line, first_of_file=i == 0)
-        _mixed_scripts(page, line)
         if in_fence[i] and in_comment is None:
             continue
         if not in_fence[i]:
-            _char_refs(page, line)
             _hiding(page, line)
         if unclosed is not None and line.src >= unclosed[0]:
             continue  # inside the comment that never closes: said once, above
@@ -259,89 +250,6 @@ def _never_closed(out: Lines, lines: list[int], in_fence: list[bool]) -> tuple[i
             elif m.group() == "-->":
                 open_at = None
     return open_at
-
-
-def _invisible(page: PageState, line: OutLine, first_of_file: bool) -> None:
-    text = line.text
-    if text.isascii():
-        return  # every invisible character is outside ASCII: the common line costs one pass in C
-    found: list[tuple[int, str]] = []  # (column, character): the first of each invisible one a reader misses
-    for c in set(text) - _ASCII:
-        if not is_invisible(c):
-            continue
-        col = text.find(c)
-        if c == "\ufeff" and first_of_file and col == 0:
-            col = text.find(c, 1)  # a byte-order mark
-        while c == "\u200d" and col != -1 and not _ascii_beside(text, col):
-            col = text.find(c, col + 1)  # a zero-width joiner inside an emoji sequence
-        if col != -1:
-            found.append((col, c))
-    for col, c in sorted(found):
-        name = unicodedata.name(c, "an invisible character")
-        page.error(line.src, f"invisible character U+{ord(c):04X} ({name}) at column {col + 1}: a reader does "
-                   "not see it, and it changes the words and figures the checks read; remove it")
-
-
-_ASCII = frozenset(map(chr, range(128)))
-
-
-_LOOKALIKES = LOOKALIKE_LETTERS  # lessonkit.pages.fold: the audit's folding table, both cases
-
-
-def _mixed_scripts(page: PageState, line: OutLine) -> None:
-    """A Latin word with a Cyrillic or Greek look-alike letter in it ('RAСECHECK' with a Cyrillic С)."""
-    if line.text.isascii() or _LOOKALIKES.isdisjoint(line.text):
-        return
-    m = _MIXED_WORD_RE.search(line.text)
-    if m is not None:
-        word = m.group()
-        odd = next(c for c in word if c in _LOOKALIKES)
-        page.error(line.src, f"the word {word!r} hides {odd!r} ({unicodedata.name(odd)}) among Latin letters; "
-                   "a reader cannot tell them apart, and the checks read another word; spell it in Latin letters")
-
-
-# A word with a look-alike letter and a Latin one (each word read once, from its start).
-_MIXED_WORD_RE = re.compile(rf"""(?<!\w)(?=\w*[{"".join(sorted(_LOOKALIKES))}])(?=\w*[A-Za-z])\w+""")
-
-
-def _ascii_beside(text: str, col: int) -> bool:
-    return any(0 <= k < len(text) and text[k].isascii() and text[k].isalnum() for k in (col - 1, col + 1))
-
-
-def _char_refs(page: PageState, line: OutLine) -> None:
-    if "&" not in line.text:
-        return  # every reference starts with one
-    code = _InCode(line.text)
-    seen: set[str] = set()  # each reference once a line: its first says what to fix
-    for m in CHAR_REF_RE.finditer(line.text):
-        if m.group() in seen:
-            continue
-        char = _refused_char(m.group())
-        if char is None or code.span(m.start()):
-            continue  # a reference a page needs, or one shown as typed
-        seen.add(m.group())
-        if is_invisible(char):
-            page.error(line.src, f"character reference {m.group()!r} writes an invisible character "
-                       f"(U+{ord(char):04X}); a reader does not see it, and it changes the words and figures the "
-                       "checks read; remove it")
-        else:
-            page.error(line.src, f"character reference {m.group()!r} spells {char!r}; write {char!r} "
-                       "itself, so that the checks read the text a reader sees")
-
-
-def refused_ref(ref: str) -> bool:
-    """Whether a character reference writes an invisible character or an ASCII one a page can type."""
-    return _refused_char(ref) is not None
-
-
-def _refused_char(ref: str) -> str | None:
-    """The character a refused reference writes, or None for a reference a page may use."""
-    char = html.unescape(ref)
-    if char == ref or len(char) != 1:
-        return None  # not a reference HTML knows
-    if is_invisible(char) or (char.isascii() and char.isprintable() and char not in _HTML_SYNTAX):
-        return char
-    return None
 
 
 def _hiding(page: PageState, line: OutLine) -> None:
@@ -376,10 +284,6 @@ def _hiding(page: PageState, line: OutLine) -> None:
         page.error(line.src, f"{m.group().strip()!r} hides, styles or scripts text on the page, so a "
                    "reader and the checks would read different things; remove it (the site's stylesheet "
                    "and script are in docs/assets/)")
-
-
-def is_invisible(c: str) -> bool:
-    return c in _INVISIBLE_EXTRA or unicodedata.category(c) == "Cf"
 
 
 def _comments(page: PageState, line: OutLine, open_at: tuple[int, int] | None) -> tuple[int, int] | None:
