@@ -190,3 +190,30 @@ def test_a_units_declaration_may_not_contradict_the_name():
     assert str(info.value) == (
         f"code/demo/runs.toml:{text.splitlines().index(declared) + 1}: [units]: launch_us = 's', but its "
         "name says '\u00b5s'; a field's unit is what its name says: remove the declaration, or rename the field")
+
+
+# -- a prediction's verdict ----------------------------------------------------------------------
+
+def test_a_prediction_held_where_every_recording_lies_in_its_range(demo_repo: Path):
+    """The race's hazard count (120 in every recording) against two predictions: 'at least 100'
+    held, 'fewer than 50' died; the wrong word is refused, and explain's backing shows the range."""
+    assert errs(demo_repo, "{{ held @ demo/race:reports[severity=Error].hazards within 100–1000 }}") == []
+    assert errs(demo_repo, "{{ died @ demo/race:reports[severity=Error].hazards within 0–49 }}") == []
+    wrong = errs(demo_repo, "{{ held @ demo/race:reports[severity=Error].hazards within 0–49 }}")
+    assert len(wrong) == 1 and "'held'" in wrong[0] and "died" in wrong[0], wrong
+    result = run_page(demo_repo, "{{ died @ demo/race:reports[severity=Error].hazards within 0–49 }}")
+    assert [c.derived for c in result.claims] == ["'held' where it lies from 0 to 49, 'died' where it does not"]
+
+
+def test_a_prediction_that_holds_in_some_recordings_only_is_neither(demo_repo: Path):
+    """Two recordings of one run, 7 and 0 mismatches at 256 threads: a range that holds one of them
+    is no verdict, and the error names both words."""
+    record_set(demo_repo, "demo", {"race": [RACE, RACE.replace("          7 |", "          0 |")], "bare": BARE})
+    for word in ("held", "died"):
+        found = errs(demo_repo, "{{ " + word + " @ demo/race:rows[threads=256].mismatches within 0–0 }}")
+        assert len(found) == 1 and "held" in found[0] and "died" in found[0], found
+
+
+def test_a_verdict_range_must_be_figures_low_end_first(demo_repo: Path):
+    found = errs(demo_repo, "{{ held @ demo/race:reports[severity=Error].hazards within 1000–100 }}")
+    assert len(found) == 1 and "no range of figures, low end first" in found[0], found

@@ -6,6 +6,10 @@ lessonkit.evidence.display), and what a claim may do with them.
   `as per 100000` on a fraction; and operations with whole numbers (`+ K`, `- K`, `* K`, `/ K`, in turn)
   for a figure derived from a recorded one: `{{ 32 @ RUN:tiling[…].full_tiles - 2 }}` (the tile
   before last), `{{ 32 @ RUN:line_bytes / 4 }}` (words a line).
+- A prediction's verdict: `{{ held @ RUN:QUERY within LOW–HIGH }}` shows `held` where every
+  recording's value lies in the range the prediction stated (its ends included), and
+  `{{ died @ … within LOW–HIGH }}` where none does; a recording on each side fails both, naming them.
+  The range is the prediction in figures, and `explain` shows it beside the word.
 - A unit typed right after a claim must be the unit of what the claim shows: `%` after a
   fraction would show a rate a hundred times too small, "ms" after microseconds a time a
   thousand times too long, "per million" after a rate per 100,000 one ten times too small; and a
@@ -23,7 +27,9 @@ from lessonkit.pages.claims import Found, Sample, number, show_number
 
 _SCALES = {"percent": (Decimal(100), "percent"), "per 100000": (Decimal(100000), "per 100000")}
 _SUFFIX_RE = re.compile(r"""^(?P<query>.*?)(?:\s+as\s+(?P<scale>percent|per\s+100,?000)"""
-                        r"""|(?P<ops>(?:\s+[-+*/]\s*\d+)+))\s*$""")
+                        r"""|(?P<ops>(?:\s+[-+*/]\s*\d+)+)"""
+                        r"""|\s+within\s+(?P<low>-?[\d,.]+)\s*\u2013\s*(?P<high>-?[\d,.]+))\s*$""")
+HELD, DIED = "held", "died"  # a prediction's verdicts: every recording inside its range, or none
 _OP_RE = re.compile(r"""(?P<op>[-+*/])\s*(?P<k>\d+)""")
 # What a reader takes for a unit right after a figure.
 _UNIT_AFTER_RE = re.compile(r"""^\s?""" + UNIT_WORD, re.IGNORECASE)
@@ -35,9 +41,12 @@ class Transform:
 
     scale: str | None = None  # "percent" or "per 100000"
     ops: tuple[tuple[str, int], ...] = ()  # ("+"|"-"|"*"|"/", K) in turn: a figure derived from a recorded one
+    within: tuple[str, str] | None = None  # a prediction's range: each value becomes 'held' or 'died'
 
     def words(self) -> str:
         """What it does, in words ('' when nothing): 'as a percentage', 'plus 1', 'minus 75180'."""
+        if self.within is not None:
+            return f"'held' where it lies from {self.within[0]} to {self.within[1]}, 'died' where it does not"
         if self.scale is not None:
             return "as a percentage" if self.scale == "percent" else "as a rate per 100,000"
         names = {"+": "plus", "-": "minus", "*": "times", "/": "divided by"}
@@ -45,6 +54,17 @@ class Transform:
 
     def apply(self, sample: Sample) -> Sample | str:
         """The sample transformed, or a message saying why it cannot be."""
+        if self.within is not None:
+            low, high = (number(v) for v in self.within)
+            if low is None or high is None or low > high:
+                return f"'within {self.within[0]}\u2013{self.within[1]}' is no range of figures, low end first"
+            judged = []
+            for found in sample.values:
+                n = number(found.text)
+                if n is None:
+                    return f"{found.text!r} is not a number, so no range holds it"
+                judged.append(replace(found, text=HELD if low <= n <= high else DIED))
+            return replace(sample, values=tuple(judged), timing=False)
         if self.scale is None and not self.ops:
             return sample
         values = []
@@ -70,6 +90,8 @@ def split_transform(ref_query: str, value: str) -> tuple[str, str, Transform]:
         ref_query = m.group("query").strip()
         if m.group("scale"):
             transform = Transform(scale="percent" if m.group("scale") == "percent" else "per 100000")
+        elif m.group("low") is not None:
+            transform = Transform(within=(m.group("low"), m.group("high")))
         else:
             transform = Transform(ops=tuple((o.group("op"), int(o.group("k"))) for o in _OP_RE.finditer(m.group("ops"))))
     if value.endswith("%") and transform.scale is None and _figure(value[:-1].rstrip()):
@@ -86,6 +108,8 @@ def _figure(text: str) -> bool:
 
 def shown_unit(declared: str | None, transform: Transform) -> str | None:
     """The unit of what a claim shows: the field's declared unit, scaled as the claim asks."""
+    if transform.within is not None:
+        return None  # a verdict, 'held' or 'died'
     if transform.scale is not None:
         return transform.scale
     return declared
