@@ -277,5 +277,17 @@ def test_typed_output_with_a_short_or_split_prefix(demo_repo: Path, line: str):
 def test_the_micro_prefix_of_a_unit_is_no_look_alike(demo_repo: Path):
     """µs, with the micro sign (U+00B5, which NFKC reads as Greek mu) or with the Greek letter: a unit."""
     assert checked(demo_repo, f"{CLAIM} hazards in a few \u00b5s, or \u03bcs.\n") == []
-    found = checked(demo_repo, f"{CLAIM} hazards in a few \u03b5s.\n")  # epsilon: no unit's prefix
-    assert len(found) == 1 and "hides '\u03b5' (GREEK SMALL LETTER EPSILON)" in found[0], found
+    found = checked(demo_repo, f"{CLAIM} hazards in a few \u0455econds.\n")  # a Cyrillic dze: no unit's prefix
+    assert len(found) == 1 and "hides '\u0455' (CYRILLIC SMALL LETTER DZE)" in found[0], found
+
+
+@pytest.mark.parametrize(("text", "code"), [("Predi\ufe0fction four held.", "FE0F"), ("It had\u28004 races.", "2800")])
+def test_a_variation_selector_among_letters_and_a_blank_braille_cell_are_invisible(demo_repo: Path, text: str,
+                                                                                    code: str):
+    found = checked(demo_repo, text + "\n")
+    assert len(found) == 1 and f"invisible character U+{code}" in found[0], found
+
+
+@pytest.mark.parametrize("word", ["Y\u0131ld\u0131z", "a k\u03a9 resistor", "\u03b5max", "\u0261ood"])
+def test_a_latin_letter_of_another_alphabet_a_units_symbol_and_a_variables_name_pass(demo_repo: Path, word: str):
+    assert checked(demo_repo, f"{CLAIM} hazards, {word}.\n") == []

@@ -58,10 +58,10 @@ from lessonkit.pages.claims import (
     parse_claim_value,
 )
 from lessonkit.pages.figures import FIGURE_RE, canonical, evidence_places
-from lessonkit.pages.fold import LOOKALIKE_LETTERS, is_invisible, shown, skeleton
+from lessonkit.pages.fold import LOOKALIKE_LETTERS, is_invisible, is_selector, shown, skeleton
 from lessonkit.pages.frontmatter import read_front_matter
 from lessonkit.pages.narrative import Course, PhrasePattern, compile_phrase, phrase_problem
-from lessonkit.pages.readertext import CodeBlock, Line, ReaderText, read_html
+from lessonkit.pages.readertext import DECIMAL, CodeBlock, Line, ReaderText, marker, read_html
 from lessonkit.pages.render import language_of
 from lessonkit.pages.sourcemap import SourceFinder
 from lessonkit.pages.state import PAGE_RANK, PageResult
@@ -85,6 +85,29 @@ _LINE_REF_RE = re.compile(r"""(?<![\w/.-])[\w./-]+\.(?:cu|cuh|cpp|cc|c|h|hpp|py)
 # "Prediction 4", "step 3": a reference to an item of a numbered list, by its number
 _NUMBERED = ("prediction", "question", "step", "hint", "item", "exercise", "point")  # nouns that number list items
 _NUMBERED_RE = re.compile(r"""(?i)\b(?:""" + "|".join(_NUMBERED) + r""")s?\s+""")
+# The nouns no phrase may cover: the course declares "step N" and "hint N" for headings, and a page
+# no phrase that numbers a list's item ("prediction 4 died" in its front matter would cover a swap).
+_ONLY_LINKED = ("prediction", "question", "item", "exercise", "point")
+_NUMBERED_ONLY_RE = re.compile(r"""(?i)\b(?:""" + "|".join(_ONLY_LINKED) + r""")s?\s+""")
+
+
+def _numbered_message(named: str) -> str:
+    return (f"{named!r} numbers an item by hand: when the items move it names another; link it to the item, "
+            f"whose number the browser draws: [{named}](#ID), with id=\"ID\" on the item or an element inside it "
+            "(<span id=\"ID\"></span>)")
+
+
+def _item_problem(line: Line, item: tuple[int, int, int, str, str], said: str) -> str | None:
+    """Why a link's text that says `said` (a number) misnames the item it leads to, or None."""
+    text = line.text[item[0]:item[1]]
+    if item[4] != DECIMAL:
+        return (f"link text {text!r} names {said}, and what it leads to, #{item[3]}, is in a list the theme draws "
+                f"with {item[4].replace('-', ' ')} markers ('{marker(item[2], item[4])}.'), not numbers; link an "
+                "item of a numbered list, or name it by its marker")
+    if said != str(item[2]):
+        return (f"link text {text!r} names {said}, and what it leads to, #{item[3]}, is in item {item[2]} of its "
+                f"list as the browser numbers it; write {item[2]}, or link the item meant")
+    return None
 _APOSTROPHES = str.maketrans("\u2019\u2018\u02bc", "'''")
 
 
@@ -432,9 +455,9 @@ def audit_page(html: str | Callable[[], str], source: str, path: str, result: Pa
         reported.add((file, at, message))
         errors.append(LessonError(file, at, message, rank=PAGE_RANK))
 
-    before = len(errors)
-    _characters(text, finder, report)
-    refused |= {e.line for e in errors[before:] if e.path == path}  # the cause: what it split is not refused too
+    split = _characters(text, finder, report)
+    # The cause, once: what an invisible or look-alike character split is not refused again.
+    text.lines = [line for k, line in enumerate(text.lines) if k not in split]
     _code_blocks(text, cited, finder, report)
     _tool_lines(text, cited, sets, finder, report)
     _figures(text, cited, narrative, _recorded_versions(sets), finder, report, collect)
@@ -646,6 +669,34 @@ _COUNT_WORDS = [w for w, n in NUMBER_WORDS.items() if n >= 2]
 _NUMBERED_WORD_RE = re.compile(r"""(?<![^\W_])(?:""" + "|".join(skeleton(w) for w in _NUMBERED) + r""")s?\s+(?P<word>"""
                                + "|".join(skeleton(w) for w in sorted(NUMBER_WORDS, key=len, reverse=True))
                                + r""")(?![^\W_])""")
+_ORDINALS = {w: n for n, w in enumerate([
+    "first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh",
+    "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth", "eighteenth", "nineteenth",
+    "twentieth"], 1)}
+# "the fourth prediction" (not "the first step", which the course's headings use as English)
+_ORDINAL_RE = re.compile(r"""(?<![^\W_])(?P<word>""" + "|".join(skeleton(w) for w in _ORDINALS) + r""")\s+(?:"""
+                         + "|".join(skeleton(w) for w in _ONLY_LINKED) + r""")(?![^\W_s])""")
+_ROMAN_RE = re.compile(r"""(?i:\b(?:""" + "|".join(_NUMBERED) + r"""))s?\s+(?P<word>[IVXLC]+)(?![\w])""")
+_ROMAN_VALUES = {"I": 1, "V": 5, "X": 10, "L": 50, "C": 100}
+
+
+def _roman_value(text: str) -> int:
+    values = [_ROMAN_VALUES[c] for c in text]
+    return sum(-v if k + 1 < len(values) and v < values[k + 1] else v for k, v in enumerate(values))
+
+
+def _numbered_words(text: str, skel: str) -> list[tuple[int, int, int, str]]:
+    """(start, end, number, the words) of each item number written in words: "prediction four",
+    "the fourth prediction", "Prediction IV"."""
+    found = [(m.start("word"), m.end("word"), NUMBER_WORDS[text[m.start("word"):m.end("word")].lower()],
+              text[m.start():m.end()]) for m in _NUMBERED_WORD_RE.finditer(skel)
+             if text[m.start("word"):m.end("word")].lower() in NUMBER_WORDS]
+    found += [(m.start("word"), m.end("word"), _ORDINALS[text[m.start("word"):m.end("word")].lower()],
+               text[m.start():m.end()]) for m in _ORDINAL_RE.finditer(skel)
+              if text[m.start("word"):m.end("word")].lower() in _ORDINALS]
+    found += [(m.start("word"), m.end("word"), _roman_value(m.group("word")), m.group())
+              for m in _ROMAN_RE.finditer(text)]
+    return found
 _COUNTED = ("report", "hazard", "error", "warning", "record", "recording", "launch", "race", "mismatch",
             "barrier", "run", "kernel", "row", "cell", "thread", "block", "instance", "failure", "warp", "lane",
             "element", "tile", "instruction", "session")
@@ -676,22 +727,25 @@ def _where_around(line: Line, at: int, finder: SourceFinder, word: str = "") -> 
     return None
 
 
-def _characters(text: ReaderText, finder: SourceFinder, report: Any) -> None:
+def _characters(text: ReaderText, finder: SourceFinder, report: Any) -> set[int]:
     """What a reader cannot see or tell apart, in text the page wrote (not a region's code or a run's
     output): an invisible character, however written (a character reference too: the reader's text
-    is read decoded), and a Latin word with a look-alike letter of another script in it."""
-    for line in text.lines:
+    is read decoded), and a Latin word with a look-alike letter of another script in it. The lines it
+    refused, by index."""
+    refused: set[int] = set()
+    for k, line in enumerate(text.lines):
         if line.text.isascii():
             continue
         seen: set[str] = set()
         for col, c in enumerate(line.text):
             if c in seen or not is_invisible(c) or line.is_produced(col, col + 1):
                 continue
-            if c == "\u200d" and not _ascii_beside(line.text, col):
-                continue  # a zero-width joiner inside an emoji sequence
+            if (c == "\u200d" or is_selector(c)) and not _ascii_beside(line.text, col):
+                continue  # a zero-width joiner or a variation selector inside an emoji sequence
             if c == "\ufeff" and col == 0 and line is text.lines[0]:
                 continue  # a byte-order mark at the start of the file (MkDocs reads it as utf-8-sig)
             seen.add(c)
+            refused.add(k)
             folded = " (as NFKC reads the character written there)" if line.folded_within(col, col + 1) else ""
             report(_where_around(line, col, finder),
                    f"invisible character U+{ord(c):04X} ({unicodedata.name(c, 'an invisible character')}){folded}: "
@@ -706,10 +760,12 @@ def _characters(text: ReaderText, finder: SourceFinder, report: Any) -> None:
             if odd_at is None:
                 continue  # written as a compatibility character (the micro sign in 'µs'), a symbol of its own
             odd = line.text[odd_at]
+            refused.add(k)
             report(_where_around(line, m.start(), finder, m.group()),
                    f"the word {m.group()!r} hides {odd!r} ({unicodedata.name(odd)}) among Latin letters; a reader "
                    "cannot tell them apart, and reads another word than the one written; spell it in Latin letters")
             break
+    return refused
 
 
 def _ascii_beside(text: str, col: int) -> bool:
@@ -717,9 +773,11 @@ def _ascii_beside(text: str, col: int) -> bool:
     return any(0 <= k < len(text) and text[k].isascii() and text[k].isalnum() for k in (col - 1, col + 1))
 
 
-# A word with a look-alike letter and a Latin one (each word read once, from its start). The small
-# mu is left out: it is the micro prefix of a unit ('μs'), however it is written.
-_MIXED = LOOKALIKE_LETTERS - {"\u03bc"}
+# A word with a look-alike letter and a Latin one (each word read once, from its start): Cyrillic letters
+# and Greek capitals, and the Greek small letters drawn as Latin ones. Latin letters of other alphabets
+# (Turkish ı), a unit's prefix (μs) and symbol (kΩ), and a variable's name (εmax) are words of their own.
+_MIXED = frozenset(c for c in LOOKALIKE_LETTERS if unicodedata.name(c, "").startswith(("CYRILLIC", "GREEK CAPITAL"))
+                   or c in "\u03bf\u03b9\u03ba\u03bd\u03c1\u03c5") - {"\u03a9"}  # ο ι κ ν ρ υ; not Ω (ohms)
 _MIXED_WORD_RE = re.compile(rf"""(?<!\w)(?=\w*[{"".join(sorted(_MIXED))}])(?=\w*[A-Za-z])\w+""")
 
 
@@ -729,20 +787,17 @@ def _count_words(text: ReaderText, narrative: list[_Narrative], finder: SourceFi
         if line.code is not None:
             continue
         skel = skeleton(line.text)
-        for m in _NUMBERED_WORD_RE.finditer(skel):  # "Prediction four": an item's number, in a word
-            start, end = m.start("word"), m.end("word")
+        for start, end, value, named in _numbered_words(line.text, skel):  # "Prediction four", "the fourth step"
             item = line.item(start, end)
-            if item is not None and NUMBER_WORDS.get(line.text[start:end].lower()) == item[2]:
+            if item is not None:
+                problem = _item_problem(line, item, str(value))
+                if problem is not None:
+                    report(line.origin(start) or finder.phrase(skeleton(named), named), problem)
                 continue
-            if item is None and (line.is_produced(start, end) or _exempt(line, start, end, narrative, skel)):
+            only = _NUMBERED_ONLY_RE.search(named) is not None or any(w in named.lower() for w in _ONLY_LINKED)
+            if line.is_produced(start, end) or (not only and _exempt(line, start, end, narrative, skel)):
                 continue
-            named = line.text[m.start():end]
-            report(line.origin(start) or finder.phrase(skel[m.start():end], named),
-                   f"{named!r} numbers an item by hand" + (
-                       f", and what its link leads to, #{item[3]}, is item {item[2]} of its list as the browser "
-                       f"numbers it; write {item[2]}, or link the item meant" if item is not None else
-                       ": when the items move it names another; link it to the item, whose number the browser "
-                       f"draws: [{named}](#ID), with id=\"ID\" on the item or an element inside it"))
+            report(line.origin(start) or finder.phrase(skeleton(named), named), _numbered_message(named))
         for m in _COUNT_RE.finditer(skel):
             start, end = m.start("word"), m.end("word")
             if line.is_produced(start, end) or _exempt(line, start, end, narrative, skel):
@@ -796,20 +851,23 @@ def _figures(text: ReaderText, cited: _Cited, narrative: list[_Narrative], versi
         examples = None
         phrases: list[tuple[int, int, _Narrative]] = []
         for m in FIGURE_RE.finditer(line.text):
+            item = line.item(m.start(), m.end())
+            if item is not None:  # a link's text that names the numbered item it leads to, produced or typed
+                problem = _item_problem(line, item, canonical(m.group()))
+                if problem is None:
+                    note(line, m, f"the number the browser draws for the list item its link leads to (#{item[3]})")
+                else:
+                    report(line.origin(m.start()) or finder.figure(m.group(), line.text, m.start(), m.end()), problem)
+                continue
             if line.is_produced(m.start(), m.end()):
                 why = line.backing(m.start(), m.end())
                 if why is not None and why.startswith(("generated", "quoted verbatim")):  # a claim: with its sentence
                     note(line, m, why)
                 continue
-            item = line.item(m.start(), m.end())
-            if item is not None:  # a link's text that names the numbered item it leads to
-                if canonical(m.group()) == str(item[2]):
-                    note(line, m, f"the number the browser draws for the list item its link leads to (#{item[3]})")
-                else:
-                    report(line.origin(m.start()) or finder.figure(m.group(), line.text, m.start(), m.end()),
-                           f"link text {line.text[item[0]:item[1]]!r} names {m.group()}, and what it leads to, "
-                           f"#{item[3]}, is in item {item[2]} of its list as the browser numbers it; write "
-                           f"{item[2]}, or link the item meant")
+            numbered = _NUMBERED_ONLY_RE.search(line.text, 0, m.start())
+            if numbered is not None and numbered.end() == m.start():  # no phrase covers "Prediction 4"
+                report(line.origin(m.start()) or finder.figure(m.group(), line.text, m.start(), m.end()),
+                       _numbered_message(line.text[numbered.start():m.end()]))
                 continue
             if examples is None:
                 examples = [e.span() for e in _EXAMPLE_RE.finditer(line.text)]
@@ -850,10 +908,7 @@ def _figures(text: ReaderText, cited: _Cited, narrative: list[_Narrative], versi
                 continue
             numbered = _NUMBERED_RE.search(line.text, 0, m.start())
             if numbered is not None and numbered.end() == m.start():
-                report(where_line, f"{line.text[numbered.start():m.end()]!r} numbers an item by hand: when the "
-                       "items move it names another; link it to the item, whose number the browser draws: "
-                       f"[{line.text[numbered.start():m.end()]}](#ID), with id=\"ID\" on the item or an element "
-                       "inside it (<span id=\"ID\"></span>)")
+                report(where_line, _numbered_message(line.text[numbered.start():m.end()]))
                 continue
             report(where_line,
                    f"figure {m.group()!r} is typed, not produced: {said}; write it as a claim, "
@@ -897,6 +952,9 @@ _TASK_RE = re.compile(r"""^\s*(?:[-*+]|\d+[.)])\s+\[[ xX]\]\s|<input\b[^>]*check
 _TOC_LABEL_RE = re.compile(r"""\{[^}\n]*\bdata-toc-label\s*=""")
 
 
+_REVERSED_RE = re.compile(r"""<ol\b[^>]*\breversed\b""", re.IGNORECASE)
+
+
 def _unread_places(html: str, source: str, finder: SourceFinder, report: Any) -> None:
     """Pictures, embedded documents and linked image files, checkboxes, and headings the sidebar names
     otherwise: what a reader sees that the audit cannot read."""
@@ -913,6 +971,10 @@ def _unread_places(html: str, source: str, finder: SourceFinder, report: Any) ->
             report(finder.phrase(skeleton(href), href),
                    f"the link to {href} opens a file whose text no check can read; show a drawing with "
                    "{{ diagram LESSON/diagrams/NAME.svg }}, whose text is checked like the page's")
+    for m in _REVERSED_RE.finditer(html):
+        report(finder.phrase("reversed", "reversed"), "a reversed list counts down from its last item, which the "
+               "audit does not read; number its items in order (an ordered list without 'reversed')")
+        break
     if _CHECKBOX_RE.search(html):
         lines = source.split("\n")
         at = next((k + 1 for k, line in enumerate(lines) if _TASK_RE.search(line)), None)
@@ -929,8 +991,6 @@ def _unread_places(html: str, source: str, finder: SourceFinder, report: Any) ->
 _RECORDING_LINK_RE = re.compile(r"""<a\b[^>]*\bhref\s*=\s*"(?P<href>[^"]*?\bevidence/(?P<set>[^/"]+)/(?P<file>[^"#?]+))[^"]*"[^>]*>
                                     (?P<text>.*?)</a>""", re.VERBOSE | re.IGNORECASE | re.DOTALL)
 _TAG_RE = re.compile(r"""<[^>]*>""")
-_ORDINALS = {w: n for n, w in enumerate(("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth",
-                                         "ninth", "tenth"), start=1)}
 _RECORDING_NUMBER_RE = re.compile(r"""\b(?:(?P<ordinal>{o})\s+(?:recording|run|repeat)|(?:recording|repeat)\s+(?P<number>\d+)
                                       |\br(?P<short>\d+)\b)""".format(o="|".join(_ORDINALS)),
                                   re.VERBOSE | re.IGNORECASE)

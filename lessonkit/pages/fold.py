@@ -49,9 +49,14 @@ def skeleton(text: str) -> str:
 
 # Characters a reader does not see: Unicode's format characters (zero-width space and joiners, soft
 # hyphen, bidirectional marks, ...) and the fillers that render as nothing.
-_INVISIBLE_EXTRA = frozenset("\u034f\u115f\u1160\u3164\uffa0")
+_INVISIBLE_EXTRA = frozenset("\u034f\u115f\u1160\u3164\uffa0\u2800")  # fillers, a blank Braille cell
+
+
+def is_selector(c: str) -> bool:
+    """Whether `c` is a variation selector: it picks the form of the character before it (an emoji's)."""
+    return "\ufe00" <= c <= "\ufe0f" or "\U000e0100" <= c <= "\U000e01ef"
 
 
 def is_invisible(c: str) -> bool:
-    """Whether a reader sees nothing of character `c`."""
-    return c in _INVISIBLE_EXTRA or unicodedata.category(c) == "Cf"
+    """Whether a reader sees nothing of character `c` (a variation selector: nothing of its own)."""
+    return c in _INVISIBLE_EXTRA or unicodedata.category(c) == "Cf" or is_selector(c)
