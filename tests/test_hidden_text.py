@@ -291,3 +291,10 @@ def test_a_variation_selector_among_letters_and_a_blank_braille_cell_are_invisib
 @pytest.mark.parametrize("word", ["Y\u0131ld\u0131z", "a k\u03a9 resistor", "\u03b5max", "\u0261ood"])
 def test_a_latin_letter_of_another_alphabet_a_units_symbol_and_a_variables_name_pass(demo_repo: Path, word: str):
     assert checked(demo_repo, f"{CLAIM} hazards, {word}.\n") == []
+
+
+def test_a_letter_drawn_as_a_digit_standing_alone_among_latin_words(demo_repo: Path):
+    """Cyrillic З reads as 3 in "Prediction З died"; inside a word of its own script it is a letter."""
+    found = checked(demo_repo, "Prediction \u0417 died.\n")
+    assert len(found) == 1 and "'\u0417' (CYRILLIC CAPITAL LETTER ZE) stands alone among Latin words" in found[0], found
+    assert checked(demo_repo, "The word \u0417\u0430\u043f\u0430\u0434 is Russian.\n") == []

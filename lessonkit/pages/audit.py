@@ -750,6 +750,14 @@ def _characters(text: ReaderText, finder: SourceFinder, report: Any) -> set[int]
             report(_where_around(line, col, finder),
                    f"invisible character U+{ord(c):04X} ({unicodedata.name(c, 'an invisible character')}){folded}: "
                    "a reader does not see it, and it splits the words and figures around it; remove it")
+        for m in _DIGIT_LIKE_RE.finditer(line.text):  # "Prediction З": a letter that reads as a figure
+            if line.is_produced(m.start(), m.end()) or not _LATIN_WORD_RE.search(line.text):
+                continue
+            refused.add(k)
+            report(_where_around(line, m.start(), finder, m.group()),
+                   f"{m.group()!r} ({unicodedata.name(m.group()[0])}) stands alone among Latin words, where a "
+                   "reader reads it as a figure; write the figure in the digits 0 to 9, as a claim, or the word")
+            break
         if _MIXED.isdisjoint(line.text):
             continue
         for m in _MIXED_WORD_RE.finditer(line.text):
@@ -766,6 +774,11 @@ def _characters(text: ReaderText, finder: SourceFinder, report: Any) -> set[int]
                    "cannot tell them apart, and reads another word than the one written; spell it in Latin letters")
             break
     return refused
+
+
+# Letters of other scripts drawn as digits (Cyrillic З and О, Greek Ο, Cyrillic б and Ч), as a word of their own.
+_DIGIT_LIKE_RE = re.compile("(?<![^\\W_])[\u0417\u0437\u041e\u043e\u039f\u03bf\u0431\u0427]+(?![^\\W_])")
+_LATIN_WORD_RE = re.compile(r"""[A-Za-z]{2,}""")
 
 
 def _ascii_beside(text: str, col: int) -> bool:
