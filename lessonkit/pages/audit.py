@@ -61,7 +61,15 @@ from lessonkit.pages.figures import FIGURE_RE, canonical, evidence_places
 from lessonkit.pages.fold import LOOKALIKE_LETTERS, is_invisible, is_selector, shown, skeleton
 from lessonkit.pages.frontmatter import read_front_matter
 from lessonkit.pages.narrative import Course, PhrasePattern, compile_phrase, phrase_problem
-from lessonkit.pages.readertext import DECIMAL, CodeBlock, Line, ReaderText, marker, read_html
+from lessonkit.pages.readertext import (
+    DECIMAL,
+    CodeBlock,
+    ItemLink,
+    Line,
+    ReaderText,
+    marker,
+    read_html,
+)
 from lessonkit.pages.render import language_of
 from lessonkit.pages.sourcemap import SourceFinder
 from lessonkit.pages.state import PAGE_RANK, PageResult
@@ -84,11 +92,18 @@ _REPORT_RE = re.compile(r"""(?:^|\s)={6,}\s*[^\s=]|""" + "|".join(
 _LINE_REF_RE = re.compile(r"""(?<![\w/.-])[\w./-]+\.(?:cu|cuh|cpp|cc|c|h|hpp|py):[0-9]+(?![0-9])""")
 # "Prediction 4", "step 3": a reference to an item of a numbered list, by its number
 _NUMBERED = ("prediction", "question", "step", "hint", "item", "exercise", "point")  # nouns that number list items
-_NUMBERED_RE = re.compile(r"""(?i)\b(?:""" + "|".join(_NUMBERED) + r""")s?\s+""")
+
+
+def _nouns_re(nouns: tuple[str, ...]) -> re.Pattern[str]:
+    """One of `nouns`, singular or plural, and the space after it, in any case."""
+    return re.compile(r"""(?i)\b(?:""" + "|".join(nouns) + r""")s?\s+""")
+
+
+_NUMBERED_RE = _nouns_re(_NUMBERED)
 # The nouns no phrase may cover: the course declares "step N" and "hint N" for headings, and a page
 # no phrase that numbers a list's item ("prediction 4 died" in its front matter would cover a swap).
 _ONLY_LINKED = ("prediction", "question", "item", "exercise", "point")
-_NUMBERED_ONLY_RE = re.compile(r"""(?i)\b(?:""" + "|".join(_ONLY_LINKED) + r""")s?\s+""")
+_NUMBERED_ONLY_RE = _nouns_re(_ONLY_LINKED)
 
 
 def _numbered_message(named: str) -> str:
@@ -97,16 +112,16 @@ def _numbered_message(named: str) -> str:
             "(<span id=\"ID\"></span>)")
 
 
-def _item_problem(line: Line, item: tuple[int, int, int, str, str], said: str) -> str | None:
+def _item_problem(line: Line, item: ItemLink, said: str) -> str | None:
     """Why a link's text that says `said` (a number) misnames the item it leads to, or None."""
-    text = line.text[item[0]:item[1]]
-    if item[4] != DECIMAL:
-        return (f"link text {text!r} names {said}, and what it leads to, #{item[3]}, is in a list the theme draws "
-                f"with {item[4].replace('-', ' ')} markers ('{marker(item[2], item[4])}.'), not numbers; link an "
-                "item of a numbered list, or name it by its marker")
-    if said != str(item[2]):
-        return (f"link text {text!r} names {said}, and what it leads to, #{item[3]}, is in item {item[2]} of its "
-                f"list as the browser numbers it; write {item[2]}, or link the item meant")
+    text = line.text[item.start:item.end]
+    if item.style != DECIMAL:
+        return (f"link text {text!r} names {said}, and what it leads to, #{item.target}, is in a list the theme "
+                f"draws with {item.style.replace('-', ' ')} markers ('{marker(item.number, item.style)}.'), not "
+                "numbers; link an item of a numbered list, or name it by its marker")
+    if said != str(item.number):
+        return (f"link text {text!r} names {said}, and what it leads to, #{item.target}, is in item {item.number} "
+                f"of its list as the browser numbers it; write {item.number}, or link the item meant")
     return None
 _APOSTROPHES = str.maketrans("\u2019\u2018\u02bc", "'''")
 
@@ -807,7 +822,7 @@ def _count_words(text: ReaderText, narrative: list[_Narrative], finder: SourceFi
                 if problem is not None:
                     report(line.origin(start) or finder.phrase(skeleton(named), named), problem)
                 continue
-            only = _NUMBERED_ONLY_RE.search(named) is not None or any(w in named.lower() for w in _ONLY_LINKED)
+            only = any(w in named.lower() for w in _ONLY_LINKED)  # no phrase may cover it
             if line.is_produced(start, end) or (not only and _exempt(line, start, end, narrative, skel)):
                 continue
             report(line.origin(start) or finder.phrase(skeleton(named), named), _numbered_message(named))
@@ -868,7 +883,7 @@ def _figures(text: ReaderText, cited: _Cited, narrative: list[_Narrative], versi
             if item is not None:  # a link's text that names the numbered item it leads to, produced or typed
                 problem = _item_problem(line, item, canonical(m.group()))
                 if problem is None:
-                    note(line, m, f"the number the browser draws for the list item its link leads to (#{item[3]})")
+                    note(line, m, f"the number the browser draws for the list item its link leads to (#{item.target})")
                 else:
                     report(line.origin(m.start()) or finder.figure(m.group(), line.text, m.start(), m.end()), problem)
                 continue

@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
+from typing import NamedTuple
 
 from lessonkit.pages.fold import shown
 from lessonkit.pages.render import (
@@ -52,6 +53,17 @@ _AT = "data-lk-at"  # where an element's text is written, when not in the page (
 _SPACES_RE = re.compile(r"""\s+""")
 
 
+class ItemLink(NamedTuple):
+    """A link's text (line.text[start:end]) that leads to `#target`, inside item `number` of a list whose
+    markers are drawn in `style` (DECIMAL, or a letter or roman style)."""
+
+    start: int
+    end: int
+    number: int
+    style: str
+    target: str
+
+
 @dataclass
 class Line:
     """One line of what a reader sees: its text, which stretches the core produced, where it stands."""
@@ -64,9 +76,7 @@ class Line:
     why: list[tuple[int, int, str]] = field(default_factory=list)  # produced stretches and what backs each
     code_ends: list[int] = field(default_factory=list)  # where an inline code element (`<code>`) ends
     origins: list[tuple[int, int, str]] = field(default_factory=list)  # stretches written elsewhere: FILE:LINE
-    # a link's text that leads to a numbered list item of the page: (start, end, the item's number, #ID,
-    # how its list draws numbers: readertext.DECIMAL, or a letter or roman style)
-    items: list[tuple[int, int, int, str, str]] = field(default_factory=list)
+    items: list[ItemLink] = field(default_factory=list)  # link texts that lead to a numbered list's item
 
     def origin(self, at: int) -> tuple[str, int] | None:
         """(file, line) where the text at `at` is written, when not in the page (a diagram's SVG)."""
@@ -84,9 +94,9 @@ class Line:
         """Whether any of text[start:end] was written in characters NFKC folded (𝐑 for R, ２ for 2)."""
         return any(a < end and start < b for a, b in self.folded)
 
-    def item(self, start: int, end: int) -> tuple[int, int, int, str, str] | None:
+    def item(self, start: int, end: int) -> ItemLink | None:
         """The link to a numbered item whose text holds text[start:end], if any."""
-        return next((i for i in self.items if i[0] <= start and end <= i[1]), None)
+        return next((i for i in self.items if i.start <= start and end <= i.end), None)
 
     def is_produced(self, start: int, end: int) -> bool:
         """Whether text[start:end] lies inside one produced stretch."""
@@ -332,5 +342,5 @@ def read_html(html: str) -> ReaderText:
     reader.close()
     for line, start, end, target in reader.linked:  # a target may come after its link
         if target in reader.ids:
-            line.items.append((start, end, *reader.ids[target][:1], target, reader.ids[target][1]))
+            line.items.append(ItemLink(start, end, *reader.ids[target], target))
     return reader.out
