@@ -22,7 +22,9 @@ ARTIFACTS = REPO / "tests" / "artifacts"
 DESKTOP, MOBILE = 1280, 390
 # prefers-color-scheme as the browser reports it -> the Material scheme the page must then show
 SCHEMES = {"light": "default", "dark": "slate"}
-BLOCKING = ("serious", "critical")
+# Every impact axe-core reports: a moderate finding (a landmark for each listing, none named) is a
+# finding too.
+BLOCKING = ("minor", "moderate", "serious", "critical")
 
 
 class Quiet(http.server.SimpleHTTPRequestHandler):
@@ -64,7 +66,7 @@ def open_page(browser, url: str, width: int = DESKTOP, scheme: str = "light"):
 
 
 def blocking_violations(page, where: str) -> list[str]:
-    """axe-core's serious and critical findings on `page`, one line per rule and element."""
+    """axe-core's findings on `page`, of every impact, one line per rule and element."""
     from axe_playwright_python.sync_playwright import Axe
     results = Axe().run(page).response
     return [f"{where}: {v['impact']} {v['id']} at {', '.join(map(str, node['target']))}: {v['help']}"

@@ -161,7 +161,7 @@ function lkLoadWhole(more) {
   });
 }
 
-// Copy buttons, as the theme draws them (nav.md-code__nav > button.md-code__button, whose clicks
+// Copy buttons, as the theme draws them (.md-code__nav > button.md-code__button, whose clicks
 // the theme's clipboard handler serves: it copies the text the button names and says so), put
 // in every code listing at once. The theme's own (the feature content.code.copy, off in
 // mkdocs.yml) puts a button in and reads the block's width back, block after block: a layout of
@@ -176,7 +176,7 @@ function lkCopyButtons() {
     var pre = code.parentElement;
     if (pre.querySelector(":scope > .md-code__nav") || code.closest(".no-copy")) return;
     if (!pre.id) pre.id = "__code_lk" + k;  // (the theme names every listing __code_N as it loads)
-    var nav = document.createElement("nav");
+    var nav = document.createElement("div");  // not a <nav>: a landmark for every listing, none named (axe: landmark-unique)
     nav.className = "md-code__nav";
     var button = document.createElement("button");
     button.className = "md-code__button";
