@@ -701,3 +701,24 @@ def test_the_line_an_unclosed_brace_names_counts_the_front_matter(demo_repo: Pat
     assert errs(demo_repo, page) == [
         ("docs/p.md:7: '{{ 2 @ demo/race:#reports {{ 2 @ demo/race:#reports }} }}.' is never closed: no '}}' "
          "before the next '{{' (line 7); close it, or write \\{{ for literal braces")]
+
+
+@pytest.mark.parametrize(("text", "marked"), [
+    # A code span may run over a paragraph's lines: the claim inside it is code, shown as its value.
+    ("A `code span over\ntwo lines, {{ 8 @ demo/race:reports[severity=Warning].hazards }}` too.", False),
+    # A backtick that no run of as many closes in the paragraph opens nothing: the claim after it is text.
+    ("A lone ` backtick, then {{ 8 @ demo/race:reports[severity=Warning].hazards }} hazards.", True),
+    # Nor does a blank line let a span close in the next paragraph.
+    ("A ` here.\n\nThen {{ 8 @ demo/race:reports[severity=Warning].hazards }} hazards `.", True),
+    # A run of two is closed only by a run of two.
+    ("A ``b` c\nd {{ 8 @ demo/race:reports[severity=Warning].hazards }}`` e.", False),
+])
+def test_a_claim_is_marked_as_produced_unless_a_code_span_holds_it(demo_repo: Path, text: str, marked: bool):
+    """Python-Markdown reads a paragraph's code spans over its lines, with exactly as many backticks
+    on each side: one scanner (lessonkit.pages.scan.CodeSpans) says where they are, so a produced value
+    is wrapped as HTML exactly where HTML will not be shown as code."""
+    result = run_page(demo_repo, text)
+    assert result.errors == []
+    assert ('<span class="lk-v">8</span>' in result.markdown) == marked, result.markdown
+    if not marked:
+        assert "8" in result.markdown and result.unmarked, result.markdown

@@ -18,6 +18,8 @@ rendered page: lessonkit.pages.audit). A link the page writes to a published rec
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import re
 import unicodedata
 from collections.abc import Mapping
@@ -40,6 +42,7 @@ from lessonkit.pages.scan import (
     OutLine,
     Span,
     Token,
+    code_spans,
     fenced,
     scan,
     stands_alone,
@@ -124,54 +127,41 @@ def _alt_texts(text: str) -> list[tuple[int, int]]:
     return found
 
 
-_TICKS_RE = re.compile(r"""`+""")
-
-
-def _code_spans(text: str, ticks: str | None) -> tuple[list[tuple[int, int]], str | None]:
-    """The code spans of a line, one that a paragraph's earlier line opened included (Markdown
-    lets a code span run over lines), and the backticks still open at its end."""
-    spans: list[tuple[int, int]] = []
-    start = 0 if ticks is not None else -1
-    for m in _TICKS_RE.finditer(text):
-        if ticks is None:
-            ticks, start = m.group(), m.start()
-        elif m.group() == ticks:
-            spans.append((start, m.end()))
-            ticks = None
-    if ticks is not None:
-        spans.append((start, len(text)))  # open: a claim after it is code until the span closes
-    return spans, ticks
-
-
-def _ticks_before(out: Lines, in_fence: list[bool], i: int, after: tuple[int, str | None]) -> str | None:
-    """The backticks of a code span that an earlier line of line i's paragraph opened and left open
-    (a blank line, a code block or a directive's output ends a paragraph), read from the start of
-    the paragraph or from `after` (a line read already, and what was open after it)."""
+def _paragraph_code_spans(out: Lines, in_fence: list[bool]) -> dict[int, list[tuple[int, int]]]:
+    """The code spans of every line that is part of a paragraph, as (start, end) on that line: a span
+    may run over the paragraph's lines (Python-Markdown reads a block's text whole), so each
+    paragraph (lines that are not blank, not in a code block and not a directive's output) is
+    scanned at once (lessonkit.pages.scan.CodeSpans) and its spans cut at the line ends."""
     texts, generated = out.texts, out.generated
-    k = i - 1
-    while k > after[0] and not in_fence[k] and k not in generated and texts[k].strip():
-        k -= 1
-    ticks = after[1] if k == after[0] else None  # else line k ended the paragraph
-    for j in range(k + 1, i):
-        if "`" in texts[j]:
-            ticks = _code_spans(texts[j], ticks)[1]
-    return ticks
+    found: dict[int, list[tuple[int, int]]] = {}
+    i, n = 0, len(texts)
+    while i < n:
+        if in_fence[i] or i in generated or not texts[i].strip():
+            i += 1
+            continue
+        j = i
+        while j < n and not in_fence[j] and j not in generated and texts[j].strip():
+            j += 1
+        block = "\n".join(texts[i:j])
+        if "`" in block:
+            starts = list(itertools.accumulate((len(t) + 1 for t in texts[i:j - 1]), initial=0))
+            for a, b in code_spans(block):
+                first, last = bisect.bisect_right(starts, a) - 1, bisect.bisect_right(starts, b - 1) - 1
+                for k in range(first, last + 1):
+                    found.setdefault(i + k, []).append((max(a - starts[k], 0), min(b - starts[k], len(texts[i + k]))))
+        i = j
+    return found
 
 
 def _marked_markdown(out: Lines, in_fence: list[bool], unmarked: list[tuple[str, int, int, str | None]]) -> str:
     """The expanded page with every claim's value marked as produced (lessonkit.pages.render.produced), or,
     where HTML cannot hold a span (code, alt text, a tag), its context noted in `unmarked`."""
     texts = list(out.texts)
-    after: tuple[int, str | None] = (-1, None)  # a line read already, and the backticks still open after it
+    code = _paragraph_code_spans(out, in_fence)
     for i in out.with_spans():
         line = out[i]
         text = line.text
-        spans_here: list[tuple[int, int]] = []
-        ticks = None
-        if not in_fence[i] and not line.generated:
-            spans_here, ticks = _code_spans(text, _ticks_before(out, in_fence, i, after) if text.strip() else None)
-        after = (i, ticks)
-        closed = spans_here + [(m.start(), m.end()) for m in _TAG_RE.finditer(text)] + _alt_texts(text)
+        closed = code.get(i, []) + [(m.start(), m.end()) for m in _TAG_RE.finditer(text)] + _alt_texts(text)
         pieces, pos = [], 0
         for span in sorted(line.spans, key=lambda s: s.start):
             value = text[span.start:span.end]
