@@ -28,12 +28,12 @@ def test_explain_prints_each_sentence_and_what_backs_each_figure(demo_repo: Path
     assert errors == []
     assert lines == [
         "docs/p.md:3: racecheck found [2] reports; the error had [110\u2013130] hazards.",
-        f"    2: one value every recording gives; the number of reports records; run race of {toolkit}, 3 recordings in 1 session (s1)",
+        f"    2: one value every recording gives; the number of reports records; run race of {toolkit}, 3 recordings in 1 session",
         ("    110\u2013130: a range every recording falls in; the field hazards of the reports records where severity "
-        f"is Error; run race of {toolkit}, 3 recordings in 1 session (s1)"),
+        f"is Error; run race of {toolkit}, 3 recordings in 1 session"),
         "docs/p.md:4: It took [~2] s.",
         ("    ~2: a rounded value every recording rounds to ([1.5, 2.5)); the field wall_s, in seconds; "
-        f"run race of {toolkit}, 3 recordings in 1 session (s1)"),
+        f"run race of {toolkit}, 3 recordings in 1 session"),
         "docs/p.md:6: The GPU was an [NVIDIA H200].",
         (f"    NVIDIA H200: as the set records it; the provenance field gpu (the machine and tools the set was "
          f"recorded with); {toolkit}"),
@@ -58,11 +58,11 @@ def test_each_produced_figure_carries_what_backs_it(demo_repo: Path):
     toolkit = "set demo"
     assert "(nvcc 13.0.88, compute-sanitizer 2025.3.1.0)" not in markdown
     assert ('<span class="lk-v" data-lk-why="2: one value every recording gives; the number of reports records; '
-            f'run race of {toolkit}, 1 recording in 1 session (s1)">2</span>') in markdown
+            f'run race of {toolkit}, 1 recording in 1 session">2</span>') in markdown
     assert ('data-lk-why="generated from every recording: the field hazards of the reports records where severity '
-            f'is Error; run race of {toolkit}, 1 recording in 1 session (s1)">120</span>') in markdown
+            f'is Error; run race of {toolkit}, 1 recording in 1 session">120</span>') in markdown
     assert (f'data-lk-why="generated from every recording: the field mismatches; run race of {toolkit}, 1 recording '
-            'a run in 1 session (s1); the cell (k, 256)">7</span>') in markdown
+            'a run in 1 session; the cell (k, 256)">7</span>') in markdown
 
 
 def test_explain_shows_a_diagram_s_sentences_as_text_not_markup():
@@ -150,3 +150,17 @@ def test_every_figure_a_reader_sees_on_a_page_is_in_explain(page: str, monkeypat
             else:
                 unlisted.append((m.group(), line.text[:80]))
     assert unbacked == [] and unlisted == [], (unbacked[:5], unlisted[:5])
+
+
+def test_a_backing_names_the_sessions_only_where_the_run_lacks_some():
+    """Every figure's backing says how many sessions hold its recordings; naming each one on every
+    figure of a page was a fortieth of the page, so they are named only where they are not all the
+    sessions the set keeps."""
+    from types import SimpleNamespace
+
+    from lessonkit.pages.meaning import _in_sessions
+    kept = SimpleNamespace(sessions={"s1": None, "s2": None, "s3": None})
+    assert _in_sessions(kept, ["s1", "s2", "s3"]) == " in 3 sessions"
+    assert _in_sessions(kept, ["s3"]) == " in 1 session (s3)"
+    assert _in_sessions(kept, ["s2", "s3"]) == " in 2 sessions (s2, s3)"
+    assert _in_sessions(kept, []) == ""

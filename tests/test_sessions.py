@@ -191,7 +191,7 @@ def test_explain_says_a_session_claim_rests_on_that_session_alone(tmp_path):
     assert errors == []
     backing = next(line for line in lines if line.startswith("    120:"))
     assert backing.endswith("run race of set demo (nvcc 13.0.88, compute-sanitizer 2025.3.1.0), session s1 only: "
-                            "2 recordings in 1 session (s1)"), backing
+                            "2 recordings in 1 session"), backing
 
 
 def test_a_ratio_pairs_within_each_session_and_spans_them(tmp_path):
@@ -294,7 +294,7 @@ def test_explain_says_how_many_sessions_back_a_figure(tmp_path):
                           cwd=repo, capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     assert done.returncode == 0, done.stderr
-    assert "4 recordings in 2 sessions (s1, s2)" in done.stdout
+    assert "4 recordings in 2 sessions;" in done.stdout or "4 recordings in 2 sessions\n" in done.stdout, done.stdout
 
 
 def test_the_refresh_polls_no_longer_than_it_waits():

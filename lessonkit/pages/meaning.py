@@ -90,16 +90,24 @@ def _operand(text: str, default: str | None, sets: Mapping[str, EvidenceSet]) ->
 
 
 def recorded(ev: EvidenceSet, run: str) -> str:
-    """'15 recordings in 3 sessions (s1, s2, s3)': what backs a figure of `run`."""
+    """'15 recordings in 3 sessions': what backs a figure of `run`. The sessions are named only where
+    the run was not recorded in every session the set (or the page's view of it) keeps: '5
+    recordings in 1 session (s3)'. Named on every figure, they were a fortieth of a lesson page."""
     names = ev.recordings(run) if run in ev.groups else []
     sessions = list(dict.fromkeys(ev.entries[n].session for n in names))
-    text = f"{len(names)} recording{'s' if len(names) != 1 else ''}"
-    if sessions:
-        text += f" in {len(sessions)} session{'s' if len(sessions) != 1 else ''} ({', '.join(sessions)})"
+    text = f"{len(names)} recording{'s' if len(names) != 1 else ''}" + _in_sessions(ev, sessions)
     shared = [sid for sid in sessions if ev.sessions[sid].shared]
     if shared:
         text += f", {', '.join(shared)} with the GPU shared (backing no timing and no exclusive run's figure)"
     return text
+
+
+def _in_sessions(ev: EvidenceSet, sessions: list[str]) -> str:
+    """' in 3 sessions', or ' in 1 session (s3)' where they are not all the sessions `ev` keeps."""
+    if not sessions:
+        return ""
+    named = f" ({', '.join(sessions)})" if len(sessions) < len(ev.sessions) else ""
+    return f" in {len(sessions)} session{'s' if len(sessions) != 1 else ''}{named}"
 
 
 def _form(value: str) -> str:
@@ -164,7 +172,6 @@ def describe_table(ev: EvidenceSet, runs: list[str], field: str) -> str:
     counts = [len(ev.recordings(r)) for r in runs if r in ev.groups]
     many = f"{max(counts)} recording{'s' if max(counts) != 1 else ''} a run" if counts else "its recordings"
     sessions = list(dict.fromkeys(ev.entries[n].session for r in runs for n in ev.recordings(r)))
-    if sessions:
-        many += f" in {len(sessions)} session{'s' if len(sessions) != 1 else ''} ({', '.join(sessions)})"
+    many += _in_sessions(ev, sessions)
     return (f"generated from every recording: the field {field}" + (f", in {unit}" if unit else "")
             + f"; run{'s' if len(runs) > 1 else ''} {', '.join(runs)} of set {ev.name} ({_toolkit(ev)}), {many}")
