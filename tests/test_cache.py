@@ -470,3 +470,19 @@ def test_a_pages_inputs_name_the_files_its_regions_and_diagrams_read():
 
     assert region_files("{{ region demo/demo.cu body }}\n  {{ diagram demo/diagrams/d.svg }}\n") == {
         "demo/demo.cu", "demo/diagrams/d.svg"}
+
+
+def test_a_pages_inputs_are_read_by_the_pages_own_scanner_over_lines():
+    """A claim or directive may run over the lines of a paragraph (the page's scanner reads it so):
+    the inputs a cached result is keyed on are read by that scanner too, so a claim that names
+    another set on its second line, or a region whose path is on the next line, still invalidates
+    the page's cached result when that set or file changes. (They were read by a regular expression
+    of one line each, which saw neither.)"""
+    from lessonkit.site.inputs import constant_files, name_words, region_files
+
+    assert "day62-racecheck" in name_words("the Warning had {{ 8 @\nday62-racecheck/race:reports.hazards }} hazards")
+    assert region_files("{{ region\ndemo/demo.cu body }}\n") == {"demo/demo.cu"}
+    assert constant_files("{{ 4 @\nracecheck.cu:kTiles }}", ["day62"]) == {"day62/racecheck.cu"}
+    assert "other-set" not in name_words("an example, \\{{ 8 @ other-set/race:x }}, is shown, not checked")
+    assert region_files("text {{ evidence demo }} and {{ region demo/a.cu r }} inline") == {"demo/a.cu"}
+

@@ -35,6 +35,7 @@ from typing import TextIO
 
 from lessonkit.errors import LessonError
 from lessonkit.pages.claims import ClaimValue, ClaimValueError, allowed_width, parse_claim_value
+from lessonkit.pages.scan import tokens
 from lessonkit.repo import repo_root
 from lessonkit.site.check import Site, strip_front_matter
 from lessonkit.textio import decode_utf8
@@ -138,8 +139,8 @@ def classify(old: str, new: str) -> str:
 
 # -- the sentence a claim stands in ----------------------------------------------------------
 
-_SHOWN_CLAIM_RE = re.compile(r"""\{\{\s*(?P<value>[^{}]*?)\s@\s[^{}]*?\}\}""", re.DOTALL)
-_SHOWN_VALUE_RE = re.compile(r"""\{\{\s*value\s+(?P<query>[^{}]*?)\s*\}\}""", re.DOTALL)
+_CLAIM_BODY_RE = re.compile(r"""\s*(?P<value>[^{}]*?)\s@\s""")  # inside the braces of a claim: its value
+_VALUE_BODY_RE = re.compile(r"""\s*value\s+(?P<query>[^{}]*?)\s*$""")  # of a generated figure: its query
 _SENTENCE_END_RE = re.compile(r"""(?<=[.!?:;])\s+(?=[A-Z(`*_\[])|\n\s*\n|\n(?=\s*(?:[-*+]|\d+\.)\s)""")
 _TAG_RE = re.compile(r"""<[^<>{}]*>""")
 
@@ -160,10 +161,22 @@ def shown_sentence(text: str, lo: int, hi: int, marks: list[tuple[int, int, str]
         pieces += [text[pos:start], "\x00" + value + "\x01"]
         pos = end
     pieces.append(text[pos:hi])
-    shown = _SHOWN_CLAIM_RE.sub(lambda m: m.group("value"), "".join(pieces))
+    shown = _braces_shown(_CLAIM_BODY_RE, "{value}", "".join(pieces))
     shown = _TAG_RE.sub(" ", shown)
-    shown = _SHOWN_VALUE_RE.sub(lambda m: f"<{m.group('query')}>", shown)  # a generated figure
+    shown = _braces_shown(_VALUE_BODY_RE, "<{query}>", shown)  # a generated figure
     return " ".join(shown.split()).replace("\x00", "[").replace("\x01", "]")
+
+
+def _braces_shown(body_re: re.Pattern[str], form: str, text: str) -> str:
+    """`text` with each `{{ … }}` (the page scanner's tokens) whose body `body_re` matches shown as
+    `form`, filled from the match's groups; other braces are left as they are."""
+    pieces, pos = [], 0
+    for token in tokens(text):
+        m = body_re.match(token.body)
+        if m is not None:
+            pieces += [text[pos:token.start], form.format(**m.groupdict())]
+            pos = token.end
+    return "".join(pieces) + text[pos:]
 
 
 def sentence(text: str, start: int, end: int, value: str) -> str:

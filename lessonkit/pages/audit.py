@@ -71,6 +71,7 @@ from lessonkit.pages.readertext import (
     read_html,
 )
 from lessonkit.pages.render import language_of
+from lessonkit.pages.scan import tokens
 from lessonkit.pages.sourcemap import SourceFinder
 from lessonkit.pages.state import PAGE_RANK, PageResult
 
@@ -407,7 +408,7 @@ def _gpu_models(text: ReaderText, narrative: list[_Narrative], models: set[str],
         if not any(c.isdigit() for c in line.text):
             continue
         skel = None
-        examples = [e.span() for e in _EXAMPLE_RE.finditer(line.text)]  # directives shown as examples
+        examples = [(t.start, t.end) for t in tokens(line.text)]  # directives shown as examples, braces and all
         for m in _GPU_MODEL_RE.finditer(line.text):
             if m.group("model") in models or line.is_produced(m.start(), m.end()):
                 continue
@@ -841,7 +842,6 @@ def _count_words(text: ReaderText, narrative: list[_Narrative], finder: SourceFi
 
 
 _RUN_OF_RE = re.compile(r"""\bruns? ([\w.-]+)""")  # the run a generated figure's backing names first
-_EXAMPLE_RE = re.compile(r"""\{\{.*?\}\}""")  # a directive shown as an example, braces and all
 
 
 def _figures(text: ReaderText, cited: _Cited, narrative: list[_Narrative], versions: dict[str, set[str]],
@@ -898,7 +898,7 @@ def _figures(text: ReaderText, cited: _Cited, narrative: list[_Narrative], versi
                        _numbered_message(line.text[numbered.start():m.end()]))
                 continue
             if examples is None:
-                examples = [e.span() for e in _EXAMPLE_RE.finditer(line.text)]
+                examples = [(t.start, t.end) for t in tokens(line.text)]
             if any(a <= m.start() and m.end() <= b for a, b in examples):
                 note(line, m, "inside a directive shown as an example, braces and all")
                 continue

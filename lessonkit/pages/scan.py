@@ -115,6 +115,12 @@ def scan(text: str, lines: LineIndex) -> tuple[list[Token], list[Unclosed]]:
     return tokens, unclosed
 
 
+def tokens(text: str) -> list[Token]:
+    """Every `{{ … }}` of `text` (scan's tokens, without the report of unclosed ones): the one
+    recogniser of double braces, for the page's Markdown and for what a reader sees of it alike."""
+    return scan(text, LineIndex(text))[0] if "{{" in text else []
+
+
 def stands_alone(text: str, token: Token) -> bool:
     """Whether only whitespace shares the token's first and last lines with it."""
     line_start = text.rfind("\n", 0, token.start) + 1

@@ -6,10 +6,9 @@ import re
 
 from lessonkit.pages.figures import FIGURE_RE
 from lessonkit.pages.fold import shown, skeleton
-from lessonkit.pages.scan import FENCE_RE
+from lessonkit.pages.scan import FENCE_RE, tokens
 from lessonkit.pages.text import visible_text
 
-_CLAIM_RE = re.compile(r"""\{\{.*?\}\}""")
 _LANGUAGE_RE = re.compile(r"""\s*\{?\s*\.?(?P<lang>[\w+-]*)""")  # the language a fence's info names first
 
 
@@ -25,7 +24,9 @@ class SourceFinder:
     def _outside_claims(self, k: int) -> str:
         text = self._plain.get(k)
         if text is None:
-            raw = _CLAIM_RE.sub(lambda m: " " * len(m.group()), self.lines[k])
+            raw = self.lines[k]
+            for t in tokens(raw):
+                raw = raw[:t.start] + " " * (t.end - t.start) + raw[t.end:]
             text = self._plain[k] = shown(visible_text(raw))
         return text
 

@@ -17,10 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lessonkit import cache
+from lessonkit.pages.scan import tokens
 
-_REGION_LINE_RE = re.compile(r"""^[ \t]*\{\{[ \t]*(?:region|diagram)\b(?P<args>.*?)\}\}[ \t]*$""",
-                             re.VERBOSE | re.MULTILINE)
-_BRACES_RE = re.compile(r"""\{\{(?P<body>.*?)\}\}""", re.VERBOSE)
 _NAME_TOKEN_RE = re.compile(r"""[\w.-]+""", re.VERBOSE)
 MISSING = "missing"
 
@@ -76,15 +74,24 @@ def combine(items: Iterable[tuple[str, str]]) -> str:
     return h.hexdigest()
 
 
+def _bodies(markdown: str) -> list[str]:
+    """The text inside each `{{ … }}` of the page, as the page's scanner reads them (a claim or a
+    directive may run over lines)."""
+    return [t.body for t in tokens(markdown)]
+
+
 def region_files(markdown: str) -> set[str]:
-    """The paths under code/ that the page's `{{ region PATH NAME }}` and `{{ diagram PATH }}` lines read
+    """The paths under code/ that the page's `{{ region PATH NAME }}` and `{{ diagram PATH }}` directives read
     (a page also reads the runs.toml of each set it names, for its display names: see CheckedSite._inputs)."""
     paths = set()
-    for m in _REGION_LINE_RE.finditer(markdown):
-        args = m.group("args").split()
-        if any(q in m.group("args") for q in "\"'\\"):
+    for body in _bodies(markdown):
+        words = body.split(None, 1)
+        if not words or words[0] not in ("region", "diagram"):
+            continue
+        args = body.split()[1:]
+        if any(q in body for q in "\"'\\"):
             try:
-                args = shlex.split(m.group("args"))
+                args = shlex.split(body)[1:]
             except ValueError:
                 pass  # the page check reports the unreadable directive
         if args:
@@ -99,7 +106,7 @@ def constant_files(markdown: str, lessons: Iterable[str]) -> set[str]:
     """The paths under code/ whose constants the page's claims quote ('{{ 4 @ racecheck.cu:kTiles }}'):
     LESSON/FILE as written, a bare FILE in each of `lessons` (the lessons of the sets it names)."""
     paths = set()
-    for body in _BRACES_RE.findall(markdown):
+    for body in _bodies(markdown):
         for m in _SOURCE_REF_RE.finditer(body):
             ref = m.group("ref")
             if ref.startswith("lessonkit/"):
@@ -116,7 +123,7 @@ def name_words(markdown: str) -> set[str]:
     digits, '-' and '.', taken whole, without its outer dots, and split at its dots (a set name
     may hold a dot: 'day62-racecheck-cuda12.4'; 'day62-racecheck.' ends a sentence). A page can
     only cite a set by naming it there ('{{ evidence day62-racecheck }}', '{{ 3 @ SET/RUN:... }}')."""
-    words = set(_NAME_TOKEN_RE.findall(" ".join(_BRACES_RE.findall(markdown))))
+    words = set(_NAME_TOKEN_RE.findall(" ".join(_bodies(markdown))))
     for token in [t for t in words if "." in t]:
         words.add(token.strip("."))
         words.update(token.split("."))
