@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from lessonkit.pages.fold import shown
 from lessonkit.pages.render import (
@@ -176,6 +176,9 @@ def marker(n: int, style: str) -> str:
     return text.upper() if style.startswith("upper") else text
 
 
+_FOREIGN = ("svg", "math")  # elements whose content a browser parses as SVG or MathML
+
+
 class _Reader(HTMLParser):
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
@@ -274,6 +277,15 @@ class _Reader(HTMLParser):
                 self.line.code = block
         elif tag == "br":
             self._break()
+
+    def set_cdata_mode(self, elem: str, *args: Any, **kwargs: Any) -> None:
+        """Python's parser reads a <title> as text with no tags in it (RCDATA) from Python 3.9.23,
+        3.10.18, 3.11.13, 3.12.11 and 3.13.6 on. A browser does so for the page's <title>, not for an
+        SVG's, whose content is elements (foreign content, HTML's parsing rules 13.2.6.5): a
+        diagram's <title> holds produced <tspan>s, read as the browser reads them on every Python."""
+        if elem == "title" and any(o.tag in _FOREIGN for o in self.stack):
+            return
+        super().set_cdata_mode(elem, *args, **kwargs)
 
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.handle_starttag(tag, attrs)
