@@ -31,6 +31,7 @@ def test_explain_prints_each_sentence_and_what_backs_each_figure(demo_repo: Path
         f"    2: one value every recording gives; the number of reports records; run race of {toolkit}, 3 recordings in 1 session",
         ("    110\u2013130: a range every recording falls in; the field hazards of the reports records where severity "
         f"is Error; run race of {toolkit}, 3 recordings in 1 session"),
+        "      recorded, session by session: s1 118\u2013125",
         "docs/p.md:4: It took [~2] s.",
         ("    ~2: a rounded value every recording rounds to ([1.5, 2.5)); the field wall_s, in seconds; "
         f"run race of {toolkit}, 3 recordings in 1 session"),

@@ -343,3 +343,18 @@ def test_explain_says_what_a_count_of_sessions_is(tmp_path):
                           cwd=repo, capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     assert "two: one value every recording gives; how many GPU sessions the set keeps; set demo" in done.stdout
+
+
+def test_explain_shows_how_far_the_sessions_differ_beside_how_far_one_sessions_recordings_do(tmp_path):
+    """An author choosing a range that the next session will keep needs the spread between sessions,
+    not only the whole range: explain lists a varying figure's values session by session."""
+    from lessonkit.cli.explain import explain
+
+    repo = two_sessions(tmp_path, 130)
+    (repo / "docs/p.md").write_text(PAGE.replace("{{ 120 @", "{{ 120–130 @"))
+    lines, errors = explain(repo, repo / "docs/p.md")
+    assert errors == []
+    assert "      recorded, session by session: s1 120; s2 120\u2013130" in lines, lines
+    steady = two_sessions(tmp_path / "steady", 120)
+    (steady / "docs/p.md").write_text(PAGE)
+    assert not any("session by session" in line for line in explain(steady, steady / "docs/p.md")[0])

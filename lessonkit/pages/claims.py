@@ -213,6 +213,32 @@ class Verdict:
     fix: str | None = None
 
 
+_SESSION_ID_RE = re.compile(r"""\bsessions? (?P<id>s\d+)""")
+
+
+def recorded_spread(sample: Sample, digits: int = 4) -> str:
+    """The numbers a sample found, session by session, smallest to largest: 's1 20000; s2 18080–18239;
+    s3 12953–13102' (to `digits` significant digits), so an author sees how far the sessions differ
+    beside how far one session's recordings do; '' when the values are not numbers."""
+    by_session: dict[str, list[Decimal]] = {}
+    for found in sample.values:
+        value = number(found.text)
+        if value is None:
+            return ""
+        m = _SESSION_ID_RE.search(found.session)
+        by_session.setdefault(m.group("id") if m else "", []).append(value)
+
+    def shown(value: Decimal) -> str:
+        return show_number(value) if value == value.to_integral_value() else f"{float(value):.{digits}g}"
+
+    parts = []
+    for session, values in by_session.items():
+        low, high = min(values), max(values)
+        span = shown(low) if low == high else f"{shown(low)}\u2013{shown(high)}"
+        parts.append(f"{session} {span}".strip())
+    return "; ".join(parts)
+
+
 def judge(claim: ClaimValue, sample: Sample) -> Verdict:
     """Check a claim against every value found; the verdict says what is wrong and what would hold."""
     problem = _problem(claim, sample)

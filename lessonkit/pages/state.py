@@ -23,6 +23,7 @@ from lessonkit.pages.claims import (
     Sample,
     judge,
     parse_claim_value,
+    recorded_spread,
 )
 from lessonkit.pages.constants import (
     CORE_PREFIX,
@@ -69,6 +70,7 @@ class ClaimOutcome:
     file: str | None = None  # where the value is written when not in the page (a diagram, under code/)
     backing: str | None = None  # what backs it, in words, when no evidence set does (a program's constant)
     derived: str = ""  # what the claim does to the values found, in words ('plus 1'; lessonkit.pages.units)
+    recorded: str = ""  # the values found, session by session ('s1 20000; s2 18080–18239'): recorded_spread
 
 
 @dataclass
@@ -257,6 +259,8 @@ class PageState:
 
         backing: list[str] = []
 
+        spread: list[str] = []
+
         def outcome(error: LessonError | None = None, fix: str | None = None, skipped: bool = False) -> None:
             if fix is not None and whole_number and not fix.isdigit():
                 fix = None
@@ -265,7 +269,7 @@ class PageState:
             self.result.claims.append(ClaimOutcome(line, start, end, written, shown, error, fix, skipped,
                                                    set_name[0] if set_name else None, file=file,
                                                    backing=backing[0] if backing else None,
-                                                   derived=transform.words()))
+                                                   derived=transform.words(), recorded=spread[0] if spread else ""))
 
         parsed_query = _try_query(query) if sep else None
         if not sep:
@@ -312,6 +316,7 @@ class PageState:
             return ShownClaim(claim, parsed_query, run, unit=unit)
         if declared in TIME_UNITS and not scaled.timing:  # a time its name does not say: declared
             scaled = replace(scaled, timing=True)
+        spread.append(recorded_spread(scaled))
         verdict = judge(claim, scaled)
         if verdict.holds:
             outcome()
