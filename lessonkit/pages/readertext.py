@@ -279,7 +279,7 @@ class _Reader(HTMLParser):
             self._break()
 
     def set_cdata_mode(self, elem: str, *args: Any, **kwargs: Any) -> None:
-        """Python's parser reads a <title> as text with no tags in it (RCDATA) from Python 3.9.23,
+        """Python's parser reads a <title> as text with no tags in it (RCDATA, CPython gh-118350) from Python 3.9.23,
         3.10.18, 3.11.13, 3.12.11 and 3.13.6 on. A browser does so for the page's <title>, not for an
         SVG's, whose content is elements (foreign content, HTML's parsing rules 13.2.6.5): a
         diagram's <title> holds produced <tspan>s, read as the browser reads them on every Python."""
