@@ -262,7 +262,7 @@ def encode_result(result: PageResult) -> dict[str, Any]:
         "cited": sorted(result.cited),
         "blocks": list(result.blocks),
         "claims": [(c.line, c.start, c.end, c.value, c.ref_query, _encode_error(c.error), c.fix,
-                    c.skipped, c.set_name, list(c.sets), c.file, c.backing, c.derived) for c in result.claims],
+                    c.skipped, c.set_name, list(c.sets), c.file, c.backing, c.derived, c.recorded) for c in result.claims],
         "published": [(p.set_name, p.file, str(p.source)) for p in result.published],
         "sources": sorted(result.sources),
         "looked_up": sorted(result.looked_up),
@@ -277,11 +277,11 @@ def decode_result(data: Any) -> PageResult:
     errors = decode_errors(data["errors"])
     by_value = {(e.path, e.line, e.message, e.rank): e for e in errors}  # shared, as when fresh
     claims = []
-    for line, start, end, value, ref_query, error, fix, skipped, set_name, sets, file, backing, derived in data[
+    for line, start, end, value, ref_query, error, fix, skipped, set_name, sets, file, backing, derived, recorded in data[
             "claims"]:
         err = None if error is None else by_value.get(tuple(error)) or LessonError(*error)
         claims.append(ClaimOutcome(line, start, end, value, ref_query, err, fix, skipped, set_name,
-                                   tuple(sets), file, backing, derived))
+                                   tuple(sets), file, backing, derived, recorded))
     return PageResult(
         markdown=data["markdown"], errors=errors, cited={tuple(c) for c in data["cited"]},
         blocks=list(data["blocks"]), claims=claims,
