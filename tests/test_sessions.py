@@ -358,3 +358,18 @@ def test_explain_shows_how_far_the_sessions_differ_beside_how_far_one_sessions_r
     steady = two_sessions(tmp_path / "steady", 120)
     (steady / "docs/p.md").write_text(PAGE)
     assert not any("session by session" in line for line in explain(steady, steady / "docs/p.md")[0])
+
+
+def test_a_derived_claim_names_the_session_of_the_recording_it_fails_in(tmp_path):
+    """A claim that derives its figure (`+ 1`) says which session's recording breaks it, as a plain
+    claim does, and explain lists its derived values session by session."""
+    from lessonkit.cli.explain import explain
+
+    repo = two_sessions(tmp_path, 130)
+    derived = PAGE.replace("{{ 120 @ race:reports[severity=Error].hazards }}",
+                           "{{ 121 @ race:reports[severity=Error].hazards + 1 }}")
+    errors = checked(repo, derived)
+    assert len(errors) == 1 and "evidence/demo/s2/race.r2.txt (session s2, 2026-11-29T12:00:00Z)" in errors[0], errors
+    (repo / "docs/p.md").write_text(derived.replace("{{ 121 @", "{{ 121–131 @"))
+    lines, _ = explain(repo, repo / "docs/p.md")
+    assert "      recorded, session by session: s1 121; s2 121\u2013131" in lines, lines

@@ -225,7 +225,7 @@ def recorded_spread(sample: Sample, digits: int = 4) -> str:
         value = number(found.text)
         if value is None:
             return ""
-        m = _SESSION_ID_RE.search(found.session)
+        m = _SESSION_ID_RE.search(found.session or found.path)  # a ratio's pair names its session in its path
         by_session.setdefault(m.group("id") if m else "", []).append(value)
 
     def shown(value: Decimal) -> str:

@@ -39,6 +39,7 @@ from lessonkit.pages.claims import (
     judge,
     number,
     parse_claim_value,
+    recorded_spread,
 )
 from lessonkit.pages.query import QueryError, backing, keyed, parse_query, resolve
 from lessonkit.pages.state import ClaimOutcome, PageState, ShownClaim
@@ -92,9 +93,12 @@ def check_compound(page: PageState, index: int, value: str, form: Form, start: i
     used: list[str] = []
     query = _first_query(form)
 
+    spread: list[str] = []
+
     def outcome(error: LessonError | None = None, fix: str | None = None, skipped: bool = False) -> None:
         page.result.claims.append(ClaimOutcome(line, start, end, value, shown, error, fix, skipped,
-                                               used[0] if used else None, tuple(used)))
+                                               used[0] if used else None, tuple(used),
+                                               recorded=spread[0] if spread else ""))
 
     def fail(message: str, fix: str | None = None) -> None:
         outcome(page.error(index, f"claim {value!r} ({shown}) {message}"), fix)
@@ -108,6 +112,7 @@ def check_compound(page: PageState, index: int, value: str, form: Form, start: i
     try:
         if form.sets is None:
             sample, _ = _sample(page, index, None, form, used, f"{value} @ {shown}")
+            spread.append(recorded_spread(sample))
             verdict = judge(values[0], sample)
             if verdict.holds:
                 outcome()

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from decimal import Decimal
 
 from lessonkit.evidence.display import UNIT_WORD, describe, typed_unit
-from lessonkit.pages.claims import Found, Sample, number, show_number
+from lessonkit.pages.claims import Sample, number, show_number
 
 _SCALES = {"percent": (Decimal(100), "percent"), "per 100000": (Decimal(100000), "per 100000")}
 _SUFFIX_RE = re.compile(r"""^(?P<query>.*?)(?:\s+as\s+(?P<scale>percent|per\s+100,?000)"""
@@ -78,7 +78,7 @@ class Transform:
                 if op == "/" and k == 0:
                     return "a figure cannot be divided by 0"
                 n = {"+": n + k, "-": n - k, "*": n * k, "/": n / k if k else n}[op]
-            values.append(Found(show_number(n), found.path, found.line))
+            values.append(replace(found, text=show_number(n)))  # its file, line and session kept
         return replace(sample, values=tuple(values))
 
 
