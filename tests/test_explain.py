@@ -168,12 +168,12 @@ def test_a_backing_names_the_sessions_only_where_the_run_lacks_some():
 
 
 def test_a_ratios_values_are_listed_by_the_session_its_pair_names():
-    """A ratio's value comes from a pair of recordings, named by the session in its backing's path
+    """A ratio's value comes from a pair of recordings of one session, which its value carries
     (crossclaims.ratio); the session-by-session list reads it there."""
     from lessonkit.pages.claims import Found, Sample, recorded_spread
 
-    pairs = Sample((Found("6.035", "evidence/x/manifest.json (session s1 (2026-12-06T20:32:08Z))"),
-                    Found("7.212", "evidence/x/manifest.json (session s1 (2026-12-06T20:32:08Z))"),
-                    Found("11.05", "evidence/x/manifest.json (session s3 (2026-12-07T06:32:07Z))")), "a / b", 3)
+    path = "evidence/x/manifest.json"
+    pairs = Sample((Found("6.035", path, session_id="s1"), Found("7.212", path, session_id="s1"),
+                    Found("11.05", path, session_id="s3")), "a / b", 3)
     assert recorded_spread(pairs) == "s1 6.035\u20137.212; s3 11.05"
     assert recorded_spread(Sample((Found("yes", "p"),), "g", 1)) == ""

@@ -68,8 +68,7 @@ def explain(repo: Path, page: Path) -> tuple[list[str], list[LessonError]]:
         for _, _, claim in claims:
             mark = "" if claim.error is None else "  (does not hold: see check)"
             lines.append(f"    {describe(claim, site.evidence.sets)}{mark}")
-            spans = {part.rpartition(" ")[2] for part in claim.recorded.split("; ")} if claim.recorded else set()
-            if len(spans) > 1 or any("\u2013" in span for span in spans):  # the values vary: how, by session
+            if claim.recorded:  # its values vary: how, session by session
                 lines.append(f"      recorded, session by session: {claim.recorded}")
     checked = CheckedSite(repo, store=Store(None), keep="errors")
     checked.refresh()

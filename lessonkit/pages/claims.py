@@ -166,6 +166,7 @@ class Found:
     path: str = ""
     line: int | None = None
     session: str = ""  # the GPU session of the recording it is from ('session s2, 2026-12-03T21:04:11Z')
+    session_id: str = ""  # that session's id ('s2'), or the session a ratio's pair or a provenance value is of
 
 
 @dataclass(frozen=True)
@@ -213,24 +214,22 @@ class Verdict:
     fix: str | None = None
 
 
-_SESSION_ID_RE = re.compile(r"""\bsessions? (?P<id>s\d+)""")
-
-
 def recorded_spread(sample: Sample, digits: int = 4) -> str:
     """The numbers a sample found, session by session, smallest to largest: 's1 20000; s2 18080–18239;
     s3 12953–13102' (to `digits` significant digits), so an author sees how far the sessions differ
-    beside how far one session's recordings do; '' when the values are not numbers."""
+    beside how far one session's recordings do; '' when the values are not numbers or are all one."""
     by_session: dict[str, list[Decimal]] = {}
     for found in sample.values:
         value = number(found.text)
         if value is None:
             return ""
-        m = _SESSION_ID_RE.search(found.session or found.path)  # a ratio's pair names its session in its path
-        by_session.setdefault(m.group("id") if m else "", []).append(value)
+        by_session.setdefault(found.session_id, []).append(value)
 
     def shown(value: Decimal) -> str:
         return show_number(value) if value == value.to_integral_value() else f"{float(value):.{digits}g}"
 
+    if len({v for values in by_session.values() for v in values}) < 2:
+        return ""
     parts = []
     for session, values in by_session.items():
         low, high = min(values), max(values)

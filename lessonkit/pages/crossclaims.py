@@ -264,7 +264,8 @@ def ratio(ev: EvidenceSet, num: str, num_query: str, den: str, den_query: str) -
                 raise QueryError(f"a ratio needs numbers; {bad.path} gives {bad.text!r}")
             if b == 0:
                 raise QueryError(f"{second.name} gives 0 for {den_query}; a ratio cannot divide by it")
-            found.append(Found(_ratio_text(a / b), f"{ev.shown}/manifest.json ({view.sessions[sid].label()})"))
+            found.append(Found(_ratio_text(a / b), f"{ev.shown}/manifest.json ({view.sessions[sid].label()})",
+                               session_id=sid))
     group = f"{num} / {den} (paired by repeat)"
     return Sample(tuple(found), group, len(found), top.timing or bottom.timing, sessions=len(tops))
 

@@ -258,7 +258,7 @@ def _resolve(ev: EvidenceSet, group: str | None, query: str) -> Sample:
         if not all(_scalar(v) for _, v in per_session):
             raise QueryError(f"{q.name!r} of set {ev.name!r} is not one value a session; a page quotes its "
                              "values, not a structure")
-        found = tuple(Found(show(v), f"{manifest} ({s.label()})") for s, v in per_session)
+        found = tuple(Found(show(v), f"{manifest} ({s.label()})", session_id=s.id) for s, v in per_session)
         return Sample(found, ev.name, len(found), q.timing, sessions=len(found), per_session=True)
     names = ev.recordings(group)
     sessions = len({ev.entries[n].session for n in names})
@@ -272,14 +272,14 @@ def _resolve(ev: EvidenceSet, group: str | None, query: str) -> Sample:
     filters, wanted, wildcard = q.filters or (), q.field, q.wildcard
     kernel = next((v for k, v in filters if k == KERNEL and v != WILDCARD), None) if q.count else None
     for name, path, index in zip(names, paths, indexes):
-        note = session_note(ev, name)
+        note, sid = session_note(ev, name), ev.session_of(name).id
         chosen = index.select(filters)
         if q.count:
             if not chosen and kernel is not None and kernel not in (named := launched(ev.transcript(name))):
                 raise NotLaunched(f"{q.selection()} counts the records of kernel {kernel!r}, which {path} never "
                                   f"names: the run did not launch it there (it names {_known(named)}), so a "
                                   f"count of 0 says nothing about {kernel}; cite a run that launched it")
-            found_list.append(Found(str(len(chosen)), path, session=note))
+            found_list.append(Found(str(len(chosen)), path, session=note, session_id=sid))
             continue
         if not wildcard and len(chosen) != 1:
             raise QueryError(f"{q.selection()} selects {len(chosen)} records in {path}, not exactly one; "
@@ -290,7 +290,7 @@ def _resolve(ev: EvidenceSet, group: str | None, query: str) -> Sample:
             if wanted not in record:
                 raise QueryError(f"records of {q.name!r} in {path} have no field {q.field!r}; they have: "
                                  f"{_known(k for k in record if not k.startswith('_'))}")
-            found_list.append(Found(show(record[wanted]), path, record.get("_line"), note))
+            found_list.append(Found(show(record[wanted]), path, record.get("_line"), note, sid))
     if not found_list:
         where = ev.transcript_path(names[0]) if len(names) == 1 else f"{len(names)} recordings of {group}"
         raise QueryError(f"{q.selection()} selects no record in {where}")
@@ -327,7 +327,7 @@ def session_note(ev: EvidenceSet, name: str) -> str:
 def _value(ev: EvidenceSet, name: str, parsed: Transcript, wanted: str) -> Found:
     """A plain value of one recording: a transcript scalar, a manifest field, or provenance."""
     found = _value_of(ev, name, parsed, wanted)
-    return Found(found.text, found.path, found.line, session_note(ev, name))
+    return Found(found.text, found.path, found.line, session_note(ev, name), ev.session_of(name).id)
 
 
 def _value_of(ev: EvidenceSet, name: str, parsed: Transcript, wanted: str) -> Found:

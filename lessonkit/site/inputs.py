@@ -85,10 +85,10 @@ def region_files(markdown: str) -> set[str]:
     (a page also reads the runs.toml of each set it names, for its display names: see CheckedSite._inputs)."""
     paths = set()
     for body in _bodies(markdown):
-        words = body.split(None, 1)
-        if not words or words[0] not in ("region", "diagram"):
+        args = body.split()
+        if not args or args[0] not in ("region", "diagram"):
             continue
-        args = body.split()[1:]
+        args = args[1:]
         if any(q in body for q in "\"'\\"):
             try:
                 args = shlex.split(body)[1:]
