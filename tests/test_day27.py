@@ -14,6 +14,7 @@ import pytest
 from conftest import REPO
 
 from lessonkit.evidence.spec import load_spec
+from lessonkit.pages.tables import RUN, SESSION
 
 LESSON = REPO / "code/day27-global-reduction"
 PAGE = REPO / "docs/day27-global-reduction.md"
@@ -71,8 +72,8 @@ def json_names_queried(page: str) -> set[str]:
                 assert q, word
                 names.add(q.group("name"))
                 names.update(k.split("=")[0].strip() for k in (q.group("filters") or "").split(",") if k)
-            elif word.startswith(("rows=", "cols=")):
-                names.add(word[5:].split(":")[0])
+            elif word.startswith(("rows=", "cols=")) and word[5:].split(":")[0] not in (RUN, SESSION):
+                names.add(word[5:].split(":")[0])  # the table's own keys, the run and the session, are no JSON's
             elif word.startswith("cell="):
                 names.update(re.findall(r"\{(\w+)\}", word) or [word[5:].strip('"')])
     return names

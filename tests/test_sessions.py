@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import RACE as RACE_TEXT
 from conftest import REPO, checked, mkdocs_yml, record_set, write_tree
 from fake_gpu import make_lab, runs_toml
 
@@ -373,3 +374,57 @@ def test_a_derived_claim_names_the_session_of_the_recording_it_fails_in(tmp_path
     (repo / "docs/p.md").write_text(derived.replace("{{ 121 @", "{{ 121–131 @"))
     lines, _ = explain(repo, repo / "docs/p.md")
     assert "      recorded, session by session: s1 121; s2 121\u2013131" in lines, lines
+
+
+# -- figures that move between sessions: generated, bound to the words, shown session by session ---------
+
+HAZ = "race:reports[severity=Error].hazards"
+
+
+def test_a_table_has_a_row_for_each_kept_session_over_its_recordings_alone(tmp_path):
+    """`rows=session` draws each session's own range (a refresh that retires one drops its row) and
+    labels it with the session's id and start; the same table over the whole set would give one range."""
+    from conftest import run_page
+
+    repo = two_sessions(tmp_path, 130)
+    result = run_page(repo, "# P\n\n{{ evidence demo }}\n\n{{ table race:reports[severity=Error] rows=session cell=hazards }}\n")
+    assert result.errors == []
+    rows = [line for line in result.markdown.splitlines() if line.startswith("| <span")]
+    assert [[cell.split(">")[1].split("<")[0] for cell in row.split(" | ")] for row in rows] == [
+        ["s1, 2026-11-29 12:00 UTC", "120"], ["s2, 2026-11-29 12:00 UTC", "120\u2013130"]], rows
+
+
+def test_rows_of_sessions_draw_from_one_set(tmp_path):
+    repo = two_sessions(tmp_path, 130)
+    record_set(repo, "demo", {"race": [RACE_TEXT, RACE_TEXT]}, set_name="demo-other")
+    page = ("# P\n\n{{ evidence demo }}\n\n{{ table demo/race:reports[severity=Error] "
+            "demo-other/race:reports[severity=Error] rows=session cell=hazards }}\n")
+    assert checked(repo, page) == [
+        ("docs/p.md:5: table: rows or columns of sessions draw from one set: the sessions of two sets are separate "
+        "recordings, whatever their ids")]
+
+
+def test_a_generated_figure_holds_the_bound_its_words_lean_on_in_every_session(tmp_path):
+    """`within LOW–HIGH` is not shown; a value of any recording of any session outside it fails the page,
+    naming the session, the recording and the value."""
+    from conftest import run_page
+
+    repo = two_sessions(tmp_path, 130)
+    page = "# P\n\n{{ evidence demo }}\n\nThe error has {{ value %s within 100–%d }} hazards.\n"
+    shown = run_page(repo, page % (HAZ, 130))
+    assert shown.errors == [] and "has <span class=\"lk-v\">120\u2013130</span> hazards" in shown.markdown
+    assert checked(repo, page % (HAZ, 125)) == [
+        (f"docs/p.md:5: value '{HAZ} within 100\u2013125': the words around it lean on every value lying from 100 "
+        "to 125; 4 recordings of race in 2 sessions give 1 outside it, first 130 (evidence/demo/s2/race.r2.txt "
+        "(session s2, 2026-11-29T12:00:00Z), line 7)")]
+
+
+def test_a_generated_figure_may_be_derived_and_its_range_rounded_outwards(tmp_path):
+    from conftest import run_page
+
+    repo = two_sessions(tmp_path, 131)
+    page = "# P\n\n{{ evidence demo }}\n\nThat is {{ value %s }} a block.\n"
+    assert "<span class=\"lk-v\">240\u2013262</span>" in run_page(repo, page % f"{HAZ} * 2").markdown
+    # 120 to 131 at two significant digits: the low end rounded down, the high end up, so the range holds both
+    assert "<span class=\"lk-v\">120\u2013140</span>" in run_page(repo, page % f"{HAZ} sig=2").markdown
+    assert "<span class=\"lk-v\">12\u201314</span>" in run_page(repo, page % f"{HAZ} / 10 sig=2").markdown

@@ -9,6 +9,7 @@ each produced figure, for a reader to open.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from lessonkit.evidence.display import describe as describe_unit
@@ -18,6 +19,7 @@ from lessonkit.pages.claims import ClaimValueError, parse_claim_value
 from lessonkit.pages.crossclaims import compound
 from lessonkit.pages.query import QueryError, parse_query
 from lessonkit.pages.state import SESSION_REF_RE, ClaimOutcome
+from lessonkit.pages.units import derived
 
 
 def unit_of(field: str) -> str | None:
@@ -153,17 +155,26 @@ def describe(claim: ClaimOutcome, sets: Mapping[str, EvidenceSet], default: str 
 
 
 def describe_generated(query: str, default: str | None, sets: Mapping[str, EvidenceSet]) -> str:
-    """A `{{ value QUERY }}` figure's backing in plain words."""
+    """A `{{ value QUERY [within LOW–HIGH] [sig=N] }}` figure's backing in plain words, with the
+    bound the words around it lean on."""
+    query = re.sub(r"""\s+sig=\S*\s*$""", "", query)
+    bound = ""
+    m = re.search(r"""\s+within\s+(\S+?)\s*\u2013\s*(\S+)\s*$""", query)
+    if m:
+        query, bound = query[:m.start()], f"; the words around it lean on every value lying from {m[1]} to {m[2]}"
+    query, derive = derived(query)
+    if derive.ops:
+        bound = f", {derive.words()}{bound}"
     form = compound(query)
     if form is None:
         what, where = _operand(query, default, sets)
-        return f"generated from every recording: {what}; {where}"
+        return f"generated from every recording: {what}; {where}{bound}"
     parts = [_operand(o, default, sets) for o in form.operands]
     if len(parts) != 2:
-        return f"generated from every recording: {parts[0][0]}; {parts[0][1]}"
+        return f"generated from every recording: {parts[0][0]}; {parts[0][1]}{bound}"
     runs = list(dict.fromkeys(where for _, where in parts))  # every run it divides, named, as a claim's are
     return (f"generated from every pair of recordings: {parts[0][0]} divided by {parts[1][0]}; "
-            + (runs[0] if len(runs) == 1 else f"numerator: {runs[0]}; denominator: {runs[1]}"))
+            + (runs[0] if len(runs) == 1 else f"numerator: {runs[0]}; denominator: {runs[1]}") + bound)
 
 
 def describe_table(ev: EvidenceSet, runs: list[str], field: str) -> str:

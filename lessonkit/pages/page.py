@@ -308,8 +308,7 @@ def _inline(page: PageState, line: OutLine, token: Token, word: str | None, sour
         figure, claim = render_value(page, token.line, token.body)
         if claim is not None:
             query = " ".join(token.body.split()[1:])
-            why = for_reader(describe_generated(query.split(" sig=")[0], page.default_set, page.sets), page.sets,
-                             page.default_set)
+            why = for_reader(describe_generated(query, page.default_set, page.sets), page.sets, page.default_set)
             line.spans.append(Span(len(line.text), len(line.text) + len(figure), claim, why))
             _check_unit(page, token, claim, figure, source, text)
         line.text += figure

@@ -1,7 +1,10 @@
 """Tables drawn from the evidence: `{{ table SOURCE... rows=KEY [cols=KEY] cell=FIELD ... }}`.
 
 A SOURCE is `RUN:COLLECTION` or `RUN:COLLECTION[KEY=VALUE,...]` (RUN as in a claim); several
-sources put their runs side by side, and the key `run` names the run a record comes from.
+sources put their runs side by side, and the key `run` names the run a record comes from. The key
+`session` names the kept GPU session a recording comes from: a row (or column) of each session,
+labelled with its id and start time, whose cells are over that session's recordings alone, so a
+page shows how much the sessions differ without naming one (a refresh retires the oldest).
 Rows are the values of `rows=KEY`, columns the values of `cols=KEY` (or, without `cols`, one
 column for each `cell=`), each in order of first appearance, or as listed: `rows=kernel:A|B`.
 A cell is a FIELD of the one record its row and column select (every record, with a `KEY=*`
@@ -23,8 +26,8 @@ from __future__ import annotations
 
 import html
 import re
-from dataclasses import dataclass
-from decimal import ROUND_HALF_UP, Decimal
+from dataclasses import dataclass, replace
+from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING
 
 from lessonkit.errors import LessonError
@@ -49,6 +52,7 @@ if TYPE_CHECKING:
     from lessonkit.pages.state import PageState
 
 RUN = "run"
+SESSION = "session"  # the kept session a recording comes from: a row or a column of each
 NOT_RUN = "not run"  # a cell whose run never launched the kernel it selects
 # What an `empty=` text may not say: a count (a figure, a number word, "none"), or "not run",
 # which the table writes itself where it is true.
@@ -140,16 +144,17 @@ def _table(page: PageState, index: int, parts: list[str]) -> str:
                  for c in cells]
         columns = [(None, c) for c in cells]
     else:
-        head += [_shown(display.label(col_key, v), f"generated from every recording: a value of the key {col_key} "
+        head += [_shown(_label(display, sources, col_key, v), f"generated from every recording: a value of the key {col_key} "
                         f"in {', '.join('run ' + s.run for s in sources)}, a column of the table") for v in col_values]
         columns = [(v, cells[0]) for v in col_values]
     body = []
     runs = list(dict.fromkeys(source.run for source in sources))
     for rv in row_values:
-        row = [_shown(display.label(row_key, rv), f"generated from every recording: a value of the key {row_key} in "
+        row = [_shown(_label(display, sources, row_key, rv), f"generated from every recording: a value of the key {row_key} in "
                       f"{', '.join('run ' + s.run for s in sources)}, a row of the table")]
         for cv, cell in columns:
-            where = f"({display.label(row_key, rv)}{'' if cv is None else ', ' + display.label(col_key, cv)})"
+            where = f"({_label(display, sources, row_key, rv)}" + \
+                ("" if cv is None else f", {_label(display, sources, col_key, cv)}") + ")"
             chosen = {row_key: rv} | ({} if cv is None else {col_key: cv})
             text = _cell(page, sources, chosen, cell, where, int(sig) if sig else None)
             field = _FIELD_RE.search(cell).group("field") if "{" in cell else cell
@@ -214,6 +219,11 @@ def _axis(option: str, sources: list[_Source]) -> tuple[str, list[str]]:
         return key, values
     if key == RUN:
         return key, list(dict.fromkeys(s.run for s in sources))
+    if key == SESSION:
+        if len({s.ev.name for s in sources}) > 1:
+            raise Refused("rows or columns of sessions draw from one set: the sessions of two sets are "
+                          "separate recordings, whatever their ids")
+        return key, list(sources[0].ev.sessions)
     values: dict[str, None] = {}
     for s in sources:
         for record in _records(s):
@@ -222,6 +232,16 @@ def _axis(option: str, sources: list[_Source]) -> tuple[str, list[str]]:
     if not values:
         raise Refused(f"no record of the sources has a field {key!r}")
     return key, list(values)
+
+
+def _label(display: Display, sources: list[_Source], key: str, value: str) -> str:
+    """A row's or column's label: a session's id and start time ('s3, 2026-12-07 06:30 UTC'), else
+    the display's label."""
+    if key != SESSION:
+        return display.label(key, value)
+    started = sources[0].ev.sessions[value].started or ""
+    when = f"{started[:10]} {started[11:16]} UTC" if len(started) >= 16 else started
+    return f"{value}, {when}" if when else value
 
 
 def _records(source: _Source) -> list[dict]:
@@ -240,7 +260,9 @@ def _cell(page: PageState, sources: list[_Source], chosen: dict[str, str], cell:
     for source in sources:
         if chosen.get(RUN, source.run) != source.run:
             continue
-        filters = dict(source.filters) | {k: v for k, v in chosen.items() if k != RUN}
+        if SESSION in chosen:  # that session's recordings alone
+            source = replace(source, ev=source.ev.view(frozenset({chosen[SESSION]})))
+        filters = dict(source.filters) | {k: v for k, v in chosen.items() if k not in (RUN, SESSION)}
         selection = ",".join(f"{k}={v}" for k, v in filters.items())
         try:
             counts = _sample(source, f"#{source.collection}[{selection}]", where)
@@ -309,6 +331,8 @@ def figure(sample: Sample, where: str, sig: int | None = None) -> str:
     numbers = [number(t) for t in distinct]
     if len(distinct) > 1 and None not in numbers:  # the recordings' own extremes: regenerated with them
         low, high = distinct[numbers.index(min(numbers))], distinct[numbers.index(max(numbers))]
+        if sig is not None:  # rounded outwards, so that the range still holds every value
+            low, high = _outward(min(numbers), sig, ROUND_FLOOR), _outward(max(numbers), sig, ROUND_CEILING)
         return _ROUND_BIG_RE.sub(_short, f"{low}\u2013{high}")
     fix = accepted_value(ClaimValue(distinct[0], "exact"), sample)
     if fix is None and len(sample.values) == sample.recordings:  # one text a recording: say how many say each
@@ -330,6 +354,15 @@ def _rounded(text: str, sig: int) -> str | None:
         return None
     place = Decimal(1).scaleb(value.adjusted() - sig + 1)
     return "~" + format(value.quantize(place, rounding=ROUND_HALF_UP), "f")
+
+
+def _outward(value: Decimal, sig: int, rounding: str) -> str:
+    """`value` rounded to `sig` significant digits in the direction `rounding` (a range's low end
+    down, its high end up): 4607.8 at two, down, is '4600'; 0.002992 at two, up, '0.0030'."""
+    if value == 0:
+        return "0"
+    place = Decimal(1).scaleb(value.adjusted() - sig + 1)
+    return format(value.quantize(place, rounding=rounding), "f")
 
 
 def _short(m: re.Match[str]) -> str:

@@ -30,6 +30,7 @@ _SUFFIX_RE = re.compile(r"""^(?P<query>.*?)(?:\s+as\s+(?P<scale>percent|per\s+10
                         r"""|(?P<ops>(?:\s+[-+*/]\s*\d+)+)"""
                         r"""|\s+within\s+(?P<low>-?[\d,.]+)\s*\u2013\s*(?P<high>-?[\d,.]+))\s*$""")
 HELD, DIED = "held", "died"  # a prediction's verdicts: every recording inside its range, or none
+_OPS_RE = re.compile(r"""(?:\s+[-+*/]\s*\d+)+\s*$""")
 _OP_RE = re.compile(r"""(?P<op>[-+*/])\s*(?P<k>\d+)""")
 # What a reader takes for a unit right after a figure.
 _UNIT_AFTER_RE = re.compile(r"""^\s?""" + UNIT_WORD, re.IGNORECASE)
@@ -98,6 +99,15 @@ def split_transform(ref_query: str, value: str) -> tuple[str, str, Transform]:
         value = value[:-1].rstrip()
         transform = replace(transform, scale="percent")
     return ref_query, value, transform
+
+
+def derived(text: str) -> tuple[str, Transform]:
+    """(the query, the arithmetic after it) of a generated figure's `RUN:QUERY * 100 / 20000`: a
+    figure derived from a recorded one, as a claim's is."""
+    if _OPS_RE.search(text) is None:
+        return text, Transform()
+    query, _, transform = split_transform(text, "")
+    return query, transform
 
 
 def _figure(text: str) -> bool:

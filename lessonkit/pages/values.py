@@ -1,4 +1,4 @@
-"""Figures generated from the evidence: `{{ value QUERY [sig=N] }}`.
+"""Figures generated from the evidence: `{{ value QUERY [within LOW–HIGH] [sig=N] }}`.
 
 QUERY is what a claim names after its `@`: `RUN:QUERY`, `SET/RUN:QUERY`, or a ratio
 `RUN:QUERY / RUN:QUERY` (paired by repeat, lessonkit.pages.crossclaims.ratio). The page shows
@@ -6,6 +6,11 @@ the figure a table cell would (lessonkit.pages.tables.figure): the value every r
 else the range `lessonkit accept` would write; with `sig=N`, a fraction every recording rounds
 alike to N significant digits is shown as ~V. Nothing is typed, so nothing breaks when a
 refresh moves the figure and accept has nothing to rewrite; the figure is marked as produced.
+
+`within LOW–HIGH` is what the words around the figure lean on ("thousands of launches": within
+1000–20000; "times fewer": within 1–1000000): it is not shown, and every recording's value must
+lie in it, or the page fails naming the session, the recording and the value. Its width is the
+words' and not the recordings', so the looseness rule for a typed range does not apply to it.
 """
 
 from __future__ import annotations
@@ -19,9 +24,11 @@ from lessonkit.pages.crossclaims import compound, ratio
 from lessonkit.pages.query import QueryError, parse_query, resolve
 from lessonkit.pages.state import PageState, ShownClaim
 from lessonkit.pages.tables import Refused, figure, grouped
+from lessonkit.pages.units import DIED, Transform, derived
 
 WORD = "value"
 _SIG_RE = re.compile(r"""\s+sig=(?P<sig>\S*)\s*$""")
+_WITHIN_RE = re.compile(r"""\s+within\s+(?P<low>\S+?)\s*\u2013\s*(?P<high>\S+)\s*$""")
 
 
 def is_value(body: str) -> bool:
@@ -53,6 +60,12 @@ def _render(page: PageState, index: int, text: str) -> tuple[str, ShownClaim]:
         if not (m.group("sig").isdigit() and 1 <= int(m.group("sig")) <= 6):
             raise Refused(f"sig={m.group('sig')!r}: give the significant digits a fraction is shown with, 1 to 6")
         sig, text = int(m.group("sig")), text[:m.start()]
+    within = None
+    m = _WITHIN_RE.search(text)
+    if m:
+        within, text = Transform(within=(m.group("low").replace(",", ""), m.group("high").replace(",", ""))), \
+            text[:m.start()]
+    text, derive = derived(text)
     if not text:
         raise Refused("name what to show: {{ value RUN:QUERY [sig=N] }} or {{ value RUN:QUERY / RUN:QUERY }}")
     form = compound(text)
@@ -78,8 +91,31 @@ def _render(page: PageState, index: int, text: str) -> tuple[str, ShownClaim]:
         raise Refused(str(exc)) from None
     except LessonError as exc:
         raise Refused(f"cannot be read: {exc}") from None
+    if derive.ops:
+        applied = derive.apply(sample)
+        if isinstance(applied, str):
+            raise Refused(applied)
+        sample = applied
+    if within is not None:
+        _bound(sample, within)
     shown = html.escape(grouped(figure(sample, "the figure", sig)), quote=False)  # a transcript's text is data
     return shown, ShownClaim(None, None, (resolved[0][0].name, resolved[0][1]), unit=unit, unit_known=known)
+
+
+def _bound(sample: Sample, within: Transform) -> None:
+    """Refused, naming the first value outside it (its session and recording), unless every value
+    of `sample` lies in the range the words around the figure lean on."""
+    low, high = within.within
+    judged = within.apply(sample)
+    if isinstance(judged, str):
+        raise Refused(judged)
+    outside = [(f, j) for f, j in zip(sample.values, judged.values) if j.text == DIED]
+    if outside:
+        found = outside[0][0]
+        at = sample.at(found)
+        raise Refused(f"the words around it lean on every value lying from {low} to {high}; "
+                      f"{sample.where()} give {len(outside)} outside it, first {found.text}"
+                      f"{f' ({at})' if at else ''}")
 
 
 def _operand(page: PageState, index: int, text: str, whole: str):
