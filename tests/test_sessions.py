@@ -428,3 +428,18 @@ def test_a_generated_figure_may_be_derived_and_its_range_rounded_outwards(tmp_pa
     # 120 to 131 at two significant digits: the low end rounded down, the high end up, so the range holds both
     assert "<span class=\"lk-v\">120\u2013140</span>" in run_page(repo, page % f"{HAZ} sig=2").markdown
     assert "<span class=\"lk-v\">12\u201314</span>" in run_page(repo, page % f"{HAZ} / 10 sig=2").markdown
+
+
+def test_a_range_of_floats_is_never_shown_at_full_precision(tmp_path):
+    """Without sig=N, a range whose ends carry a float's every digit is rounded outwards to a readable
+    figure that still holds every value; ends of a few digits are shown as recorded."""
+    from lessonkit.pages.claims import Found, Sample
+    from lessonkit.pages.tables import figure
+
+    def sample(*texts):
+        return Sample(tuple(Found(t) for t in texts), "run", len(texts))
+
+    assert figure(sample("4607.825212075677", "5791.850401976399"), "the cell") == "4607\u20135792"
+    assert figure(sample("0.04607825212075677", "0.05791850401976399"), "the cell") == "0.04607\u20130.05792"
+    assert figure(sample("6.854", "11.96"), "the cell") == "6.854\u201311.96"
+    assert figure(sample("120", "131"), "the cell") == "120\u2013131"

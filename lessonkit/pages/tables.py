@@ -61,6 +61,9 @@ _EMPTY_COUNT_RE = re.compile(r"""\d|\b(?:none|zero|nil|nothing|no|one|two|three|
 _EMPTY_NOT_RUN_RE = re.compile(r"""\bnot\s+(?:run|launched)\b|\bnever\s+(?:ran|run|launched)\b""", re.IGNORECASE)
 _FIELD_RE = re.compile(r"""\{(?P<field>[A-Za-z_]\w*)\}""")
 _OPTIONAL_RE = re.compile(r"""\[(?P<part>[^\[\]]*)\]""")
+# A range's end written with more significant digits than this plus two (a float's repr) is rounded
+# outwards to this many when no sig=N says how many.
+DEFAULT_SIG = 4
 # A rounded figure of seven digits or more ("~30000000000") reads better as 3e10.
 _ROUND_BIG_RE = re.compile(r"""(?<![\d.])(?P<lead>[1-9]\d{0,2})(?P<zeros>0{6,})(?![\d.])""")
 # A whole number of five digits or more, written with thousands separators: 108,192.
@@ -331,8 +334,12 @@ def figure(sample: Sample, where: str, sig: int | None = None) -> str:
     numbers = [number(t) for t in distinct]
     if len(distinct) > 1 and None not in numbers:  # the recordings' own extremes: regenerated with them
         low, high = distinct[numbers.index(min(numbers))], distinct[numbers.index(max(numbers))]
-        if sig is not None:  # rounded outwards, so that the range still holds every value
-            low, high = _outward(min(numbers), sig, ROUND_FLOOR), _outward(max(numbers), sig, ROUND_CEILING)
+        # Rounded outwards, so that the range still holds every value: to `sig` significant digits,
+        # and an end no one could read (a float's every digit) to DEFAULT_SIG without it.
+        places = sig if sig is not None else (DEFAULT_SIG if any(len(t.replace("-", "").replace(".", "").lstrip("0")) >
+                                                                 DEFAULT_SIG + 2 and "." in t for t in (low, high)) else None)
+        if places is not None:
+            low, high = _outward(min(numbers), places, ROUND_FLOOR), _outward(max(numbers), places, ROUND_CEILING)
         return _ROUND_BIG_RE.sub(_short, f"{low}\u2013{high}")
     fix = accepted_value(ClaimValue(distinct[0], "exact"), sample)
     if fix is None and len(sample.values) == sample.recordings:  # one text a recording: say how many say each
