@@ -69,6 +69,7 @@ from lessonkit.pages.readertext import (
     ReaderText,
     marker,
     read_html,
+    roman_value,
 )
 from lessonkit.pages.render import language_of
 from lessonkit.pages.scan import tokens
@@ -693,12 +694,6 @@ _ORDINALS = {w: n for n, w in enumerate([
 _ORDINAL_RE = re.compile(r"""(?<![^\W_])(?P<word>""" + "|".join(skeleton(w) for w in _ORDINALS) + r""")\s+(?:"""
                          + "|".join(skeleton(w) for w in _ONLY_LINKED) + r""")(?![^\W_s])""")
 _ROMAN_RE = re.compile(r"""(?i:\b(?:""" + "|".join(_NUMBERED) + r"""))s?\s+(?P<word>[IVXLC]+)(?![\w])""")
-_ROMAN_VALUES = {"I": 1, "V": 5, "X": 10, "L": 50, "C": 100}
-
-
-def _roman_value(text: str) -> int:
-    values = [_ROMAN_VALUES[c] for c in text]
-    return sum(-v if k + 1 < len(values) and v < values[k + 1] else v for k, v in enumerate(values))
 
 
 def _numbered_words(text: str, skel: str) -> list[tuple[int, int, int, str]]:
@@ -710,7 +705,7 @@ def _numbered_words(text: str, skel: str) -> list[tuple[int, int, int, str]]:
     found += [(m.start("word"), m.end("word"), _ORDINALS[text[m.start("word"):m.end("word")].lower()],
                text[m.start():m.end()]) for m in _ORDINAL_RE.finditer(skel)
               if text[m.start("word"):m.end("word")].lower() in _ORDINALS]
-    found += [(m.start("word"), m.end("word"), _roman_value(m.group("word")), m.group())
+    found += [(m.start("word"), m.end("word"), roman_value(m.group("word")), m.group())
               for m in _ROMAN_RE.finditer(text)]
     return found
 _COUNTED = ("report", "hazard", "error", "warning", "record", "recording", "launch", "race", "mismatch",

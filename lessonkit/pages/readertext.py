@@ -153,13 +153,26 @@ def _style(values: dict[str, str], nested: int) -> str:
     return (DECIMAL, "lower-alpha", "lower-roman", "upper-alpha", "upper-roman")[min(nested, 4)]
 
 
+# Roman numerals, the one table: a browser's lower-roman markers are written with it, and the audit
+# reads "Prediction IV" with it.
+_ROMAN = ((1000, "m"), (900, "cm"), (500, "d"), (400, "cd"), (100, "c"), (90, "xc"), (50, "l"), (40, "xl"),
+          (10, "x"), (9, "ix"), (5, "v"), (4, "iv"), (1, "i"))
+_ROMAN_LETTERS = {digits: value for value, digits in _ROMAN if len(digits) == 1}
+
+
 def _roman(n: int) -> str:
     out = ""
-    for value, digits in ((1000, "m"), (900, "cm"), (500, "d"), (400, "cd"), (100, "c"), (90, "xc"), (50, "l"),
-                          (40, "xl"), (10, "x"), (9, "ix"), (5, "v"), (4, "iv"), (1, "i")):
+    for value, digits in _ROMAN:
         while n >= value:
             out, n = out + digits, n - value
     return out
+
+
+def roman_value(text: str) -> int:
+    """The number a run of Roman letters reads as ('IV': 4): a letter before a larger one counts
+    negative."""
+    values = [_ROMAN_LETTERS[c] for c in text.lower()]
+    return sum(-v if k + 1 < len(values) and v < values[k + 1] else v for k, v in enumerate(values))
 
 
 def marker(n: int, style: str) -> str:
