@@ -392,6 +392,11 @@ def test_a_table_has_a_row_for_each_kept_session_over_its_recordings_alone(tmp_p
     rows = [line for line in result.markdown.splitlines() if line.startswith("| <span")]
     assert [[cell.split(">")[1].split("<")[0] for cell in row.split(" | ")] for row in rows] == [
         ["s1, 2026-11-29 12:00 UTC", "120"], ["s2, 2026-11-29 12:00 UTC", "120\u2013130"]], rows
+    # what backs a cell, as its tooltip and explain say it: that session's recordings alone
+    from lessonkit.site.check import Site
+    shown = Site.load(repo).page("# P\n\n{{ evidence demo }}\n\n{{ table race:reports[severity=Error] rows=session "
+                                 "cell=hazards }}\n", "docs/p.md").markdown
+    assert "2 recordings a run in 1 session, session s2 only; the cell (s2, 2026-11-29 12:00 UTC)" in shown, shown
 
 
 def test_rows_of_sessions_draw_from_one_set(tmp_path):

@@ -161,8 +161,10 @@ def _table(page: PageState, index: int, parts: list[str]) -> str:
             chosen = {row_key: rv} | ({} if cv is None else {col_key: cv})
             text = _cell(page, sources, chosen, cell, where, int(sig) if sig else None)
             field = _FIELD_RE.search(cell).group("field") if "{" in cell else cell
-            why = for_reader(describe_table(sources[0].ev, runs, field), page.sets, page.default_set) + \
-                f"; the cell {where}"
+            session = chosen.get(SESSION)  # a session's row or column: its recordings alone back the cell
+            backing = sources[0].ev if session is None else sources[0].ev.view(frozenset({session}))
+            why = for_reader(describe_table(backing, runs, field), page.sets, page.default_set) + \
+                ("" if session is None else f", session {session} only") + f"; the cell {where}"
             row.append(empty if text is None else _shown(text, why))
         body.append(row)
     numeric = [all(r[k + 1] == empty or _numeric(r[k + 1]) for r in body) for k in range(len(columns))]
