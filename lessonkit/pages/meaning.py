@@ -9,7 +9,6 @@ each produced figure, for a reader to open.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 
 from lessonkit.evidence.display import describe as describe_unit
@@ -19,7 +18,7 @@ from lessonkit.pages.claims import ClaimValueError, parse_claim_value
 from lessonkit.pages.crossclaims import compound
 from lessonkit.pages.query import QueryError, parse_query
 from lessonkit.pages.state import SESSION_REF_RE, ClaimOutcome
-from lessonkit.pages.units import derived
+from lessonkit.pages.units import generated
 
 
 def unit_of(field: str) -> str | None:
@@ -157,14 +156,12 @@ def describe(claim: ClaimOutcome, sets: Mapping[str, EvidenceSet], default: str 
 def describe_generated(query: str, default: str | None, sets: Mapping[str, EvidenceSet]) -> str:
     """A `{{ value QUERY [within LOW–HIGH] [sig=N] }}` figure's backing in plain words, with the
     bound the words around it lean on."""
-    query = re.sub(r"""\s+sig=\S*\s*$""", "", query)
-    bound = ""
-    m = re.search(r"""\s+within\s+(\S+?)\s*\u2013\s*(\S+)\s*$""", query)
-    if m:
-        query, bound = query[:m.start()], f"; the words around it lean on every value lying from {m[1]} to {m[2]}"
-    query, derive = derived(query)
-    if derive.ops:
-        bound = f", {derive.words()}{bound}"
+    asked = generated(query)
+    query = asked.query
+    bound = "" if asked.within is None else \
+        "; the words around it lean on every value lying from {} to {}".format(*asked.within.within)
+    if asked.derive.ops:
+        bound = f", {asked.derive.words()}{bound}"
     form = compound(query)
     if form is None:
         what, where = _operand(query, default, sets)

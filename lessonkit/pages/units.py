@@ -101,6 +101,35 @@ def split_transform(ref_query: str, value: str) -> tuple[str, str, Transform]:
     return ref_query, value, transform
 
 
+_GENERATED_SIG_RE = re.compile(r"""\s+sig=(?P<sig>\S*)\s*$""")
+_GENERATED_WITHIN_RE = re.compile(r"""\s+within\s+(?P<low>\S+?)\s*\u2013\s*(?P<high>\S+)\s*$""")
+
+
+@dataclass(frozen=True)
+class Generated:
+    """What a `{{ value QUERY [ARITHMETIC] [within LOW–HIGH] [sig=N] }}` asks for, read once for the
+    figure (lessonkit.pages.values) and for the words that say what backs it (lessonkit.pages.meaning)."""
+
+    query: str
+    derive: Transform  # the arithmetic after the query
+    within: Transform | None  # the bound the words around the figure lean on
+    sig: str | None  # as written: lessonkit.pages.values refuses what is not 1 to 6
+
+
+def generated(text: str) -> Generated:
+    """`text` (after the word `value`) read into its query and options."""
+    sig = within = None
+    m = _GENERATED_SIG_RE.search(text)
+    if m:
+        sig, text = m.group("sig"), text[:m.start()]
+    m = _GENERATED_WITHIN_RE.search(text)
+    if m:
+        within = Transform(within=(m.group("low").replace(",", ""), m.group("high").replace(",", "")))
+        text = text[:m.start()]
+    query, derive = derived(text)
+    return Generated(query, derive, within, sig)
+
+
 def derived(text: str) -> tuple[str, Transform]:
     """(the query, the arithmetic after it) of a generated figure's `RUN:QUERY * 100 / 20000`: a
     figure derived from a recorded one, as a claim's is."""

@@ -24,11 +24,9 @@ from lessonkit.pages.crossclaims import compound, ratio
 from lessonkit.pages.query import QueryError, parse_query, resolve
 from lessonkit.pages.state import PageState, ShownClaim
 from lessonkit.pages.tables import Refused, figure, grouped
-from lessonkit.pages.units import DIED, Transform, derived
+from lessonkit.pages.units import DIED, Transform, generated
 
 WORD = "value"
-_SIG_RE = re.compile(r"""\s+sig=(?P<sig>\S*)\s*$""")
-_WITHIN_RE = re.compile(r"""\s+within\s+(?P<low>\S+?)\s*\u2013\s*(?P<high>\S+)\s*$""")
 
 
 def is_value(body: str) -> bool:
@@ -54,18 +52,11 @@ class _Recorded(Exception):
 
 
 def _render(page: PageState, index: int, text: str) -> tuple[str, ShownClaim]:
-    sig = None
-    m = _SIG_RE.search(text)
-    if m:
-        if not (m.group("sig").isdigit() and 1 <= int(m.group("sig")) <= 6):
-            raise Refused(f"sig={m.group('sig')!r}: give the significant digits a fraction is shown with, 1 to 6")
-        sig, text = int(m.group("sig")), text[:m.start()]
-    within = None
-    m = _WITHIN_RE.search(text)
-    if m:
-        within, text = Transform(within=(m.group("low").replace(",", ""), m.group("high").replace(",", ""))), \
-            text[:m.start()]
-    text, derive = derived(text)
+    asked = generated(text)
+    if asked.sig is not None and not (asked.sig.isdigit() and 1 <= int(asked.sig) <= 6):
+        raise Refused(f"sig={asked.sig!r}: give the significant digits a fraction is shown with, 1 to 6")
+    sig = int(asked.sig) if asked.sig is not None else None
+    text, derive, within = asked.query, asked.derive, asked.within
     if not text:
         raise Refused("name what to show: {{ value RUN:QUERY [sig=N] }} or {{ value RUN:QUERY / RUN:QUERY }}")
     form = compound(text)
