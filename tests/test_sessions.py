@@ -448,3 +448,17 @@ def test_a_range_of_floats_is_never_shown_at_full_precision(tmp_path):
     assert figure(sample("0.04607825212075677", "0.05791850401976399"), "the cell") == "0.04607\u20130.05792"
     assert figure(sample("6.854", "11.96"), "the cell") == "6.854\u201311.96"
     assert figure(sample("120", "131"), "the cell") == "120\u2013131"
+
+
+def test_explain_gives_each_side_of_a_comparison_of_two_sets_session_by_session(tmp_path):
+    """`{{ fewer @ … in A vs B }}`: each set's values, session by session, so a reviewer sees whether the
+    two sides lie apart in every session or only over all of them."""
+    from lessonkit.cli.explain import explain
+
+    repo = two_sessions(tmp_path, 130)
+    record_set(repo, "demo", {"race": [RACE_TEXT.replace("[120 hazards]", "[200 hazards]")] * 2}, set_name="demo-b")
+    (repo / "docs/p.md").write_text("# P\n\n{{ evidence demo }}\n\nThe first had {{ fewer @ race:reports[severity=Error]"
+                                    ".hazards in demo vs demo-b }} hazards than the second.\n")
+    lines, errors = explain(repo, repo / "docs/p.md")
+    assert errors == []
+    assert "      recorded, session by session: demo: s1 120; s2 120\u2013130 | demo-b: 200" in lines, lines
