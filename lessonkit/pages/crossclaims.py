@@ -121,8 +121,8 @@ def check_compound(page: PageState, index: int, value: str, form: Form, start: i
             return ShownClaim(values[0], None)
         a, table_a = _sample(page, index, form.sets[0], form, used, f"{value} @ {shown}")
         b, table_b = _sample(page, index, form.sets[1], form, used, f"{value} @ {shown}")
-        spread_a, spread_b = recorded_spread(a), recorded_spread(b)
-        if spread_a or spread_b:  # a comparison of two sets: each side, session by session
+        spread_a, spread_b = (recorded_spread(a), recorded_spread(b)) if form.op == "vs" else ("", "")
+        if spread_a or spread_b:  # a difference or a direction: each side, session by session
             spread.append(" | ".join(f"{name}: {s or (side.values[0].text if side.values else '')}"
                                      for name, s, side in ((form.sets[0], spread_a, a), (form.sets[1], spread_b, b))))
     except _Refused:
