@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING
 from lessonkit.evidence.display import Display
 from lessonkit.pages.scan import Cell, Lines, OutLine, Span, split_cells, tables
 from lessonkit.pages.state import ShownClaim
+from lessonkit.pages.tables import RUN
 from lessonkit.pages.text import visible_text
 
 if TYPE_CHECKING:
     from lessonkit.pages.state import PageState
 
-RUN = "run"
 FIELD = "field"
 
 

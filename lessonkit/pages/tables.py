@@ -138,9 +138,7 @@ def _table(page: PageState, index: int, parts: list[str]) -> str:
     if m := _EMPTY_NOT_RUN_RE.search(empty):
         raise Refused(f"empty={empty!r} says {m.group()!r}: the table writes {NOT_RUN!r} itself in a cell whose run "
                       "never launched its kernel; empty= is for the cells of a kernel the run launched")
-    sig = options.get("sig")
-    if sig is not None and not (sig.isdigit() and 1 <= int(sig) <= 6):
-        raise Refused(f"sig={sig!r}: give the significant digits a fraction is shown with, 1 to 6")
+    sig = sig_digits(options.get("sig"))
     head = [html.escape(display.name(row_key), quote=False)]
     if col_key is None:
         head += [html.escape(display.name(_FIELD_RE.search(c).group("field") if "{" in c else c), quote=False)
@@ -159,7 +157,7 @@ def _table(page: PageState, index: int, parts: list[str]) -> str:
             where = f"({_label(display, sources, row_key, rv)}" + \
                 ("" if cv is None else f", {_label(display, sources, col_key, cv)}") + ")"
             chosen = {row_key: rv} | ({} if cv is None else {col_key: cv})
-            text = _cell(page, sources, chosen, cell, where, int(sig) if sig else None)
+            text = _cell(page, sources, chosen, cell, where, sig)
             field = _FIELD_RE.search(cell).group("field") if "{" in cell else cell
             session = chosen.get(SESSION)  # a session's row or column: its recordings alone back the cell
             backing = sources[0].ev if session is None else sources[0].ev.view(frozenset({session}))
@@ -172,6 +170,15 @@ def _table(page: PageState, index: int, parts: list[str]) -> str:
              "| --- | " + " | ".join("---:" if n else "---" for n in numeric) + " |"]
     lines += ["| " + " | ".join(_escape(c) for c in row) + " |" for row in body]
     return "\n".join(lines)
+
+
+def sig_digits(written: str | None) -> int | None:
+    """The significant digits a `sig=N` asks for (None without one); Refused unless 1 to 6."""
+    if written is None:
+        return None
+    if not (written.isdigit() and 1 <= int(written) <= 6):
+        raise Refused(f"sig={written!r}: give the significant digits a fraction is shown with, 1 to 6")
+    return int(written)
 
 
 def _shown(text: str, why: str | None = None) -> str:
@@ -338,8 +345,7 @@ def figure(sample: Sample, where: str, sig: int | None = None) -> str:
         low, high = distinct[numbers.index(min(numbers))], distinct[numbers.index(max(numbers))]
         # Rounded outwards, so that the range still holds every value: to `sig` significant digits,
         # and an end no one could read (a float's every digit) to DEFAULT_SIG without it.
-        places = sig if sig is not None else (DEFAULT_SIG if any(len(t.replace("-", "").replace(".", "").lstrip("0")) >
-                                                                 DEFAULT_SIG + 2 and "." in t for t in (low, high)) else None)
+        places = sig if sig is not None else DEFAULT_SIG if _unreadable(low) or _unreadable(high) else None
         if places is not None:
             low, high = _outward(min(numbers), places, ROUND_FLOOR), _outward(max(numbers), places, ROUND_CEILING)
         return _ROUND_BIG_RE.sub(_short, f"{low}\u2013{high}")
@@ -363,6 +369,11 @@ def _rounded(text: str, sig: int) -> str | None:
         return None
     place = Decimal(1).scaleb(value.adjusted() - sig + 1)
     return "~" + format(value.quantize(place, rounding=ROUND_HALF_UP), "f")
+
+
+def _unreadable(text: str) -> bool:
+    """Whether a recorded fraction is written with more significant digits than DEFAULT_SIG + 2."""
+    return "." in text and len(text.replace("-", "").replace(".", "").lstrip("0")) > DEFAULT_SIG + 2
 
 
 def _outward(value: Decimal, sig: int, rounding: str) -> str:

@@ -113,7 +113,7 @@ class Generated:
     query: str
     derive: Transform  # the arithmetic after the query
     within: Transform | None  # the bound the words around the figure lean on
-    sig: str | None  # as written: lessonkit.pages.values refuses what is not 1 to 6
+    sig: str | None  # as written: lessonkit.pages.tables.sig_digits reads it
 
 
 def generated(text: str) -> Generated:

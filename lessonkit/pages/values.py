@@ -23,7 +23,7 @@ from lessonkit.pages.claims import Sample
 from lessonkit.pages.crossclaims import compound, ratio
 from lessonkit.pages.query import QueryError, parse_query, resolve
 from lessonkit.pages.state import PageState, ShownClaim
-from lessonkit.pages.tables import Refused, figure, grouped
+from lessonkit.pages.tables import Refused, figure, grouped, sig_digits
 from lessonkit.pages.units import DIED, Transform, generated
 
 WORD = "value"
@@ -53,9 +53,7 @@ class _Recorded(Exception):
 
 def _render(page: PageState, index: int, text: str) -> tuple[str, ShownClaim]:
     asked = generated(text)
-    if asked.sig is not None and not (asked.sig.isdigit() and 1 <= int(asked.sig) <= 6):
-        raise Refused(f"sig={asked.sig!r}: give the significant digits a fraction is shown with, 1 to 6")
-    sig = int(asked.sig) if asked.sig is not None else None
+    sig = sig_digits(asked.sig)
     text, derive, within = asked.query, asked.derive, asked.within
     if not text:
         raise Refused("name what to show: {{ value RUN:QUERY [sig=N] }} or {{ value RUN:QUERY / RUN:QUERY }}")
