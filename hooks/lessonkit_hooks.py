@@ -30,6 +30,7 @@ from mkdocs.structure.files import File
 # The core sits beside mkdocs.yml; make it importable without installing the project.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import lessonkit.pages.marks
 import lessonkit.pages.published
 import lessonkit.site.check
 import lessonkit.site.config
@@ -253,7 +254,16 @@ def on_page_content(html, *, page, config, files):
         return html
     shown = _shown(page.file, config)
     _state["audits"][shown] = _state["session"].audit(shown, html, page.file.content_string)
+    _strip_toc(page.toc)  # a heading's marks, as the table of contents and the title show it
+    if getattr(page, "_title_from_render", None):
+        page._title_from_render = lessonkit.pages.marks.strip(page._title_from_render)
     return result.fill(html, lessonkit.pages.published.site_root(page.file.dest_uri))
+
+
+def _strip_toc(items) -> None:
+    for item in items:
+        item.title = lessonkit.pages.marks.strip(item.title)
+        _strip_toc(item.children)
 
 
 class _Templates(jinja2.BytecodeCache):

@@ -29,6 +29,7 @@ from lessonkit.evidence.manifest import (
     sha256_file,
     write_manifest,
 )
+from lessonkit.pages.marks import strip
 from lessonkit.site.check import CheckedSite, Site
 
 REPO = Path(__file__).resolve().parent.parent
@@ -370,9 +371,11 @@ _WHY_RE = re.compile(r' data-lk-why="[^"]*"')
 def run_page(repo: Path, text: str):
     """Check `text` as the page docs/p.md of the repository at `repo`; in its Markdown, the words on
     each produced figure saying what backs it (data-lk-why) are left out, so tests read the
-    figures (tests/test_explain.py holds those words)."""
+    figures (tests/test_explain.py holds those words), and so are the marks around what the core
+    produced (lessonkit.pages.marks), which `result.marked` keeps."""
     result = Site.load(repo).page(text, "docs/p.md")
-    result.markdown = _WHY_RE.sub("", result.markdown)
+    result.marked = _WHY_RE.sub("", result.markdown)  # type: ignore[attr-defined]
+    result.markdown = strip(result.marked)  # type: ignore[attr-defined]
     return result
 
 

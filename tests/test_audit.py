@@ -23,6 +23,7 @@ from lessonkit.cache import Store
 from lessonkit.errors import LessonErrors
 from lessonkit.pages.fold import shown, skeleton
 from lessonkit.pages.frontmatter import read_front_matter
+from lessonkit.pages.marks import Marks
 from lessonkit.pages.readertext import read_html
 from lessonkit.site.check import Site, check_site
 from lessonkit.site.mdext import LessonkitExtension
@@ -299,15 +300,22 @@ def test_a_sketch_says_so_and_a_region_passes(demo_repo: Path):
         "docs/p.md:4: figure '2.5' is typed, not "]
 
 
-@pytest.mark.parametrize("forged", [
-    f'```{{.cuda .lk-region linenums="4"}}\n{CUDA}\n```',
-    '<span class="lk-v">120</span> hazards',
-    '<details class="lk-transcript"><pre>========= Error: Race reported between</pre></details>',
-    'The error has 120 hazards.\n{: .lk-v }',
+@pytest.mark.parametrize("forged, refused", [
+    (f'```{{.cuda .lk-region linenums="4"}}\n{CUDA}\n```', "code block that no region directive produced"),
+    ('<span class="lk-v">120</span> hazards', "figure '120' is typed, not produced"),
+    ('<details class="lk-transcript"><pre>========= Error: Race reported between</pre></details>',
+     "compute-sanitizer output '========= Error: Race reported between' that no transcript produced"),
+    ('<p class="lk-v">The error has 120 hazards.</p>', "figure '120' is typed, not produced"),
+    ('<span class="lk-v" data-lk-why="2: one value every recording gives">see</span>', None),
+    ('<div data-lk-slot="0"></div>', None),
 ])
-def test_a_page_cannot_forge_the_cores_marks(demo_repo: Path, forged: str):
+def test_a_page_cannot_forge_the_cores_marks(demo_repo: Path, forged: str, refused: str | None):
+    """The audit trusts only the marks in band (lessonkit.pages.marks): what a core class would have passed
+    is refused as what it is, and an element bearing the core's class or attribute outside every mark
+    is refused too (the site's script acts on it: a tooltip saying what backs nothing)."""
     errors = audit(demo_repo, HEAD + forged + "\n")
     assert any("is a mark of what lessonkit produced from the evidence" in e for e in errors), errors
+    assert refused is None or any(refused in e for e in errors), errors
 
 
 # -- where the audit runs ------------------------------------------------------------------------
@@ -334,9 +342,11 @@ def test_verify_site_audits_a_built_page(demo_repo: Path, tmp_path: Path):
     (site / "evidence/demo/s1/race.txt").write_bytes((demo_repo / "evidence/demo/s1/race.txt").read_bytes())
     assert verify_site(site, demo_repo) == []
     (site / "index.html").write_text(page.replace(CHECKED_MARK, "<p>It had 120 hazards.</p>" + CHECKED_MARK))
-    # Text the built page has and its Markdown lacks is reported without a line: the engine added it.
-    assert [str(e) for e in verify_site(site, demo_repo)] == [
-        FIGURE_120.replace("docs/p.md:3", "docs/index.md").replace("has 120", "had 120")]
+    # The audit reads the repository's rendering, with its marks; text the built page has and that
+    # rendering lacks is reported without a line: the engine added it, or a hand after the build.
+    assert [str(e) for e in verify_site(site, demo_repo)] == [(
+        f"{(site / 'index.html').as_posix()}: was changed after the build: it shows '<p> It had 120 hazards. </p>', "
+        "which its Markdown does not render; build the site again from the repository")]
 
 
 def test_the_build_fails_on_what_only_the_audit_sees(demo_repo: Path):
@@ -603,9 +613,10 @@ def test_an_svg_title_is_read_as_elements_whichever_python_parses_it(monkeypatch
     from lessonkit.pages import readertext
     original = readertext._Reader.handle_starttag
     monkeypatch.setattr(readertext._Reader, "handle_starttag", newer_starttag)
-    svg = ('<svg viewBox="0 0 9 9"><title>at <tspan class="lk-v" data-lk-why="256: one value">256</tspan> '
-           'threads</title></svg>')
-    lines = [line for line in read_html(svg).lines if "threads" in line.text]
+    marks = Marks()
+    value = marks.wrap('<tspan class="lk-v" data-lk-why="256: one value">256</tspan>', "256: one value")
+    svg = f'<svg viewBox="0 0 9 9"><title>at {value} threads</title></svg>'
+    lines = [line for line in read_html(svg, marks.records).lines if "threads" in line.text]
     assert entered == ["title"] and [line.text for line in lines] == ["at 256 threads"], lines
     assert lines[0].produced == [(3, 6)]
     page = read_html("<html><head><title>Day <b>62</b></title></head><body><p>x</p></body></html>")

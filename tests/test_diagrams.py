@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from conftest import checked, errs, run_page
 
+from lessonkit.pages.marks import strip
+
 SVG = """\
 <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 100 50" role="img" aria-labelledby="t d">
   <title id="t">The demo kernel</title>
@@ -37,7 +39,7 @@ def _checked(repo: Path, svg: str, front: str = "") -> list[str]:
 def test_a_diagrams_claims_are_expanded_checked_and_marked(demo_repo: Path):
     assert _checked(demo_repo, SVG) == []
     result = run_page(demo_repo, DIAGRAM_PAGE)
-    svg = re.sub(r' data-lk-why="[^"]*"', "", result.blocks[0])  # what backs each: tests/test_explain.py
+    svg = strip(re.sub(r' data-lk-why="[^"]*"', "", result.blocks[0]))  # what backs each: tests/test_explain.py
     assert ('<text x="1" y="10" data-lk-at="code/demo/diagrams/d.svg:4"><tspan class="lk-v">120</tspan> hazards</text>'
             in svg)
     assert 'racecheck found <tspan class="lk-v">2</tspan> reports.' in svg
@@ -125,7 +127,7 @@ def test_figures_in_a_transcript_or_the_provenance_tables_are_produced(demo_repo
     assert 'class="lk-provenance"' in provenance and any(c.isdigit() for c in provenance)
     from lessonkit.pages.readertext import read_html
 
-    lines = read_html(result.fill(result.markdown)).lines
+    lines = read_html(result.fill(result.marked, origins=True), result.marks).lines
     typed = [line for line in lines if any(c.isdigit() for c in line.text)]
     assert typed and all(line.is_produced(k, k + 1) for line in typed for k, c in enumerate(line.text) if c.isdigit())
 

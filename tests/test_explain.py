@@ -129,7 +129,7 @@ def test_every_figure_a_reader_sees_on_a_page_is_in_explain(page: str, monkeypat
 
     seen = []
     read = audit.read_html
-    monkeypatch.setattr(audit, "read_html", lambda html: seen.append(read(html)) or seen[-1])
+    monkeypatch.setattr(audit, "read_html", lambda html, records=None: seen.append(read(html, records)) or seen[-1])
     lines, errors = explain(REPO, REPO / page)
     assert errors == []
     text = seen[-1]  # the page as the audit read it, with what it marked produced

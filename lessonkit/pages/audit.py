@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -441,24 +440,7 @@ def audit_page(html: str | Callable[[], str], source: str, path: str, result: Pa
     narrative += [_Narrative(p.key, p.pattern, p.reason, p.line, course=True) for p in (course.phrases if course else ())]
     finder = SourceFinder(source, skip)
     html = html if isinstance(html, str) else html()
-    text = read_html(html)
-    # A claim where no span can go (a code span or block, alt text, an attribute) is known by the
-    # text around it: each such claim excuses one place that text stands, in reading order, so a
-    # copy of it typed elsewhere on the page is a figure like any other.
-    left = Counter(result.unmarked)
-    for line in text.lines:
-        for (context, start, end, why), count in left.items():
-            at = line.text.find(context) if count else -1
-            while at != -1 and left[(context, start, end, why)]:
-                if (line.is_produced(at + start, at + end)  # excused already, by a claim of the same text
-                        or _quotes_a_cited_summary(line, at, at + len(context), sets)):  # checked as a quote
-                    at = line.text.find(context, at + 1)
-                    continue
-                line.produced.append((at + start, at + end))
-                if why:
-                    line.why.append((at + start, at + end, why))
-                left[(context, start, end, why)] -= 1
-                at = line.text.find(context, at + 1)
+    text = read_html(html, result.marks)
     # One error per cause: a line the Markdown's checks already refused is not audited again.
     reported: set[tuple[str, int | None, str]] = set()
     refused = {e.line for e in result.errors}
@@ -472,6 +454,8 @@ def audit_page(html: str | Callable[[], str], source: str, path: str, result: Pa
         reported.add((file, at, message))
         errors.append(LessonError(file, at, message, rank=PAGE_RANK))
 
+    for line, col, message in text.forged:
+        report(_where_around(line, col, finder), message)
     split = _characters(text, finder, report)
     # The cause, once: what an invisible or look-alike character split is not refused again.
     text.lines = [line for k, line in enumerate(text.lines) if k not in split]

@@ -3,7 +3,8 @@
 The SVG lives under code/ (with the lesson it draws, outside docs/ so that no copy of it with
 unexpanded claims is published) and is inlined into the page, after Markdown, in a slot. Inside
 it, a figure is written as a claim `{{ VALUE @ REF:QUERY }}` (REF as on the page, its set
-defaulting to the page's), shown as `<tspan class="lk-v">VALUE</tspan>`; errors name the SVG file
+defaulting to the page's), shown as `<tspan class="lk-v">VALUE</tspan>` between the marks of what
+lessonkit produced (lessonkit.pages.marks); errors name the SVG file
 and line. A claim inside an attribute is refused (it cannot be marked as produced there): write
 it in the `<title>` or `<desc>`.
 
@@ -26,10 +27,10 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from lessonkit.errors import LessonError
+from lessonkit.pages.marks import DIAGRAM
 from lessonkit.pages.meaning import describe, for_reader
 from lessonkit.pages.regions import resolve_code_path
 from lessonkit.pages.scan import LineIndex, scan
-from lessonkit.pages.text import RESERVED_RE
 from lessonkit.textio import read_text
 
 if TYPE_CHECKING:
@@ -41,6 +42,10 @@ _TEXT_ELEMENTS = {"text", "tspan", "title", "desc", "textPath"}
 _READ_ATTRS_RE = re.compile(r"""\b(?:aria-label|aria-description|alt|title)\s*=""")
 _CLAIM_AT_RE = re.compile(r"""\s@\s""")
 _MARK_OPEN = '<tspan class="lk-v">'
+# The core's own classes and attributes written in an SVG: a figure's class (which the reader's audit
+# trusts no more than any), where a text is written (data-lk-at, which the audit's errors name), the old
+# excuse data-lk-narrative.
+RESERVED_RE = re.compile(r"""(?<![\w-])lk-v(?![\w-])|\bdata-lk-[\w-]*""")
 AT_ATTR = "data-lk-at"  # where an element's text is written: "code/LESSON/diagrams/NAME.svg:LINE"
 
 
@@ -71,7 +76,8 @@ def render_diagram(page: PageState, index: int, parts: list[str]) -> str:
     # lesson's index entries have a budget (tests/test_light_pages.py). An SVG holds no <div>, so
     # Material's search parser, which ends a skip at the end of any element of the skipped one's
     # tag, skips all of it.
-    return page.result.slot(f'<div class="lk-diagram" data-search-exclude>{svg[start:].strip()}</div>')
+    return page.result.slot(f'<div class="lk-diagram" data-search-exclude>{svg[start:].strip()}</div>',
+                            f"the diagram {shown}", DIAGRAM)
 
 
 def _origins(page: PageState, shown: str, text: str, lines: LineIndex, claims: list[tuple[int, int]]) -> list[tuple[int, str]]:
@@ -159,8 +165,8 @@ def _expand(page: PageState, index: int, shown: str, text: str) -> str:
         claim = page.result.claims[-1] if page.result.claims and page.result.claims[-1].file == shown else None
         why = (for_reader(describe(claim, page.sets, page.default_set), page.sets, page.default_set)
                if claim is not None and claim.error is None else None)
-        out.append(f'<tspan class="lk-v" data-lk-why="{html.escape(why)}">' if why else _MARK_OPEN)
-        out.append(f"{html.escape(value, quote=False)}</tspan>")
+        out.append(page.result.marker.wrap((f'<tspan class="lk-v" data-lk-why="{html.escape(why)}">' if why
+                                            else _MARK_OPEN) + f"{html.escape(value, quote=False)}</tspan>", why))
     copy(len(text))
     return "".join(out)
 

@@ -75,7 +75,8 @@ def expand_directive(page: PageState, token: Token, word: str, text: str) -> str
         page.error(index, f"'{word}' takes a set name, not the transcript {parts[0]!r}")
         return ""
     if word == "provenance":
-        return render_provenance(ev, page.result.slot)
+        return render_provenance(ev, page.result.marker, lambda block: page.result.slot(
+            block, f"the provenance of set {ev.name}, as its manifest records it", "provenance"))
     names = parts[1:] or sorted(ev.groups)
     unknown = [n for n in names if n not in ev.groups]
     if unknown:
@@ -84,7 +85,7 @@ def expand_directive(page: PageState, token: Token, word: str, text: str) -> str
         return ""
     for name in names:
         page.cite(index, ev.name, name)
-    return render_commands(ev, [ev.recordings(n)[0] for n in names])
+    return render_commands(ev, [ev.recordings(n)[0] for n in names], page.result.marker)
 
 
 def _transcript(page: PageState, index: int, ev: EvidenceSet, group: str, options: list[str]) -> str:
@@ -116,7 +117,8 @@ def _transcript(page: PageState, index: int, ev: EvidenceSet, group: str, option
             figures.append(dict(ev.transcript(name).scalars))
         except LessonError:
             figures.append({})  # reported by the claims on it and by the integrity check
-    return page.result.slot(render_transcript(ev, group, first, sizes, title=title, opened=opened, figures=figures))
+    return page.result.slot(render_transcript(ev, group, first, sizes, title=title, opened=opened, figures=figures),
+                            f"the recordings of run {group} of set {ev.name}", "transcript")
 
 
 _TITLE_WORD_RE = re.compile(r"""[a-z0-9]+""")
@@ -206,4 +208,4 @@ def _region(page: PageState, token: Token, parts: list[str], text: str) -> str:
             line = highlighted(page, token, relpath, region, item, source)
             if line is not None:
                 highlight.append(line)
-    return render_region(region, highlight)
+    return render_region(region, highlight, page.result.marker)

@@ -31,6 +31,7 @@ from lessonkit.evidence.unrecorded import Unrecorded
 from lessonkit.pages.crossclaims import check_compound, compound
 from lessonkit.pages.directives import expand_directive
 from lessonkit.pages.evidencelinks import check_evidence_links
+from lessonkit.pages.marks import RESERVED_RE, Marks
 from lessonkit.pages.meaning import describe, describe_generated, for_reader
 from lessonkit.pages.render import (
     produced,
@@ -53,7 +54,6 @@ from lessonkit.pages.tablerules import check_table_labels
 from lessonkit.pages.text import (
     check_escaped_directives,
     check_hidden_text,
-    check_reserved_marks,
     visible_text,
 )
 from lessonkit.pages.units import unit_problem
@@ -80,6 +80,11 @@ def process_page(markdown: str, path: str, repo: Path, sets: dict[str, EvidenceS
     page = PageState(path, line_offset, repo, sets, set(broken_sets), dict(unrecorded or {}),
                      transcripts=transcripts, sources=sources or Sources())
     page.result.looked_up = sets.names
+    for m in RESERVED_RE.finditer(markdown):  # one error a line: the cause is the same
+        if m.start() == 0 or RESERVED_RE.search(markdown, markdown.rfind("\n", 0, m.start()) + 1, m.start()) is None:
+            page.error(markdown.count("\n", 0, m.start()), f"U+{ord(m.group()):X} is a character of the range "
+                       "lessonkit marks the text it produced with (U+F0000 to U+FFFFF, lessonkit.pages.marks), which "
+                       "a page may not write; delete it")
     lines = LineIndex(markdown)
     tokens, unclosed = scan(markdown, lines)
     for u in unclosed:
@@ -96,19 +101,14 @@ def process_page(markdown: str, path: str, repo: Path, sets: dict[str, EvidenceS
     in_fence = fenced(out)
     check_hidden_text(page, out, in_fence)
     check_escaped_directives(page, out, in_fence, markdown)
-    check_reserved_marks(page, out, in_fence)
     check_table_labels(page, out, in_fence)
     check_evidence_links(page, out, in_fence)
     page.result.errors.sort(key=lambda e: e.line or 0)
     if not errors_only:
-        page.result.markdown = _marked_markdown(out, in_fence, page.result.unmarked)
+        page.result.markdown = _marked_markdown(out, in_fence, page.result.marker)
     return page.result
 
 
-# What passes from the Markdown to a code block's or an attribute's text unchanged: the context
-# kept for a claim that cannot carry a produced() span stops at anything Markdown may transform.
-_CONTEXT_STOP = frozenset("`<>&\\*_[]\"'|\n")
-_CONTEXT_MAX = 40
 _TAG_RE = re.compile(r"""<[^<>]*>""")
 
 
@@ -153,9 +153,10 @@ def _paragraph_code_spans(out: Lines, in_fence: list[bool]) -> dict[int, list[tu
     return found
 
 
-def _marked_markdown(out: Lines, in_fence: list[bool], unmarked: list[tuple[str, int, int, str | None]]) -> str:
-    """The expanded page with every claim's value marked as produced (lessonkit.pages.render.produced), or,
-    where HTML cannot hold a span (code, alt text, a tag), its context noted in `unmarked`."""
+def _marked_markdown(out: Lines, in_fence: list[bool], marks: Marks) -> str:
+    """The expanded page with every claim's value between the marks of its record (lessonkit.pages.marks),
+    inside the span that lets a reader open what backs it (lessonkit.pages.render.produced), or, where
+    HTML cannot hold a span (code, alt text, a tag), the marks alone."""
     texts = list(out.texts)
     code = _paragraph_code_spans(out, in_fence)
     for i in out.with_spans():
@@ -168,16 +169,9 @@ def _marked_markdown(out: Lines, in_fence: list[bool], unmarked: list[tuple[str,
             pieces.append(text[pos:span.start])
             pos = span.end
             if not in_fence[i] and not any(a <= span.start < b for a, b in closed):
-                pieces.append(produced(value, span.why))
-                continue
-            left = span.start
-            while left > 0 and span.start - left < _CONTEXT_MAX and text[left - 1] not in _CONTEXT_STOP:
-                left -= 1
-            right = span.end
-            while right < len(text) and right - span.end < _CONTEXT_MAX and text[right] not in _CONTEXT_STOP:
-                right += 1
-            unmarked.append((text[left:right], span.start - left, span.end - left, span.why))
-            pieces.append(value)
+                pieces.append(produced(marks, value, span.why))
+            else:
+                pieces.append(marks.wrap(value, span.why))
         pieces.append(text[pos:])
         texts[i] = "".join(pieces)
     return "\n".join(texts)

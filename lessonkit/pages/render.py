@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from lessonkit.evidence.sets import EvidenceSet, TranscriptEntry
+from lessonkit.pages.marks import Marks
 from lessonkit.pages.published import Published, evidence_link, recordings_of
 from lessonkit.pages.regions import Region
 
@@ -25,7 +26,9 @@ _PROVENANCE_ORDER = (
 )
 
 
-PRODUCED_CLASS = "lk-v"  # the class of text a claim or directive produced from the evidence
+# The classes of what the core writes, for the site's stylesheet and script; the audit trusts none of
+# them (it reads the marks, lessonkit.pages.marks).
+PRODUCED_CLASS = "lk-v"  # a claim's or a generated figure's value: the script opens its data-lk-why
 REGION_CLASS = "lk-region"  # a code block a region directive cut from a recorded input
 COMMANDS_CLASS = "lk-commands"  # the build line and recorded commands (commands directive)
 TRANSCRIPT_CLASS = "lk-transcript"  # a transcript directive's block: what the runs printed
@@ -33,18 +36,17 @@ PROVENANCE_CLASS = "lk-provenance"  # the provenance and sessions tables (proven
 BODY_CLASS = "lk-transcript-body"  # all of it but the summary line: kept out of the search index
 
 
-def produced(text: str, why: str | None = None) -> str:
-    """`text`, which a claim or directive produced from the evidence, marked so for the rendered-page audit.
+def produced(marks: Marks, text: str, why: str | None = None, kind: str = "value") -> str:
+    """`text` (HTML), which a claim or directive produced from the evidence, between the marks of a
+    record of `marks` (lessonkit.pages.marks), which is what the rendered-page audit reads.
 
-    Inline Markdown (raw HTML): `<span class="lk-v">TEXT</span>`. The audit (lessonkit.pages.audit)
-    counts a figure inside it as checked; a page's own text may not use the class
-    (lessonkit.pages.text refuses it), so only the core makes one. `why`, what backs the figure in
-    plain words (lessonkit.pages.meaning), goes in `data-lk-why`, which the site's script lets a
-    reader open by hover, tap or keyboard.
+    For the reader it is inline Markdown (raw HTML), `<span class="lk-v">TEXT</span>`: `why`, what
+    backs the figure in plain words (lessonkit.pages.meaning), goes in `data-lk-why`, which the site's
+    script lets a reader open by hover, tap or keyboard.
     """
-    if why:
-        return f'<span class="{PRODUCED_CLASS}" data-lk-why="{_attr(why)}">{text}</span>'
-    return f'<span class="{PRODUCED_CLASS}">{text}</span>'
+    span = (f'<span class="{PRODUCED_CLASS}" data-lk-why="{_attr(why)}">{text}</span>' if why
+            else f'<span class="{PRODUCED_CLASS}">{text}</span>')
+    return marks.wrap(span, why, kind)
 
 
 def language_of(path: str) -> str:
@@ -63,7 +65,7 @@ def _attr(value: str) -> str:
     return html.escape(value, quote=True)
 
 
-def render_region(region: Region, highlight: list[int]) -> str:
+def render_region(region: Region, highlight: list[int], marks: Marks) -> str:
     """A highlighted code block numbered with the source file's own lines, dedented.
 
     The block carries the class `lk-region`: the site's stylesheet wraps its long lines
@@ -79,7 +81,8 @@ def render_region(region: Region, highlight: list[int]) -> str:
     attrs = [f".{lang}", f".{REGION_CLASS}", f'linenums="{region.first}"', f'title="{_attr(title)}"']
     if highlight:
         attrs.append('hl_lines="' + " ".join(str(n - region.first + 1) for n in highlight) + '"')
-    return f"{fence} {{{' '.join(attrs)}}}\n{text}\n{fence}"
+    return marks.block(f"{fence} {{{' '.join(attrs)}}}\n{text}\n{fence}",
+                       f"cut from {region.source}, lines {region.first}\u2013{region.last}", "region")
 
 
 INLINE_BYTES = 3 * 1024  # a first recording up to this size is shown whole; a larger one, its first lines
@@ -248,7 +251,7 @@ _SESSION_COLUMNS = (
 )
 
 
-def render_provenance(ev: EvidenceSet, slot: Callable[[str], str] = lambda block: block) -> str:
+def render_provenance(ev: EvidenceSet, marks: Marks, slot: Callable[[str], str] = lambda block: block) -> str:
     """A table of the set's provenance, then one row for each session it keeps, each value marked as produced.
 
     Finished HTML in `slot` (PageState.slot), inside an element the search index leaves out: the page's
@@ -263,16 +266,16 @@ def render_provenance(ev: EvidenceSet, slot: Callable[[str], str] = lambda block
     rows = []
     for key, label in _PROVENANCE_ORDER:
         if key in values and key != "host":
-            rows.append((label, produced(html.escape(values[key]), why(f"the field {key}"))))
-    rows.append(("build line", produced(f"<code>{html.escape(ev.build)}</code>", why("the build line"))))
+            rows.append((label, produced(marks, html.escape(values[key]), why(f"the field {key}"))))
+    rows.append(("build line", produced(marks, f"<code>{html.escape(ev.build)}</code>", why("the build line"))))
     dates = sorted(e.date for e in ev.entries.values())
     if dates:
         span = dates[0] if dates[0][:10] == dates[-1][:10] else f"{dates[0]} to {dates[-1]}"
-        rows.append(("recorded (UTC)", produced(html.escape(span), why("the first and last recording dates"))))
+        rows.append(("recorded (UTC)", produced(marks, html.escape(span), why("the first and last recording dates"))))
     body = "\n".join(f"<tr><td>{html.escape(label)}</td><td>{value}</td></tr>" for label, value in rows)
     table = (f"<table>\n<thead><tr><th>recorded with</th><th>value</th></tr></thead>\n<tbody>\n{body}\n"
              "</tbody>\n</table>\n")
-    return slot(f'<div class="{PROVENANCE_CLASS}" data-search-exclude>\n{table}{_sessions_table(ev)}</div>\n')
+    return slot(f'<div class="{PROVENANCE_CLASS}" data-search-exclude>\n{table}{_sessions_table(ev, marks)}</div>\n')
 
 
 def _session_cell(value: object) -> str:
@@ -282,7 +285,7 @@ def _session_cell(value: object) -> str:
     return "not recorded" if value is None else str(value)
 
 
-def _sessions_table(ev: EvidenceSet) -> str:
+def _sessions_table(ev: EvidenceSet, marks: Marks) -> str:
     """One row for each session the set keeps (its start, GPU, clocks, temperatures, whether the GPU was
     shared), and the notes of sessions recorded before these were kept, as HTML left out of the search
     index; '' when there is nothing to show."""
@@ -295,17 +298,18 @@ def _sessions_table(ev: EvidenceSet) -> str:
     rows = []
     for sid in sessions:
         prov = ev.sessions[sid].provenance
-        cells = "".join(f"<td>{produced(html.escape(_session_cell(prov.get(key))), f'generated from the provenance of session {sid} of set {ev.name}: the field {key}, as its manifest records it')}</td>"
+        cells = "".join(f"<td>{produced(marks, html.escape(_session_cell(prov.get(key))), f'generated from the provenance of session {sid} of set {ev.name}: the field {key}, as its manifest records it')}</td>"
                         for key, _ in columns)
-        rows.append(f"<tr><td>{produced(sid, f'generated from the set: session {sid} of set {ev.name}')}</td>{cells}</tr>")
+        rows.append(f"<tr><td>{produced(marks, sid, f'generated from the set: session {sid} of set {ev.name}')}</td>{cells}</tr>")
     notes = sorted({str(ev.sessions[s].provenance["note"]) for s in sessions if "note" in ev.sessions[s].provenance})
     return (f'<table>\n<thead><tr><th>session</th>{head}</tr></thead>\n<tbody>\n{chr(10).join(rows)}\n</tbody>\n'
-            '</table>\n' + "".join(f"<p>{produced(html.escape(n))}</p>\n" for n in notes))
+            '</table>\n' + "".join(f"<p>{produced(marks, html.escape(n))}</p>\n" for n in notes))
 
 
-def render_commands(ev: EvidenceSet, names: list[str]) -> str:
+def render_commands(ev: EvidenceSet, names: list[str], marks: Marks) -> str:
     """The build line and the recorded commands, as a console block a reader can copy."""
     lines = [f"$ {ev.build}"] + [f"$ {ev.entries[n].command}" for n in names]
     text = "\n".join(lines)
     fence = _fence(text)
-    return f"{fence} {{.console .{COMMANDS_CLASS}}}\n{text}\n{fence}"
+    return marks.block(f"{fence} {{.console .{COMMANDS_CLASS}}}\n{text}\n{fence}",
+                       f"the build line and the commands of set {ev.name}, as its manifest records them", "commands")

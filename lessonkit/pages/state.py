@@ -34,6 +34,7 @@ from lessonkit.pages.constants import (
     parse_constants,
     shown_value,
 )
+from lessonkit.pages.marks import Mark, Marks, strip
 from lessonkit.pages.published import Published, with_site_root
 from lessonkit.pages.query import Query, QueryError, parse_query, resolve
 from lessonkit.pages.sources import PREFIX as SOURCES_PREFIX
@@ -85,26 +86,34 @@ class PageResult:
     published: list[Published] = field(default_factory=list)  # the recordings it shows or links
     sources: set[str] = field(default_factory=set)  # paths under code/ its region directives read
     looked_up: set[str] = field(default_factory=set)  # names it looked up among the evidence sets
-    # Claims shown where a produced() span cannot go (a code span or block, an image's alt text, a
-    # tag's attribute): (the text around the value as the rendered page shows it, value's start, end).
-    unmarked: list[tuple[str, int, int, str | None]] = field(default_factory=list)  # (context, start, end, why)
     unrecorded: str | None = None  # the lesson, not recorded yet, whose notice the page shows
     default_set: str | None = None  # the set its `{{ evidence SET }}` names: the page's own lesson's
+    marks: list[Mark] = field(default_factory=list)  # what backs each produced stretch (lessonkit.pages.marks)
 
-    def slot(self, html: str) -> str:
-        """A placeholder for finished HTML, filled in by `fill` once Markdown has run."""
-        self.blocks.append(html)
+    @property
+    def marker(self) -> Marks:
+        """The page's records, to mark produced text with."""
+        return Marks(self.marks)
+
+    def slot(self, html: str, why: str | None = None, kind: str | None = None) -> str:
+        """A placeholder for finished HTML, filled in by `fill` once Markdown has run; with `kind`, the
+        block is produced text (a transcript, the provenance tables), marked so."""
+        self.blocks.append(self.marker.wrap(html, why, kind) if kind else html)
         return f'\n<div data-lk-slot="{len(self.blocks) - 1}"></div>\n'
 
     def fill(self, html: str, site_root: str = "", origins: bool = False) -> str:
         """The page's HTML with every slot replaced by its block, its links to published recordings
         made relative to a page `site_root` below the site's root ("../" for day62/index.html). With
-        `origins` (the audit's reading), a diagram's text keeps the marks naming the SVG line it is
-        written on (`data-lk-at`); the published page has none."""
+        `origins`, the audit's reading: the produced text keeps its marks (lessonkit.pages.marks) and a
+        diagram's text the attributes naming the SVG line it is written on (`data-lk-at`); the published
+        page has neither."""
         def block(m: re.Match[str]) -> str:
+            if int(m.group("n")) >= len(self.blocks):
+                return m.group()  # not a slot of the core's: the audit refuses its attribute
             text = with_site_root(self.blocks[int(m.group("n"))], site_root)
             return text if origins else _AT_RE.sub("", text)
-        return _SLOT_RE.sub(block, html)
+        filled = _SLOT_RE.sub(block, html)
+        return filled if origins else strip(filled)
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from lessonkit.errors import LessonError
 from lessonkit.evidence.display import Display
 from lessonkit.evidence.sets import EvidenceSet
 from lessonkit.pages.claims import ClaimValue, Sample, accepted_value, number
+from lessonkit.pages.marks import strip
 from lessonkit.pages.meaning import describe_table, for_reader
 from lessonkit.pages.query import (
     KERNEL,
@@ -145,13 +146,13 @@ def _table(page: PageState, index: int, parts: list[str]) -> str:
                  for c in cells]
         columns = [(None, c) for c in cells]
     else:
-        head += [_shown(_label(display, sources, col_key, v), f"generated from every recording: a value of the key {col_key} "
+        head += [_shown(page, _label(display, sources, col_key, v), f"generated from every recording: a value of the key {col_key} "
                         f"in {', '.join('run ' + s.run for s in sources)}, a column of the table") for v in col_values]
         columns = [(v, cells[0]) for v in col_values]
     body = []
     runs = list(dict.fromkeys(source.run for source in sources))
     for rv in row_values:
-        row = [_shown(_label(display, sources, row_key, rv), f"generated from every recording: a value of the key {row_key} in "
+        row = [_shown(page, _label(display, sources, row_key, rv), f"generated from every recording: a value of the key {row_key} in "
                       f"{', '.join('run ' + s.run for s in sources)}, a row of the table")]
         for cv, cell in columns:
             where = f"({_label(display, sources, row_key, rv)}" + \
@@ -163,7 +164,7 @@ def _table(page: PageState, index: int, parts: list[str]) -> str:
             backing = sources[0].ev if session is None else sources[0].ev.view(frozenset({session}))
             why = for_reader(describe_table(backing, runs, field), page.sets, page.default_set) + \
                 ("" if session is None else f", session {session} only") + f"; the cell {where}"
-            row.append(empty if text is None else _shown(text, why))
+            row.append(empty if text is None else _shown(page, text, why))
         body.append(row)
     numeric = [all(r[k + 1] == empty or _numeric(r[k + 1]) for r in body) for k in range(len(columns))]
     lines = ["| " + " | ".join(_escape(h) for h in head) + " |",
@@ -181,10 +182,10 @@ def sig_digits(written: str | None) -> int | None:
     return int(written)
 
 
-def _shown(text: str, why: str | None = None) -> str:
+def _shown(page: PageState, text: str, why: str | None = None) -> str:
     """Text drawn from the evidence as a table shows it: escaped, marked as produced (with what backs
     it, for a cell)."""
-    return produced(html.escape(text, quote=False), why)
+    return produced(page.result.marker, html.escape(text, quote=False), why, "cell")
 
 
 def _source(page: PageState, index: int, text: str) -> _Source:
@@ -393,7 +394,7 @@ def _short(m: re.Match[str]) -> str:
 
 
 def _numeric(text: str) -> bool:
-    inner = re.sub(r"<[^>]*>", "", text)
+    inner = strip(re.sub(r"<[^>]*>", "", text))
     return bool(re.fullmatch(r"[~\d.,e+\-\u2013 /]+", inner)) and any(c.isdigit() for c in inner)
 
 

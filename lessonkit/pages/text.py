@@ -22,7 +22,7 @@ import re
 from pathlib import PurePosixPath
 
 from lessonkit.pages.fold import is_invisible
-from lessonkit.pages.scan import DIRECTIVES, FENCE_RE, CodeSpans, Lines, OutLine, code_spans
+from lessonkit.pages.scan import DIRECTIVES, CodeSpans, Lines, OutLine, code_spans
 from lessonkit.pages.state import PageState
 
 # A directive escaped at the start of a line: it shows as text (as the expanded line shows it, unescaped).
@@ -318,36 +318,6 @@ def _one_comment(page: PageState, line: OutLine, start: int, end: int, whole_lin
     if before and after:
         page.error(line.src, f"an HTML comment between {before[-12:]!r} and {after[:12]!r} joins them for "
                    "a reader but not for the checks; put the comment on a line of its own")
-
-
-# -- the core's own marks ------------------------------------------------------------------------
-
-# The classes and attributes the core gives what it produced (lessonkit.pages.render): the rendered-page
-# audit trusts them, so a page's own text may not write them (a hand-typed span marked as a claim's
-# value, a code block marked as a region, a block marked as a transcript).
-RESERVED_RE = re.compile(r"""(?<![\w-])lk-(?:v|region|commands|transcript[\w-]*|provenance|recordings?|recording-file|evidence)(?![\w-])
-                              |\bdata-lk-[\w-]*""", re.VERBOSE)
-
-
-_LK_RE = re.compile(r"""lk-""")
-
-
-def check_reserved_marks(page: PageState, out: Lines, in_fence: list[bool]) -> None:
-    """No class or attribute of the core's (`lk-v`, `lk-region`, `data-lk-slot`, ...) in a page's own
-    markup: in raw HTML, an attribute list, or a fence's info string (a code span shows it as typed)."""
-    for i in out.find(_LK_RE):
-        line = out[i]
-        if in_fence[i] and not FENCE_RE.match(line.text):
-            continue  # inside a code block: shown as typed
-        code = _InCode(line.text)
-        for m in RESERVED_RE.finditer(line.text):
-            if in_fence[i] or not code.span(m.start()):
-                page.error(line.src, f"{m.group()!r} is a mark of what lessonkit produced from the evidence; a "
-                           "page's own markup may not use it (the audit of the rendered page trusts it); remove "
-                           "it, or show it in a code span")
-                break
-
-
 
 
 def is_reference_page(path: str) -> bool:

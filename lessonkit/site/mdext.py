@@ -32,6 +32,7 @@ from markdown.postprocessors import Postprocessor
 from markdown.preprocessors import Preprocessor
 
 from lessonkit.errors import LessonError, LessonErrors, split_notes, split_warnings
+from lessonkit.pages.marks import strip
 from lessonkit.pages.published import Published, site_root
 from lessonkit.pages.state import PageResult
 from lessonkit.site.check import CheckedSite, docs_pages
@@ -195,7 +196,20 @@ class _FillSlots(Postprocessor):
 
     def run(self, text: str) -> str:
         result: PageResult | None = self.ext.result
-        return text if result is None else result.fill(text, self.ext.site_root)
+        if result is None:
+            return text
+        _strip_tokens(getattr(self.md, "toc_tokens", []))  # a heading's marks, as the table of contents shows it
+        if isinstance(getattr(self.md, "toc", None), str):
+            self.md.toc = strip(self.md.toc)  # type: ignore[attr-defined]
+        return result.fill(text, self.ext.site_root)
+
+
+def _strip_tokens(tokens: list[dict[str, Any]]) -> None:
+    for token in tokens:
+        for key in ("name", "html"):
+            if isinstance(token.get(key), str):
+                token[key] = strip(token[key])
+        _strip_tokens(token.get("children", []))
 
 
 class LessonkitExtension(Extension):

@@ -26,6 +26,7 @@ from lessonkit import cache
 from lessonkit.errors import LessonError
 from lessonkit.evidence.manifest import MISSING, adopt_hashes, known_hashes, sha256_file
 from lessonkit.evidence.spec import load_spec
+from lessonkit.pages.marks import Mark
 from lessonkit.pages.published import Published
 from lessonkit.pages.state import ClaimOutcome, PageResult
 
@@ -266,7 +267,7 @@ def encode_result(result: PageResult) -> dict[str, Any]:
         "published": [(p.set_name, p.file, str(p.source)) for p in result.published],
         "sources": sorted(result.sources),
         "looked_up": sorted(result.looked_up),
-        "unmarked": [list(u) for u in result.unmarked],
+        "marks": [(m.why, m.kind) for m in result.marks],
         "unrecorded": result.unrecorded,
         "default_set": result.default_set,
     }
@@ -287,5 +288,5 @@ def decode_result(data: Any) -> PageResult:
         blocks=list(data["blocks"]), claims=claims,
         published=[Published(set_name, file, Path(source)) for set_name, file, source in data["published"]],
         sources=set(data["sources"]), looked_up=set(data["looked_up"]),
-        unmarked=[(text, start, end, why) for text, start, end, why in data["unmarked"]], unrecorded=data.get("unrecorded"),
+        marks=[Mark(why, kind) for why, kind in data["marks"]], unrecorded=data.get("unrecorded"),
         default_set=data.get("default_set"))

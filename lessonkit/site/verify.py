@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 
 from lessonkit.errors import LessonError, LessonErrors
 from lessonkit.evidence.manifest import Manifest, read_manifest, regular_file_sha256
+from lessonkit.pages.marks import RESERVED_RE
 from lessonkit.pages.scan import DIRECTIVES
 from lessonkit.site.config import CONFIG, DOCS_DIR, nav_pages
 from lessonkit.textio import read_text
@@ -58,6 +59,11 @@ def unexpanded(text: str, shown: str) -> list[LessonError]:
         line = text.count("\n", 0, m.start()) + 1
         errors.append(LessonError(shown, line, f"transcript slot {m.group(0)!r} was never filled; "
                                   "the engine ran lessonkit's expansion but not its postprocessor"))
+    if m := RESERVED_RE.search(text):
+        line = text.count("\n", 0, m.start()) + 1
+        errors.append(LessonError(shown, line, f"holds U+{ord(m.group()):X}, a mark of lessonkit's produced text, "
+                                  "which the published page must not: the engine ran lessonkit's expansion but "
+                                  "not its postprocessor, or the page was edited after the build"))
     if CHECKED_MARK.strip() in text:
         return errors  # expanded and checked: any '{{' left is a literal the author escaped
     for m in _TOKEN_RE.finditer(text):
@@ -183,6 +189,7 @@ def verify_site(site_dir: Path, repo: Path | None = None) -> list[LessonError]:
             errors.append(LessonError(shown, None, "was checked by lessonkit but is not a page of this build "
                                       f"({not_listed}): left by an earlier build; build "
                                       "into an empty folder (mkdocs build --clean)"))
+    errors.extend(_marked_indexes(site_dir))
     if repo is not None:
         programs = program_pages(repo)
         errors.extend(unproduced_pages(site_dir, listed | programs))
@@ -190,6 +197,22 @@ def verify_site(site_dir: Path, repo: Path | None = None) -> list[LessonError]:
         errors.extend(audit_site(site_dir, repo))
         if not errors:  # the pages are the build's: their search entries must be what they make
             errors.extend(search_errors(site_dir, listed, programs))
+    return errors
+
+
+def _marked_indexes(site_dir: Path) -> list[LessonError]:
+    """An error for each search index that holds a mark of lessonkit's produced text."""
+    errors = []
+    for rel in _INDEXES:
+        index = site_dir / rel
+        try:
+            data = json.loads(index.read_text(encoding="utf-8")) if index.is_file() else None
+        except ValueError:
+            continue  # not an index: search_errors says so
+        if data is not None and RESERVED_RE.search(json.dumps(data, ensure_ascii=False)):
+            errors.append(LessonError(index.as_posix(), None, "holds a mark of lessonkit's produced text "
+                                      "(U+F0000 to U+FFFFF), which the published site must not: the search index "
+                                      "was made before lessonkit removed them; build the site again"))
     return errors
 
 
@@ -301,7 +324,8 @@ def built_page(site_dir: Path, docs_path: str) -> Path | None:
 
 
 def audit_site(site_dir: Path, repo: Path) -> list[LessonError]:
-    """The rendered-page audit (lessonkit.pages.audit) of every page of `repo`'s docs/ as built under `site_dir`."""
+    """The rendered-page audit (lessonkit.pages.audit) of every page of `repo`'s docs/, as the repository
+    renders it, and an error for each page built under `site_dir` that is not that rendering."""
     from lessonkit.site.check import (  # the whole core: only the audit needs it
         CheckedSite,
         docs_pages,
@@ -326,11 +350,14 @@ def audit_site(site_dir: Path, repo: Path) -> list[LessonError]:
         except LessonError as exc:
             errors.append(exc)
             continue
-        html = page_content(built.read_text(encoding="utf-8", errors="replace"))  # our own output
-        found = session.audit(shown, html, source)
+        # The published page holds no marks of what was produced (lessonkit.pages.marks), so the audit reads
+        # the repository's own rendering of the page, with them; the built page must then be that rendering.
+        rendered = renderer.render(result)
+        found = session.audit(shown, rendered, source)
         errors.extend(found)
-        if not found:  # a page the audit passes is then held to what the repository renders
-            errors.extend(rendering_errors(built, html, result.fill(renderer.render(result))))
+        if not found:
+            html = page_content(built.read_text(encoding="utf-8", errors="replace"))  # our own output
+            errors.extend(rendering_errors(built, html, result.fill(rendered)))
     return errors + recording_errors(site_dir, repo, recordings)
 
 
