@@ -17,7 +17,7 @@ from pathlib import Path
 
 import markdown
 import pytest
-from conftest import REPO, checked, errs
+from conftest import REPO, checked, errs, run_page
 
 from lessonkit.cache import Store
 from lessonkit.errors import LessonErrors
@@ -435,17 +435,19 @@ def test_a_summary_whose_every_figure_is_a_claim_passes(demo_repo: Path):
 
 
 def test_the_audit_reads_every_run_a_figure_says_backs_it(demo_repo: Path):
-    """A generated table's cell names its runs in the plural, a ratio its two runs: the summary rule
-    reads each of them, not only the first or a singular "run R"."""
-    from lessonkit.evidence.sets import load_evidence_set
-    from lessonkit.pages.audit import cited_runs
-    from lessonkit.pages.meaning import describe_generated, describe_table
-
-    ev = load_evidence_set(demo_repo, "demo")
-    assert cited_runs(describe_table(ev, ["race", "bare"], "hazards")) == [("demo", "race"), ("demo", "bare")]
-    ratio = describe_generated("race:hazards_displayed / bare:hazards_displayed", "demo", {"demo": ev})
-    assert cited_runs(ratio) == [("demo", "race"), ("demo", "bare")]
-    assert cited_runs(describe_generated("race:hazards_displayed", "demo", {"demo": ev})) == [("demo", "race")]
+    """Each mark's record lists every run its text was drawn from, as the page read them (not parsed
+    from the tooltip's words): a generated table's cells the runs of its sources, a claim or a figure
+    its one run; the summary rule reads them from the reader's lines."""
+    page = (HEAD + "{{ 7 @ race:rows[threads=256].mismatches }} and {{ value race:hazards_displayed }}\n\n"
+            "{{ table race:rows bare:rows rows=threads cell=mismatches }}\n")
+    result = run_page(demo_repo, page)
+    assert result.errors == [], result.errors
+    values = [m.runs for m in result.marks if m.kind == "value"]
+    cells = [m.runs for m in result.marks if m.kind == "cell"]
+    assert values == [(("demo", "race"),), (("demo", "race"),)]
+    assert cells and all(r == (("demo", "race"), ("demo", "bare")) for r in cells), cells
+    lines = read_html(result.marked, result.marks).lines
+    assert lines[0].runs[0][2] == (("demo", "race"),) and lines[-1].runs[-1][2] == (("demo", "race"), ("demo", "bare"))
 
 
 def test_a_claim_in_a_code_span_excuses_its_own_place_only(demo_repo: Path):

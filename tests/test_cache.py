@@ -465,24 +465,45 @@ def test_a_page_citing_a_set_whose_name_holds_a_dot_is_served_warm(settled: Path
     assert (warm.checks, warm.reloads, warm.cache_hits) == (0, 0, 2)  # the site's errors, the page
 
 
-def test_a_pages_inputs_name_the_files_its_regions_and_diagrams_read():
-    from lessonkit.site.inputs import region_files
+@pytest.mark.parametrize("claim", ["{{ NVIDIA H200 @ demo.v2:gpu }}", "{{ NVIDIA H200 @\ndemo.v2:gpu }}",
+                                   "{{ NVIDIA\nH200 @ demo.v2:gpu }}"])
+def test_a_page_is_kept_with_the_sets_its_check_read(settled: Path, claim: str):
+    """No second parser guesses a page's inputs from its text: the check records every set it looks
+    up as it looks it up, however the claim is written over lines, and the page's entry on disk holds
+    them, each checked when it is read. A change to the set then shows, from cold."""
+    from conftest import BARE, RACE, record_set, rewrite_provenance
 
-    assert region_files("{{ region demo/demo.cu body }}\n  {{ diagram demo/diagrams/d.svg }}\n") == {
-        "demo/demo.cu", "demo/diagrams/d.svg"}
+    record_set(settled, "demo", {"race": RACE, "bare": BARE}, set_name="demo.v2")
+    page = settled / "docs/index.md"
+    page.write_text(page.read_text() + f"\nRecorded on an {claim}.\n")
+    wait_settled(settled)
+    first = check(settled)
+    assert first == uncached(settled) and not any("H100" in line for line in first)
+    warm = CheckedSite(settled, keep="errors")
+    warm.check()
+    assert (warm.checks, warm.cache_hits) == (0, 2)  # the site's errors, the page
+    rewrite_provenance(settled, "demo.v2", gpu="NVIDIA H100")
+    wait_settled(settled)
+    want = uncached(settled)
+    assert any("'NVIDIA H100'" in line for line in want)
+    assert check(settled) == want
 
 
-def test_a_pages_inputs_are_read_by_the_pages_own_scanner_over_lines():
-    """A claim or directive may run over the lines of a paragraph (the page's scanner reads it so):
-    the inputs a cached result is keyed on are read by that scanner too, so a claim that names
-    another set on its second line, or a region whose path is on the next line, still invalidates
-    the page's cached result when that set or file changes. (They were read by a regular expression
-    of one line each, which saw neither.)"""
-    from lessonkit.site.inputs import constant_files, name_words, region_files
-
-    assert "day62-racecheck" in name_words("the Warning had {{ 8 @\nday62-racecheck/race:reports.hazards }} hazards")
-    assert region_files("{{ region\ndemo/demo.cu body }}\n") == {"demo/demo.cu"}
-    assert constant_files("{{ 4 @\nracecheck.cu:kTiles }}", ["day62"]) == {"day62/racecheck.cu"}
-    assert "other-set" not in name_words("an example, \\{{ 8 @ other-set/race:x }}, is shown, not checked")
-    assert region_files("text {{ evidence demo }} and {{ region demo/a.cu r }} inline") == {"demo/a.cu"}
+@pytest.mark.parametrize("named, made", [
+    ("{{ diagram demo/diagrams/d.svg }}", {"code/demo/diagrams/d.svg": '<svg viewBox="0 0 9 9"><title>t</title></svg>'}),
+    ("A tile of {{ 4 @ other/x.cu:kTiles }}.", {"code/other/x.cu": "constexpr int kTiles = 4;\n"}),
+])
+def test_a_file_a_page_looked_for_is_a_dependency_until_it_appears(settled: Path, named: str, made: dict[str, str]):
+    """A file the page names that does not exist yet (a diagram, a constant in a folder not made yet) is
+    recorded as looked for, or the folders under code/ are in the catalog: when it appears, the cached
+    error gives way to what the page says then."""
+    page = settled / "docs/index.md"
+    page.write_text(page.read_text() + f"\n{named}\n")
+    wait_settled(settled)
+    before = uncached(settled)
+    assert check(settled) == before
+    write_tree(settled, made)
+    wait_settled(settled)
+    after = uncached(settled)
+    assert after != before and check(settled) == after
 

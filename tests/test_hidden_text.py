@@ -10,6 +10,9 @@ from pathlib import Path
 import pytest
 from conftest import checked, errs
 
+from lessonkit.pages.marks import Marks
+from lessonkit.pages.readertext import read_html
+
 CLAIM = "{{ 8 @ demo/race:reports[severity=Warning].hazards }}"
 
 
@@ -55,31 +58,39 @@ def test_character_references_for_symbols_and_in_code_pass(demo_repo: Path):
 
 
 def test_a_claim_inside_a_comment(demo_repo: Path):
+    """The rendered page holds the claim's marks inside the comment, where a reader never sees them."""
     message = ("docs/p.md:{}: a claim inside an HTML comment is checked but never shown, while the text beside "
                "the comment is shown unchecked; take the claim out of the comment, or delete it")
-    assert errs(demo_repo, f"<!-- {CLAIM} -->3 hazards") == [message.format(1)]
-    assert errs(demo_repo, f"text\n\n<!--\nnote\n{CLAIM}\n-->\n3 hazards") == [message.format(5)]
+    assert message.format(1) in checked(demo_repo, f"<!-- {CLAIM} -->3 hazards")
+    assert message.format(3) in checked(demo_repo, f"text\n\n<!--\nnote\n{CLAIM}\n-->\n3 hazards")
 
 
-def test_a_comment_never_closed_is_one_error_at_its_line(demo_repo: Path):
-    """Not one error for each claim the comment hides: the cause, where it is."""
+def test_a_comment_never_closed_hides_the_rest_of_the_page(demo_repo: Path):
+    """Python-Markdown shows a comment it never sees closed as text ('&lt;!--'): the page then shows
+    what follows, as the audit reads it. Raw HTML with one (a browser hides all after it) is refused,
+    once, not once for each claim it hides."""
     text = f"text\n\n<!-- a note for authors\n\n{CLAIM}\n\nmore {CLAIM}\n"
-    assert errs(demo_repo, text) == [
-        ("docs/p.md:3: an HTML comment '<!--' opened here is never closed, so everything after it is hidden from the "
-        "reader while the checks still read it; close it with '-->' where the note ends")]
+    assert checked(demo_repo, text) == []
+    marks = Marks()
+    read = read_html(f"<p>text</p>\n<!-- note <p>{marks.wrap('8')}</p>", marks.records)
+    assert [line.text for line in read.lines] == ["text"]
+    assert [r[2] for r in read.refused] == [
+        ("an HTML comment '<!--' opened here is never closed, so everything after it is hidden from the "
+         "reader while the checks still read it; close it with '-->' where the note ends")]
 
 
-def test_a_comment_between_two_stretches_of_text(demo_repo: Path):
+def test_a_comment_between_two_stretches_of_text_joins_them_as_a_browser_does(demo_repo: Path):
+    """The audit reads the words a browser joins: a summary split by a comment is a summary."""
     text = f"<code>RACECHECK<!-- --> SUMMARY: 0 hazards displayed (0 errors, 0 warnings)</code> {CLAIM}"
-    assert errs(demo_repo, text) == [
-        ("docs/p.md:1: an HTML comment between 'de>RACECHECK' and 'SUMMARY: 0 h' joins them for a reader but "
-         "not for the checks; put the comment on a line of its own")]
+    found = checked(demo_repo, text)
+    assert len(found) == 1 and found[0].startswith("docs/p.md:1: quote 'RACECHECK SUMMARY: 0 hazards displayed "
+                                                   "(0 errors, 0 warnings)"), found
 
 
 def test_comments_on_their_own_or_after_text_and_in_code_blocks_pass(demo_repo: Path):
     text = ("<!-- a note for authors -->\n\nSome text. <!-- why -->\n\n<!--\nlonger\nnote\n-->\n\n"
             "```html\nA<!-- -->B\n```\n\nwrite `A<!-- -->B` to join them\n")
-    assert errs(demo_repo, text) == []
+    assert checked(demo_repo, text) == []
 
 
 # -- typed tool output -------------------------------------------------------------------------------
@@ -144,23 +155,31 @@ def test_a_character_reference_to_ascii_punctuation_is_read_as_it(demo_repo: Pat
 
 
 @pytest.mark.parametrize("markup", [
-    "<style>.x{font-size:0}</style>", "<script>document.title='x'</script>", '<span hidden>2</span>',
-    '<div style="display:none" markdown>', "Hidden text { hidden }", "Text {: style=\"color:red\" }",
-    '<span aria-hidden="true">2</span>',
+    "<style>.x{font-size:0}</style>", "<script>document.title='x'</script>", '<span hidden>x</span>',
+    '<div style="display:none" markdown>', "<template>x</template>", '<span aria-hidden="true">x</span>',
+    "`<` <b hidden>x</b>", "`<a` then <i style=x>y</i>", "<noscript>x</noscript>",
 ])
 def test_markup_that_hides_styles_or_scripts_text(demo_repo: Path, markup: str):
-    found = errs(demo_repo, f"{CLAIM} hazards. {markup}")
+    """Read on the rendered page, where the element and its attributes are what they are, however the
+    Markdown wrote them (a code span before it that shows a '<' as typed changes nothing)."""
+    found = checked(demo_repo, f"{CLAIM} hazards. {markup}")
     assert len(found) == 1 and found[0].startswith("docs/p.md:1: ") and found[0].endswith(
         "hides, styles or scripts text on the page, so a reader and the checks would read different things; "
-        "remove it (the site's stylesheet and script are in docs/assets/)")
+        "remove it (the site's stylesheet and script are in docs/assets/)"), found
 
 
-@pytest.mark.parametrize("text", ["`<` <b hidden>x</b>", "`<a` then <i style=x>y</i>"])
-def test_markup_that_hides_text_after_code_that_shows_its_opening_character(demo_repo: Path, text: str):
-    # The form tried at each '<' once read from the '<' in the code span over the tag after it, and
-    # finding that match in code, went on past the tag.
-    found = errs(demo_repo, f"{CLAIM} hazards. {text}")
-    assert len(found) == 1 and "hides, styles or scripts text on the page" in found[0], found
+def test_attributes_an_attribute_list_writes_are_read_as_written(demo_repo: Path):
+    """With attr_list (the site's mkdocs.yml has it), `{: style=... }` writes the attribute itself."""
+    from conftest import mkdocs_yml
+
+    (demo_repo / "mkdocs.yml").write_text(mkdocs_yml().replace("  - admonition\n", "  - admonition\n  - attr_list\n"))
+    for markup in ("Hidden text.\n{: hidden }", 'Text.\n{: style="color:red" }'):
+        found = checked(demo_repo, f"{CLAIM} hazards.\n\n{markup}\n")
+        assert len(found) == 1 and "hides, styles or scripts text on the page" in found[0], found
+
+
+def test_a_markdown_table_s_alignment_is_no_style(demo_repo: Path):
+    assert checked(demo_repo, "| a | b |\n| :--- | ---: |\n| x | y |\n") == []
 
 
 def test_a_reference_repeated_on_a_line_is_reported_once(demo_repo: Path):
@@ -246,10 +265,10 @@ def test_a_summary_quote_split_by_a_link_or_a_line_break(demo_repo: Path, text: 
          "as a claim: {{ QUOTE @ RUN:summary }}")]
 
 
-@pytest.mark.parametrize("markup", ["<template>x</template>", "<noscript>x</noscript>", "<iframe src=x></iframe>"])
+@pytest.mark.parametrize("markup", ["<template>x</template>", "<noscript>x</noscript>"])
 def test_more_markup_that_hides_text(demo_repo: Path, markup: str):
-    found = errs(demo_repo, f"{CLAIM} hazards. RACECHECK{markup} done")
-    assert len(found) == 1 and "hides, styles or scripts text on the page" in found[0]
+    found = checked(demo_repo, f"{CLAIM} hazards. RACECHECK{markup} done")
+    assert len(found) == 1 and "hides, styles or scripts text on the page" in found[0], found
 
 
 def test_an_html_table_is_refused(demo_repo: Path):

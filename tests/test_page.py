@@ -257,3 +257,12 @@ def test_an_escaped_directive_fails_a_strict_check(demo_repo: Path):
     done = cli_run("check", "--repo", str(demo_repo), "--strict")
     assert done.returncode == 1 and "docs/day5.md:3: warning: '\\{{ evidence demo }}' is escaped" in done.stderr
     assert cli_run("check", "--repo", str(demo_repo), "--no-strict").returncode == 0
+
+
+def test_every_directive_the_scanner_knows_has_one_reader():
+    """One registry: the scanner's list of directive words and the readers that expand them are the
+    same set, so a word cannot be recognised and then fall through, nor a reader go unreachable."""
+    from lessonkit.pages.directives import REGISTRY
+    from lessonkit.pages.scan import DIRECTIVES
+
+    assert set(REGISTRY) == set(DIRECTIVES) and len(DIRECTIVES) == len(set(DIRECTIVES))

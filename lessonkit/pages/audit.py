@@ -20,7 +20,7 @@ and aria-label text, SVG text, Unicode folded by lessonkit.pages.fold) and refus
   detected at", "Barrier error detected") that no transcript or claim produced, whatever markup
   carried it; a typed summary passes only when it is, verbatim and in plain characters, the
   summary line of every recording of a run that a figure of its own sentence (its line, in a code
-  block) is backed by, as the figure's data-lk-why names it; a produced figure inside it stands
+  block) is backed by, as its mark's record lists them; a produced figure inside it stands
   for the summary's figure there;
 - a code block in the language of a recorded input of those sets (`cuda` for a .cu input) that
   no region produced, unless its title, shown to the reader, says `not the lesson's program`.
@@ -454,8 +454,9 @@ def audit_page(html: str | Callable[[], str], source: str, path: str, result: Pa
         reported.add((file, at, message))
         errors.append(LessonError(file, at, message, rank=PAGE_RANK))
 
-    for line, col, message in text.forged:
-        report(_where_around(line, col, finder), message)
+    for line, col, message, markup in text.refused:
+        report(_where_around(line, col, finder) or (finder.phrase(skeleton(markup), markup) if markup else None),
+               message)
     split = _characters(text, finder, report)
     # The cause, once: what an invisible or look-alike character split is not refused again.
     text.lines = [line for k, line in enumerate(text.lines) if k not in split]
@@ -524,15 +525,7 @@ def _tool_lines(text: ReaderText, cited: _Cited, sets: Mapping[str, EvidenceSet]
 _QUOTE_END_RE = re.compile(r"""["\u201c\u201d;|]|\.(?=\s|$)""")
 _AFTER_QUOTE_RE = re.compile(r"""^(?:\s*$|\s[-\u2013\u2014]\s|["'\u201c\u201d\u2018\u2019|)\]]|[.;:!?](?:$|[\s"'\u201d\u2019|)\]]))""")
 _SENTENCE_END_RE = re.compile(r"""[.!?]["'\u201d\u2019)\]]*(?=\s|$)""")
-# What a produced figure's data-lk-why says it is backed by (lessonkit.pages.meaning): "run R of set S" for a
-# claim or a generated value, "runs R1, R2 of set S" for a generated table's cell.
-_CITES_RE = re.compile(r"""\bruns? (?P<runs>[^\s;,]+(?:, [^\s;,]+)*) of set (?P<set>[^\s;,()]+)""")
 _QUOTE_SHOWN = 200  # the most of a quote that a message shows (a summary line is shorter)
-
-
-def cited_runs(why: str) -> list[tuple[str, str]]:
-    """(set, run) for every run a produced figure's data-lk-why names."""
-    return [(c.group("set"), run) for c in _CITES_RE.finditer(why) for run in c.group("runs").split(", ")]
 
 
 def _summary_tool(matched: str) -> str:
@@ -586,7 +579,7 @@ def _summary_quote(line: Line, at: int, end: int, tool: str,
     first, last = (0, len(line.text)) if line.code is not None else _sentence(line.text, at, end)
     named = "its line" if line.code is not None else "its sentence"
     quote = _quote(line.text, at, end)
-    runs = sorted({cited for a, _, why in line.why if first <= a < last for cited in cited_runs(why)})
+    runs = sorted({run for a, _, cited in line.runs if first <= a < last for run in cited})
     if any(not line.backing(a, b) for a, b in line.produced if first <= a < last and not (at <= a and b <= end)):
         return end, None  # a claim of its sentence failed (it shows no backing): its error is the one to fix first
     if not runs:

@@ -55,6 +55,7 @@ def render_diagram(page: PageState, index: int, parts: list[str]) -> str:
         page.error(index, "the diagram directive takes one path under code/: {{ diagram LESSON/diagrams/NAME.svg }}")
         return ""
     relpath = parts[0]
+    page.result.sources.add(relpath)  # read, or looked for: the page's result depends on it either way
     where = LessonError(page.path, index + 1 + page.offset, f"asked for by a diagram on {page.path}")
     try:
         path = resolve_code_path(page.repo / "code", relpath, where)
@@ -65,7 +66,6 @@ def render_diagram(page: PageState, index: int, parts: list[str]) -> str:
     except OSError as exc:
         page.error(index, f"cannot read diagram code/{relpath}: {exc.strerror}")
         return ""
-    page.result.sources.add(relpath)
     shown = f"code/{relpath}"
     svg = _expand(page, index, shown, text)
     start = svg.find("<svg")

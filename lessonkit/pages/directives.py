@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Callable
 from functools import lru_cache
 
 from lessonkit.errors import LessonError, LessonErrors
@@ -39,44 +40,66 @@ def _words(text: str) -> list[str]:
 
 
 def expand_directive(page: PageState, token: Token, word: str, text: str) -> str:
-    """What a directive standing alone on its line(s) expands to (an error on the page when it cannot)."""
-    index = token.line
+    """What a directive standing alone on its line(s) expands to (an error on the page when it cannot):
+    its words read, then its entry of REGISTRY run."""
     try:
         parts = _words(token.body.split(None, 1)[1] if len(token.body.split()) > 1 else "")
     except ValueError as exc:
-        page.error(index, f"cannot read the {word} directive: {exc}")
+        page.error(token.line, f"cannot read the {word} directive: {exc}")
         return ""
-    if word == "evidence":
-        lesson = page.unrecorded.get(parts[0]) if parts else None
-        if lesson is None:
-            return ""
-        page.result.unrecorded = lesson.lesson  # the engine keeps the page out of search and the sitemap
-        return _not_recorded_notice(lesson)
-    if word == "region":
-        return _region(page, token, parts, text)
-    if word == "diagram":
-        return render_diagram(page, index, parts)
-    if word == "table":
-        return render_table(page, index, parts)
+    return REGISTRY[word](page, token, parts, text)
+
+
+def _evidence(page: PageState, token: Token, parts: list[str], text: str) -> str:
+    lesson = page.unrecorded.get(parts[0]) if parts else None
+    if lesson is None:
+        return ""
+    page.result.unrecorded = lesson.lesson  # the engine keeps the page out of search and the sitemap
+    return _not_recorded_notice(lesson)
+
+
+def _named(page: PageState, index: int, word: str, parts: list[str], run: bool) -> tuple[EvidenceSet, str | None] | None:
+    """The set (and run, with `run`) a set directive names first, looked up (and so recorded); None
+    with an error when it names none, or a run where a set is wanted and the other way round."""
     if not parts:
         page.error(index, f"the {word} directive needs an evidence name")
-        return ""
+        return None
     found = page.lookup(index, parts[0])
+    if found is None:
+        return None
+    ev, group = found
+    if run and group is None:
+        page.error(index, f"'{word} {parts[0]}' names a set; name one of its transcripts: "
+                   f"{', '.join(sorted(ev.groups))}")
+        return None
+    if not run and group is not None:
+        page.error(index, f"'{word}' takes a set name, not the transcript {parts[0]!r}")
+        return None
+    return ev, group
+
+
+def _transcript_directive(page: PageState, token: Token, parts: list[str], text: str) -> str:
+    found = _named(page, token.line, "transcript", parts, run=True)
     if found is None:
         return ""
     ev, group = found
-    if word == "transcript":
-        if group is None:
-            page.error(index, f"'transcript {parts[0]}' names a set; name one of its transcripts: "
-                       f"{', '.join(sorted(ev.groups))}")
-            return ""
-        return _transcript(page, index, ev, group, parts[1:])
-    if group is not None:
-        page.error(index, f"'{word}' takes a set name, not the transcript {parts[0]!r}")
+    return _transcript(page, token.line, ev, group, parts[1:])  # type: ignore[arg-type]
+
+
+def _provenance(page: PageState, token: Token, parts: list[str], text: str) -> str:
+    found = _named(page, token.line, "provenance", parts, run=False)
+    if found is None:
         return ""
-    if word == "provenance":
-        return render_provenance(ev, page.result.marker, lambda block: page.result.slot(
-            block, f"the provenance of set {ev.name}, as its manifest records it", "provenance"))
+    ev = found[0]
+    return render_provenance(ev, page.result.marker, lambda block: page.result.slot(
+        block, f"the provenance of set {ev.name}, as its manifest records it", "provenance"))
+
+
+def _commands(page: PageState, token: Token, parts: list[str], text: str) -> str:
+    found = _named(page, token.line, "commands", parts, run=False)
+    if found is None:
+        return ""
+    ev, index = found[0], token.line
     names = parts[1:] or sorted(ev.groups)
     unknown = [n for n in names if n not in ev.groups]
     if unknown:
@@ -87,6 +110,20 @@ def expand_directive(page: PageState, token: Token, word: str, text: str) -> str
         page.cite(index, ev.name, name)
     return render_commands(ev, [ev.recordings(n)[0] for n in names], page.result.marker)
 
+
+
+# Each directive a page may write on a line of its own (lessonkit.pages.scan.DIRECTIVES): a reader of its
+# words that looks up what it shows through the page (PageState.lookup, .cite, result.sources: so the
+# page's result records what it read, as it reads it) and returns the Markdown or HTML it stands for.
+REGISTRY: dict[str, Callable[[PageState, Token, list[str], str], str]] = {
+    "region": lambda page, token, parts, text: _region(page, token, parts, text),
+    "transcript": _transcript_directive,
+    "evidence": _evidence,
+    "provenance": _provenance,
+    "commands": _commands,
+    "table": lambda page, token, parts, text: render_table(page, token.line, parts),
+    "diagram": lambda page, token, parts, text: render_diagram(page, token.line, parts),
+}
 
 def _transcript(page: PageState, index: int, ev: EvidenceSet, group: str, options: list[str]) -> str:
     opened, title = False, None

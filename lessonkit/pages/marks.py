@@ -37,11 +37,12 @@ DIAGRAM = "diagram"  # a diagram's block: written by the core, its text the auth
 @dataclass(frozen=True)
 class Mark:
     """What backs one stretch of produced text: in plain words for the reader (`why`, shown on hover),
-    and what the core made it as (`kind`: "value" for a claim's or a generated figure, "cell", "region",
+    every run it was drawn from (`runs`), and what the core made it as (`kind`: "value" for a claim's or a generated figure, "cell", "region",
     "commands", "transcript", "provenance", or DIAGRAM, whose own text is not produced)."""
 
     why: str | None = None
     kind: str = "value"
+    runs: tuple[tuple[str, str], ...] = ()  # (set, run) of every run it was drawn from
 
 
 class Marks:
@@ -50,12 +51,13 @@ class Marks:
     def __init__(self, records: list[Mark] | None = None) -> None:
         self.records: list[Mark] = records if records is not None else []
 
-    def wrap(self, text: str, why: str | None = None, kind: str = "value") -> str:
+    def wrap(self, text: str, why: str | None = None, kind: str = "value",
+             runs: tuple[tuple[str, str], ...] = ()) -> str:
         """`text` between the marks of a new record."""
         n = len(self.records)
         if n >= LIMIT:
             raise ValueError(f"a page holds more than {LIMIT} produced stretches")
-        self.records.append(Mark(why, kind))
+        self.records.append(Mark(why, kind, tuple(runs)))
         return chr(FIRST + n) + text + CLOSE
 
     def block(self, markdown: str, why: str | None, kind: str) -> str:

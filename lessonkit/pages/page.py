@@ -53,7 +53,7 @@ from lessonkit.pages.state import PageResult, PageState, ShownClaim
 from lessonkit.pages.tablerules import check_table_labels
 from lessonkit.pages.text import (
     check_escaped_directives,
-    check_hidden_text,
+    check_html_tables,
     visible_text,
 )
 from lessonkit.pages.units import unit_problem
@@ -99,7 +99,7 @@ def process_page(markdown: str, path: str, repo: Path, sets: dict[str, EvidenceS
     page.result.default_set = page.default_set
     out = _expand(page, markdown, lines, tokens)
     in_fence = fenced(out)
-    check_hidden_text(page, out, in_fence)
+    check_html_tables(page, out, in_fence)
     check_escaped_directives(page, out, in_fence, markdown)
     check_table_labels(page, out, in_fence)
     check_evidence_links(page, out, in_fence)
@@ -169,9 +169,9 @@ def _marked_markdown(out: Lines, in_fence: list[bool], marks: Marks) -> str:
             pieces.append(text[pos:span.start])
             pos = span.end
             if not in_fence[i] and not any(a <= span.start < b for a, b in closed):
-                pieces.append(produced(marks, value, span.why))
+                pieces.append(produced(marks, value, span.why, runs=span.runs))
             else:
-                pieces.append(marks.wrap(value, span.why))
+                pieces.append(marks.wrap(value, span.why, runs=span.runs))
         pieces.append(text[pos:])
         texts[i] = "".join(pieces)
     return "\n".join(texts)
@@ -292,18 +292,24 @@ def _last_at(body: str) -> re.Match[str] | None:
     return m
 
 
+def _runs(page: PageState, since: int) -> tuple[tuple[str, str], ...]:
+    """The runs cited from citation `since` on: those a claim or figure just read, in order, each once."""
+    return tuple(dict.fromkeys((s, r) for _, s, r in page.citations[since:]))
+
+
 def _inline(page: PageState, line: OutLine, token: Token, word: str | None, source: str, text: str) -> None:
     """Append a claim's value to `line` (checking it), or the token as written with its error."""
     if word is not None:
         page.error(token.line, f"'{word}' must stand alone on its line(s): {_one_line(source)!r}")
         line.text += source
         return
+    cited = len(page.citations)  # the runs it reads, as it reads them
     if is_value(token.body):  # a figure generated from the evidence (lessonkit.pages.values)
         figure, claim = render_value(page, token.line, token.body)
         if claim is not None:
             query = " ".join(token.body.split()[1:])
             why = for_reader(describe_generated(query, page.default_set, page.sets), page.sets, page.default_set)
-            line.spans.append(Span(len(line.text), len(line.text) + len(figure), claim, why))
+            line.spans.append(Span(len(line.text), len(line.text) + len(figure), claim, why, _runs(page, cited)))
             _check_unit(page, token, claim, figure, source, text)
         line.text += figure
         return
@@ -327,7 +333,7 @@ def _inline(page: PageState, line: OutLine, token: Token, word: str | None, sour
     outcome = page.result.claims[-1] if page.result.claims and page.result.claims[-1].start == start else None
     why = (for_reader(describe(outcome, page.sets, page.default_set), page.sets, page.default_set)
            if outcome is not None and outcome.error is None else None)
-    line.spans.append(Span(len(line.text), len(line.text) + len(value), shown, why))
+    line.spans.append(Span(len(line.text), len(line.text) + len(value), shown, why, _runs(page, cited)))
     line.text += value
     _check_unit(page, token, shown, value, source, text)
 

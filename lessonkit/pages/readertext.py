@@ -11,7 +11,11 @@ those between the marks the core wrote around a claim's value, a generated figur
 code block, the commands block, a transcript block or the provenance tables (lessonkit.pages.marks),
 whatever markup carries them, an attribute's text included. No class or attribute is trusted. A mark
 that is not the core's (a number with no record, one used twice, a closing mark with nothing open, one
-left open) is listed in `ReaderText.forged`. A filled slot is read like the rest of the page: a
+left open) is listed in `ReaderText.refused`, and so is what the browser shows otherwise than this
+model reads it, outside the core's marks: an element that hides, styles or scripts text (`<style>`,
+`<script>`, `<template>`, `<noscript>`; a `hidden`, `aria-hidden`
+or `style` attribute), a claim inside an HTML comment (its marks are never shown), and a comment
+never closed (the browser hides the rest of the page). A filled slot is read like the rest of the page: a
 diagram's text is not produced, only its claims' values are. Text an element marked `data-lk-at="FILE:LINE"` holds (a
 diagram's, lessonkit.pages.diagrams) says where it is written, so that an error names that line.
 Code blocks are listed too, with their language, their title and whether a region made them.
@@ -49,6 +53,16 @@ _SHOWN_BY = {"input": ("value",), "option": ("label",), "optgroup": ("label",)}
 # stylesheet and script act on (a figure's tooltip, a recording loaded into its box), and its data-lk-*
 # attributes: an element bearing one outside every mark is the page's own markup posing as the core's.
 _CORE_CLASS_RE = re.compile(r"""lk-(?:v|region|commands|transcript[\w-]*|provenance|recordings?|recording-[\w-]+|evidence)""")
+_HIDING_TAGS = frozenset({"style", "script", "template", "noscript"})  # an embedded document: the audit's own rule
+_HIDING_ATTRIBUTES = ("hidden", "aria-hidden", "style")
+_HIDES = ("{!r} hides, styles or scripts text on the page, so a reader and the checks would read different "
+          "things; remove it (the site's stylesheet and script are in docs/assets/)")
+_COMMENT_CLAIM = ("a claim inside an HTML comment is checked but never shown, while the text beside the comment "
+                  "is shown unchecked; take the claim out of the comment, or delete it")
+_COMMENT_OPEN = ("an HTML comment '<!--' opened here is never closed, so everything after it is hidden from the "
+                 "reader while the checks still read it; close it with '-->' where the note ends")
+_COMMENT_RE = re.compile(r"""<!--.*?-->""", re.DOTALL)
+_ALIGN_RE = re.compile(r"""text-align: (?:left|right|center);""")  # a Markdown table column's alignment
 _AT = "data-lk-at"  # where an element's text is written, when not in the page (lessonkit.pages.diagrams)
 _SPACES_RE = re.compile(r"""\s+""")
 
@@ -77,6 +91,7 @@ class Line:
     code_ends: list[int] = field(default_factory=list)  # where an inline code element (`<code>`) ends
     origins: list[tuple[int, int, str]] = field(default_factory=list)  # stretches written elsewhere: FILE:LINE
     items: list[ItemLink] = field(default_factory=list)  # link texts that lead to a numbered list's item
+    runs: list[tuple[int, int, tuple[tuple[str, str], ...]]] = field(default_factory=list)  # produced stretches' runs
 
     def origin(self, at: int) -> tuple[str, int] | None:
         """(file, line) where the text at `at` is written, when not in the page (a diagram's SVG)."""
@@ -119,7 +134,8 @@ class ReaderText:
 
     lines: list[Line] = field(default_factory=list)
     blocks: list[CodeBlock] = field(default_factory=list)
-    forged: list[tuple[Line, int, str]] = field(default_factory=list)  # marks not the core's: line, column, why
+    # line, column, message, and the markup that caused it as the page's source writes it: see the module
+    refused: list[tuple[Line, int, str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -241,9 +257,9 @@ class _Reader(HTMLParser):
             if stack:
                 stack.pop()
             else:
-                self.out.forged.append((line, col, _FORGED.format("a closing mark with nothing open")))
+                self.out.refused.append((line, col, _FORGED.format("a closing mark with nothing open"), char))
         elif n is None or n >= len(self.records) or n in self.seen:
-            self.out.forged.append((line, col, _FORGED.format(f"mark {n} {'is used twice' if n in self.seen else 'has no record'}")))
+            self.out.refused.append((line, col, _FORGED.format(f"mark {n} {'is used twice' if n in self.seen else 'has no record'}"), char))
         else:
             self.seen.add(n)
             stack.append(n)
@@ -266,7 +282,7 @@ class _Reader(HTMLParser):
                 continue
             self._text(line, shown(piece), piece, stack, at)
         if len(stack) > len(self.open):
-            self.out.forged.append((line, len(line.text), _FORGED.format("a mark left open")))
+            self.out.refused.append((line, len(line.text), _FORGED.format("a mark left open"), ""))
         return line
 
     def _text(self, line: Line, text: str, raw: str, stack: list[int], at: str | None) -> None:
@@ -279,6 +295,9 @@ class _Reader(HTMLParser):
             why = self._why(stack)
             if why:
                 line.why.append((start, end, why))
+            runs = next((self.records[n].runs for n in reversed(stack) if self.records[n].runs), ())
+            if runs:
+                line.runs.append((start, end, runs))
         if text and at:
             line.origins.append((start, end, at))
         line.text += text
@@ -312,12 +331,18 @@ class _Reader(HTMLParser):
         elif tag in ("td", "th") and self.line.text.strip():
             # a table row is one line, its cells apart, as the Markdown writes it
             self.line.text += "| " if self.line.text.endswith(" ") else " | "
+        if not self.open and not self._skipped():
+            hiding = next((f"<{tag} {a}>" for a in _HIDING_ATTRIBUTES if a in values
+                           and not (a == "style" and tag in ("td", "th") and _ALIGN_RE.fullmatch(values[a]))), None)
+            if hiding or tag in _HIDING_TAGS:
+                self.out.refused.append((self.line, len(self.line.text), _HIDES.format(hiding or f"<{tag}>"),
+                                         next((a for a in _HIDING_ATTRIBUTES if a in values), f"<{tag}")))
         if not self.open:
             core = sorted(c for c in classes if _CORE_CLASS_RE.fullmatch(c)) + [k for k in values if k.startswith("data-lk-")]
             if core:
-                self.out.forged.append((self.line, len(self.line.text), (
+                self.out.refused.append((self.line, len(self.line.text), (
                     f"{core[0]!r} is a mark of what lessonkit produced from the evidence; a page's own markup may "
-                    "not use it (the site's script and stylesheet act on it); remove it, or show it in a code span")))
+                    "not use it (the site's script and stylesheet act on it); remove it, or show it in a code span"), core[0]))
         if not skipped:
             self._list_item(tag, values)
             if tag == "a" and values.get("href", "").startswith("#") and len(values["href"]) > 1:
@@ -405,18 +430,36 @@ class _Reader(HTMLParser):
                 self._break()
             self._text(self.line, shown(piece), piece, self.open, at)
 
+    def handle_comment(self, data: str) -> None:
+        if any(is_mark(piece) for piece in split(data)):
+            self.out.refused.append((self.line, len(self.line.text), _COMMENT_CLAIM, "<!--"))
+
     def close(self) -> None:
         super().close()
         if self.open:
-            self.out.forged.append((self.line, len(self.line.text), _FORGED.format("a mark left open")))
+            self.out.refused.append((self.line, len(self.line.text), _FORGED.format("a mark left open"), ""))
         self._break()
+
+
+def _unclosed_comment(html: str) -> int | None:
+    """Where a comment opens that never closes (a browser hides everything after it), or None."""
+    last = 0
+    for m in _COMMENT_RE.finditer(html):
+        last = m.end()
+    at = html.find("<!--", last)
+    return None if at == -1 else at
 
 
 def read_html(html: str, records: list[Mark] | None = None) -> ReaderText:
     """The lines a reader sees of `html` and its code blocks (see the module's docstring); `records`:
     what backs each of the page's marks (PageResult.marks)."""
     reader = _Reader(records or [])
-    reader.feed(html)
+    unclosed = _unclosed_comment(html)
+    reader.feed(html if unclosed is None else html[:unclosed])
+    if unclosed is not None:  # a browser reads the rest of the page as the comment
+        reader.out.refused.append((reader.line, len(reader.line.text), _COMMENT_OPEN, "<!--"))
+        if any(is_mark(piece) for piece in split(html[unclosed:])):
+            reader.open.clear()  # the claims it hides: the comment is the cause, said once
     reader.close()
     for line, start, end, target in reader.linked:  # a target may come after its link
         if target in reader.ids:

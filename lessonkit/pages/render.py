@@ -36,7 +36,8 @@ PROVENANCE_CLASS = "lk-provenance"  # the provenance and sessions tables (proven
 BODY_CLASS = "lk-transcript-body"  # all of it but the summary line: kept out of the search index
 
 
-def produced(marks: Marks, text: str, why: str | None = None, kind: str = "value") -> str:
+def produced(marks: Marks, text: str, why: str | None = None, kind: str = "value",
+             runs: tuple[tuple[str, str], ...] = ()) -> str:
     """`text` (HTML), which a claim or directive produced from the evidence, between the marks of a
     record of `marks` (lessonkit.pages.marks), which is what the rendered-page audit reads.
 
@@ -46,7 +47,7 @@ def produced(marks: Marks, text: str, why: str | None = None, kind: str = "value
     """
     span = (f'<span class="{PRODUCED_CLASS}" data-lk-why="{_attr(why)}">{text}</span>' if why
             else f'<span class="{PRODUCED_CLASS}">{text}</span>')
-    return marks.wrap(span, why, kind)
+    return marks.wrap(span, why, kind, runs)
 
 
 def language_of(path: str) -> str:

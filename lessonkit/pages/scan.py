@@ -139,6 +139,7 @@ class Span:
     end: int
     claim: object
     why: str | None = None  # what backs the value, in plain words (lessonkit.pages.meaning)
+    runs: tuple[tuple[str, str], ...] = ()  # (set, run) of every run it was checked against
 
 
 @dataclass

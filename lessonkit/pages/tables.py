@@ -146,13 +146,13 @@ def _table(page: PageState, index: int, parts: list[str]) -> str:
                  for c in cells]
         columns = [(None, c) for c in cells]
     else:
-        head += [_shown(page, _label(display, sources, col_key, v), f"generated from every recording: a value of the key {col_key} "
+        head += [_shown(page, sources, _label(display, sources, col_key, v), f"generated from every recording: a value of the key {col_key} "
                         f"in {', '.join('run ' + s.run for s in sources)}, a column of the table") for v in col_values]
         columns = [(v, cells[0]) for v in col_values]
     body = []
     runs = list(dict.fromkeys(source.run for source in sources))
     for rv in row_values:
-        row = [_shown(page, _label(display, sources, row_key, rv), f"generated from every recording: a value of the key {row_key} in "
+        row = [_shown(page, sources, _label(display, sources, row_key, rv), f"generated from every recording: a value of the key {row_key} in "
                       f"{', '.join('run ' + s.run for s in sources)}, a row of the table")]
         for cv, cell in columns:
             where = f"({_label(display, sources, row_key, rv)}" + \
@@ -164,7 +164,7 @@ def _table(page: PageState, index: int, parts: list[str]) -> str:
             backing = sources[0].ev if session is None else sources[0].ev.view(frozenset({session}))
             why = for_reader(describe_table(backing, runs, field), page.sets, page.default_set) + \
                 ("" if session is None else f", session {session} only") + f"; the cell {where}"
-            row.append(empty if text is None else _shown(page, text, why))
+            row.append(empty if text is None else _shown(page, sources, text, why))
         body.append(row)
     numeric = [all(r[k + 1] == empty or _numeric(r[k + 1]) for r in body) for k in range(len(columns))]
     lines = ["| " + " | ".join(_escape(h) for h in head) + " |",
@@ -182,10 +182,11 @@ def sig_digits(written: str | None) -> int | None:
     return int(written)
 
 
-def _shown(page: PageState, text: str, why: str | None = None) -> str:
-    """Text drawn from the evidence as a table shows it: escaped, marked as produced (with what backs
-    it, for a cell)."""
-    return produced(page.result.marker, html.escape(text, quote=False), why, "cell")
+def _shown(page: PageState, sources: list[_Source], text: str, why: str | None = None) -> str:
+    """Text drawn from the evidence (the runs of `sources`) as a table shows it: escaped, marked as
+    produced, with what backs it."""
+    runs = tuple(dict.fromkeys((s.ev.name, s.run) for s in sources))
+    return produced(page.result.marker, html.escape(text, quote=False), why, "cell", runs)
 
 
 def _source(page: PageState, index: int, text: str) -> _Source:

@@ -1,10 +1,9 @@
 """What a reader sees against what the checks read.
 
-Hidden text. What the checks read must be what a reader sees: no claim inside an HTML comment
-(checked, never shown), no comment between two stretches of text on one line, no markup that
-hides text. (Invisible characters and words that mix look-alike scripts are refused on the
-rendered page, which reads character references decoded, as a reader does; so is typed tool
-output: lessonkit.pages.audit.)
+Tables written in HTML: their labels are bound to no claim (a Markdown table's are: lessonkit.pages.
+tablerules). Hidden text, comments, invisible characters, look-alike letters and typed tool output
+are refused on the rendered page, as a reader reads it (lessonkit.pages.readertext,
+lessonkit.pages.audit).
 
 Escaped directives. `\\{{` writes literal braces, so `\\{{ region ... }}` at the start of a line
 shows the directive's text instead of expanding it; only a page about the directives themselves
@@ -22,7 +21,7 @@ import re
 from pathlib import PurePosixPath
 
 from lessonkit.pages.fold import is_invisible
-from lessonkit.pages.scan import DIRECTIVES, CodeSpans, Lines, OutLine, code_spans
+from lessonkit.pages.scan import DIRECTIVES, CodeSpans, Lines, code_spans
 from lessonkit.pages.state import PageState
 
 # A directive escaped at the start of a line: it shows as text (as the expanded line shows it, unescaped).
@@ -172,19 +171,12 @@ def _visible(text: str, where: list[int] | None) -> str:
     return "".join(shown)
 
 
-# -- hidden text ---------------------------------------------------------------------------------
+# -- tables written in HTML ---------------------------------------------------------------------
 
-# Markup that hides text from a reader, or styles or scripts the page: the checks read the text.
-_HIDING_RE = re.compile(
-    r"""(?P<table><\s*(?:table|tr|td|th)\b)
-      | <\s*(?:style|script|template|noscript|iframe|object|embed)\b
-      | (?<!\{)\{:?[^{}]*[\s:](?:hidden|style)(?=[\s}=])""",
-    re.VERBOSE | re.IGNORECASE)
-# A tag with an attribute that hides or styles text. Tried only at the first '<' (outside code) after
-# each '>': from a later '<' before the same '>' it reads less of the same text, so it matches only
-# where the first does (tried at every '<', a line of a million '<' takes hours).
-_HIDING_ATTRIBUTE_RE = re.compile(r"""<[^>]*\s(?:hidden|aria-hidden|style)(?=[\s=/>])""", re.IGNORECASE)
-_COMMENT_RE = re.compile(r"""<!--|-->""")
+# A table written in HTML: its labels are read by no rule (lessonkit.pages.tablerules reads a Markdown
+# table's). What hides, styles or scripts text, and comments, are read on the rendered page
+# (lessonkit.pages.readertext), where they do what they do.
+_HTML_TABLE_RE = re.compile(r"""<\s*(?:table|tr|td|th)\b""", re.IGNORECASE)
 
 
 class _InCode:
@@ -203,121 +195,17 @@ class _InCode:
         return self._spans[k] if k >= 0 and at < self._spans[k][1] else None
 
 
-# What a line holds when check_hidden_text has something to read in it (or a claim, inside a comment):
-# a character outside ASCII, a reference, a comment mark, a tag _HIDING_RE names, or the attribute words.
-_HIDDEN_TEXT_LINE_RE = re.compile(
-    r"""[^\x00-\x7f]|&|<!--|-->|hidden|style
-      |<[^\S\n]*(?:table|tr|td|th|script|template|noscript|iframe|object|embed)""", re.VERBOSE)
-_HIDDEN_TEXT_LINE_ANY_CASE_RE = re.compile(_HIDDEN_TEXT_LINE_RE.pattern, re.VERBOSE | re.IGNORECASE)
-
-
-def check_hidden_text(page: PageState, out: Lines, in_fence: list[bool]) -> None:
-    """No text that the checks read differently from a reader: see the module's docstring."""
-    in_comment: tuple[int, int] | None = None  # (line, column) where an open comment began
-    with_spans = out.with_spans()  # a claim may stand inside a comment that an earlier line opened
-    found = out.find_words(_HIDDEN_TEXT_LINE_RE, _HIDDEN_TEXT_LINE_ANY_CASE_RE)
-    lines = sorted(set(found).union(with_spans)) if with_spans else list(found)
-    unclosed = _never_closed(out, lines, in_fence)
-    if unclosed is not None:  # one error, its cause, instead of one for each claim the comment hides
-        page.error(unclosed[0], "an HTML comment '<!--' opened here is never closed, so everything after it is "
-                   "hidden from the reader while the checks still read it; close it with '-->' where the note ends")
-    for i in lines:
+def check_html_tables(page: PageState, out: Lines, in_fence: list[bool]) -> None:
+    """No table written in HTML outside code: its labels would be bound to no claim."""
+    for i in out.find(_HTML_TABLE_RE):
         line = out[i]
-        if line.generated:
-            continue
-        if in_fence[i] and in_comment is None:
-            continue
-        if not in_fence[i]:
-            _hiding(page, line)
-        if unclosed is not None and line.src >= unclosed[0]:
-            continue  # inside the comment that never closes: said once, above
-        in_comment = _comments(page, line, in_comment)
-
-
-def _never_closed(out: Lines, lines: list[int], in_fence: list[bool]) -> tuple[int, int] | None:
-    """(line, column) of an HTML comment the page opens and never closes, outside code; None if every one closes."""
-    open_at: tuple[int, int] | None = None
-    for i in lines:
-        line = out[i]
-        if line.generated or (in_fence[i] and open_at is None) or ("<!--" not in line.text and "-->" not in line.text):
+        if in_fence[i] or line.generated:
             continue
         code = _InCode(line.text)
-        for m in _COMMENT_RE.finditer(line.text):
-            if code.span(m.start()):
-                continue
-            if m.group() == "<!--" and open_at is None:
-                open_at = (line.src, m.start())
-            elif m.group() == "-->":
-                open_at = None
-    return open_at
-
-
-def _hiding(page: PageState, line: OutLine) -> None:
-    """The first markup outside code spans that hides, styles or scripts text, or an HTML table."""
-    text = line.text
-    if "<" not in text and "{" not in text:
-        return  # every form _HIDING_RE knows starts with one
-    code = _InCode(text)
-    m = _HIDING_RE.search(text)
-    while m is not None and code.span(m.start()):
-        m = _HIDING_RE.search(text, m.start() + 1)
-    attribute = None
-    at = text.find("<")
-    while at != -1 and (m is None or at < m.start()):
-        span = code.span(at)
-        if span is not None:
-            at = text.find("<", span[1])
-            continue
-        attribute = _HIDING_ATTRIBUTE_RE.match(text, at)
-        close = text.find(">", at)
-        if attribute is not None or close == -1:
-            break
-        at = text.find("<", close)
-    if attribute is not None and (m is None or attribute.start() < m.start()):
-        m = attribute
-    if m is None:
-        return
-    if m.re is _HIDING_RE and m.group("table"):
-        page.error(line.src, f"{m.group().strip()!r}: an HTML table's labels are not bound to its claims; "
-                   "write the table in Markdown")
-    else:
-        page.error(line.src, f"{m.group().strip()!r} hides, styles or scripts text on the page, so a "
-                   "reader and the checks would read different things; remove it (the site's stylesheet "
-                   "and script are in docs/assets/)")
-
-
-def _comments(page: PageState, line: OutLine, open_at: tuple[int, int] | None) -> tuple[int, int] | None:
-    """Report claims inside comments and comments between text on one line; the comment still open."""
-    text = line.text
-    if open_at is None and "<!--" not in text and "-->" not in text:
-        return None
-    start = 0 if open_at is not None else None
-    code = _InCode(text)
-    for m in _COMMENT_RE.finditer(text):
-        if code.span(m.start()):
-            continue  # shown as typed
-        if m.group() == "<!--" and start is None:
-            start = m.start()
-            open_at = (line.src, m.start())
-        elif m.group() == "-->" and start is not None:
-            _one_comment(page, line, start, m.end(), whole_line_before=open_at is not None and open_at[0] != line.src)
-            start, open_at = None, None
-    if start is not None:
-        _one_comment(page, line, start, len(text), whole_line_before=False, still_open=True)
-    return open_at
-
-
-def _one_comment(page: PageState, line: OutLine, start: int, end: int, whole_line_before: bool,
-                 still_open: bool = False) -> None:
-    if any(s.start < end and s.end > start for s in line.spans):
-        page.error(line.src, "a claim inside an HTML comment is checked but never shown, while the text "
-                   "beside the comment is shown unchecked; take the claim out of the comment, or delete it")
-        return
-    before = line.text[:start].strip() if not whole_line_before else ""
-    after = line.text[end:].strip() if not still_open else ""
-    if before and after:
-        page.error(line.src, f"an HTML comment between {before[-12:]!r} and {after[:12]!r} joins them for "
-                   "a reader but not for the checks; put the comment on a line of its own")
+        m = next((m for m in _HTML_TABLE_RE.finditer(line.text) if not code.span(m.start())), None)
+        if m is not None:
+            page.error(line.src, f"{m.group().strip()!r}: an HTML table's labels are not bound to its claims; "
+                       "write the table in Markdown")
 
 
 def is_reference_page(path: str) -> bool:

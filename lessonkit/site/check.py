@@ -44,9 +44,6 @@ from lessonkit.site.inputs import (
     FileDigests,
     PageInputs,
     combine,
-    constant_files,
-    name_words,
-    region_files,
 )
 from lessonkit.site.rendered import Renderer, Rendering, rendering_key
 from lessonkit.textio import FRONT_MATTER_RE, read_text
@@ -233,7 +230,6 @@ class CheckedSite:
     _scans: tuple[sitecache.Scan, sitecache.Scan] = ({}, {})
     _set_digests: dict[str, str] = field(default_factory=dict)
     _set_folders: dict[str, str] = field(default_factory=dict)
-    _names: frozenset[str] = frozenset()
     _lessons: dict[str, str] = field(default_factory=dict)  # set name -> its lesson (code/<lesson>/runs.toml)
     _unrecorded: frozenset[str] = frozenset()  # the lessons with a runs.toml and no evidence yet
     _catalog: str = ""
@@ -322,11 +318,14 @@ class CheckedSite:
         self._site_errors = errors
         self._lessons = lessons
         self._unrecorded = frozenset(unrecorded)
-        self._names = frozenset(names | unreadable | set(self._set_digests))
+        # The list of sets, and of the folders under code/ (a claim's `LESSON/FILE` is read as a
+        # lesson's file only when code/LESSON is a folder): what a page may name that does not exist.
+        folders = sorted({rel.split(os.sep, 1)[0] for rel in scans[1] if os.sep in rel})
         self._catalog = combine([(name, "set") for name in sorted(names)]
                                  + [(name, "unreadable") for name in sorted(unreadable)]
                                  + [(name, "unrecorded " + " ".join(files))
-                                    for name, files in sorted(unrecorded.items())])
+                                    for name, files in sorted(unrecorded.items())]
+                                 + [(folder, "folder") for folder in folders])
         self.hashes.save()
 
     @property
@@ -345,22 +344,21 @@ class CheckedSite:
                 sitecache.scan(self.repo / "code", skip_compiled=True))
 
     def _inputs(self, markdown: str, offset: int, source: tuple[str, str], front: str = "") -> PageInputs:
-        """The inputs of a page about to be checked, taken before it is (a later edit shows as a change).
+        """A page's own inputs, taken before it is checked (a later edit shows as a change): its text,
+        its file, and the catalog (the sets, the lessons not recorded yet, the folders under code/,
+        the list of published works), which holds whatever a page may name that does not exist yet.
+        What else it reads is recorded as the check reads it (`_recorded`)."""
+        return PageInputs(markdown, offset, source,
+                          self._catalog + "|" + self.digests.digest(self.repo / SOURCES_FILE), (), (), front)
 
-        A set counts when its name appears as a word of its own inside double braces
-        ('{{ evidence day62-racecheck }}', '{{ region day62-racecheck/x.cu ... }}'): a page can
-        only cite a set by naming it there (its default set in `{{ evidence SET }}`), and naming
-        a set that does not exist is an error that changes when the set appears.
-        """
-        words = name_words(markdown)
-        names = self._names & words
-        lessons = {self._lessons.get(n, n) for n in names} | (words & self._unrecorded)
-        return PageInputs(
-            markdown, offset, source, self._catalog + "|" + self.digests.digest(self.repo / SOURCES_FILE),
-            tuple(sorted((n, self._set_digests.get(n, MISSING)) for n in names)),
-            tuple(sorted((f, self.digests.digest(self.repo / "code" / f))
-                         for f in region_files(markdown) | constant_files(markdown, lessons)
-                         | {f"{self._lessons.get(n, n)}/runs.toml" for n in names})), front)
+    def _recorded(self, inputs: PageInputs, result: PageResult) -> PageInputs:
+        """`inputs` with what the check read, as it read it: every set it looked up or cited, the code
+        files its directives and claims read or looked for (result.sources), and the runs.toml of each
+        set's lesson (its display names)."""
+        names = {n for n in result.looked_up if n in self._set_digests} | {s for s, _ in result.cited}
+        files = set(result.sources) | {f"{self._lessons.get(n, n)}/runs.toml" for n in names}
+        return replace(inputs, sets=tuple(sorted((n, self._set_digests.get(n, MISSING)) for n in names)),
+                       files=tuple(sorted((f, self.digests.digest(self.repo / "code" / f)) for f in files)))
 
     def _holds(self, inputs: PageInputs) -> bool:
         """Whether a page's earlier result still holds for today's evidence and code."""
@@ -369,6 +367,8 @@ class CheckedSite:
                 and all(self.digests.digest(self.repo / "code" / f) == d for f, d in inputs.files))
 
     def _disk_key(self, inputs: PageInputs, path: str) -> str:
+        """The key of what the page's `inputs` determine: its own (a page's entry, whose recorded
+        dependencies are checked on reading), or its own and its recorded ones (its audit's)."""
         files = sitecache.code_files(self.repo, (f for f, _ in inputs.files))
         key = sitecache.page_key(self.repo, path, inputs.offset, inputs.markdown, inputs.catalog,
                                  inputs.sets, files)
@@ -412,19 +412,26 @@ class CheckedSite:
                 return False
         return True
 
-    def _stored(self, inputs: PageInputs, path: str) -> tuple[str, PageResult | None]:
-        """The page's disk key and its result from the cache on disk, if there."""
+    def _stored(self, inputs: PageInputs, path: str) -> tuple[str, PageResult | None, PageInputs]:
+        """The page's disk key and its result from the cache on disk, if there and if every dependency it
+        recorded is as it was (then with `inputs` holding them)."""
         key = self._disk_key(inputs, path)
         data = self.store.get(self.keep, sitecache.entry_name(path), key)
         if data is None:
-            return key, None
+            return key, None, inputs
         try:
-            result = (sitecache.decode_result(data) if self.keep == "pages"
-                      else PageResult("", sitecache.decode_errors(data)))
+            sets = tuple((str(n), str(d)) for n, d in data["sets"])
+            files = tuple(tuple(f) for f in data["files"])
+            if (any(self._set_digests.get(n, MISSING) != d for n, d in sets)
+                    or sitecache.code_files(self.repo, (f for f, _, _ in files)) != files):
+                return key, None, inputs
+            result = (sitecache.decode_result(data["result"]) if self.keep == "pages"
+                      else PageResult("", sitecache.decode_errors(data["result"])))
         except (TypeError, KeyError, ValueError):
-            return key, None
+            return key, None, inputs
         self.cache_hits += 1
-        return key, result
+        return key, result, replace(inputs, sets=sets, files=tuple(
+            (f, self.digests.digest(self.repo / "code" / f)) for f, _, _ in files))
 
     def _known(self, markdown: str, path: str, line_offset: int, source: Path | None,
                source_digest: str | None, front: str = "") -> PageResult | tuple[PageInputs, str]:
@@ -439,9 +446,9 @@ class CheckedSite:
             source_digest = self.digests.digest(source)
         inputs = self._inputs(markdown, line_offset,
                               (os.fspath(source), source_digest or "") if source else ("", ""), front)
-        key, result = self._stored(inputs, path) if self.store.folder is not None else ("", None)
+        key, result, recorded = self._stored(inputs, path) if self.store.folder is not None else ("", None, inputs)
         if result is not None:
-            self._pages[path] = (inputs, result)
+            self._pages[path] = (recorded, result)
             return result
         return inputs, key
 
@@ -464,21 +471,14 @@ class CheckedSite:
         if self.keep == "errors":
             result = PageResult("", result.errors + self._audit_rendered(path, result, front + markdown),
                                 cited=result.cited, looked_up=result.looked_up, sources=result.sources)
-        # Sets looked up or cited, and code files read, that the text did not show as inputs
-        # (a set name that is not one word, a region directive over several lines; not
-        # expected): depend on them all the same, and keep nothing on disk.
-        sets = ({n for n in result.looked_up if n in self.site.evidence.sets}
-                | {s for s, _ in result.cited}) - {n for n, _ in inputs.sets}
-        files = result.sources - {f for f, _ in inputs.files}
-        if sets or files:
-            inputs = replace(inputs, sets=tuple(sorted(inputs.sets + tuple(
-                (n, self._set_digests.get(n, MISSING)) for n in sets))),
-                files=tuple(sorted(inputs.files + tuple(
-                    (f, self.digests.digest(self.repo / "code" / f)) for f in files))))
-        elif key and self._unchanged_since_refresh(inputs):
+        inputs = self._recorded(inputs, result)
+        if key and self._unchanged_since_refresh(inputs):
             data = (sitecache.encode_result(result) if self.keep == "pages"
                     else sitecache.encode_errors(result.errors))
-            self.store.put(self.keep, sitecache.entry_name(path), key, data)
+            self.store.put(self.keep, sitecache.entry_name(path), key, {
+                "sets": [list(s) for s in inputs.sets],
+                "files": [list(f) for f in sitecache.code_files(self.repo, (f for f, _ in inputs.files))],
+                "result": data})
         self._pages[path] = (inputs, result)
         return result
 

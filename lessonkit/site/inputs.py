@@ -1,25 +1,21 @@
 """What a page's check result depends on, and how to tell when that changed (for CheckedSite).
 
-A page's result depends on its Markdown, the evidence sets it names inside double braces, the
-code files its region and diagram lines read, and the list of sets. `FileDigests` identifies a
-file cheaply and soundly across rebuilds; `name_words` and `region_files` read a page's inputs
-off its text before it is checked.
+A page's result depends on its Markdown, the list of sets (and what else a page may name that does
+not exist yet), and what its check read: the evidence sets it looked up or cited, and the code files
+its directives and claims read, as the check records them (PageResult.looked_up, .cited, .sources).
+`FileDigests` identifies a file cheaply and soundly across rebuilds.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import re
-import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from lessonkit import cache
-from lessonkit.pages.scan import tokens
 
-_NAME_TOKEN_RE = re.compile(r"""[\w.-]+""", re.VERBOSE)
 MISSING = "missing"
 
 
@@ -74,67 +70,11 @@ def combine(items: Iterable[tuple[str, str]]) -> str:
     return h.hexdigest()
 
 
-def _bodies(markdown: str) -> list[str]:
-    """The text inside each `{{ … }}` of the page, as the page's scanner reads them (a claim or a
-    directive may run over lines)."""
-    return [t.body for t in tokens(markdown)]
-
-
-def region_files(markdown: str) -> set[str]:
-    """The paths under code/ that the page's `{{ region PATH NAME }}` and `{{ diagram PATH }}` directives read
-    (a page also reads the runs.toml of each set it names, for its display names: see CheckedSite._inputs)."""
-    paths = set()
-    for body in _bodies(markdown):
-        args = body.split()
-        if not args or args[0] not in ("region", "diagram"):
-            continue
-        args = args[1:]
-        if any(q in body for q in "\"'\\"):
-            try:
-                args = shlex.split(body)[1:]
-            except ValueError:
-                pass  # the page check reports the unreadable directive
-        if args:
-            paths.add(args[0])
-    return paths
-
-
-_SOURCE_REF_RE = re.compile(r"""@\s*(?P<ref>[\w./-]+\.(?:cu|cuh|cpp|cc|cxx|c|h|hpp|py))\s*:""")
-
-
-def constant_files(markdown: str, lessons: Iterable[str]) -> set[str]:
-    """The paths under code/ whose constants the page's claims quote ('{{ 4 @ racecheck.cu:kTiles }}'):
-    LESSON/FILE as written, a bare FILE in each of `lessons` (the lessons of the sets it names)."""
-    paths = set()
-    for body in _bodies(markdown):
-        for m in _SOURCE_REF_RE.finditer(body):
-            ref = m.group("ref")
-            if ref.startswith("lessonkit/"):
-                continue  # the core's own constant: every cache key holds the core's version already
-            if "/" in ref:
-                paths.add(ref)
-            else:
-                paths.update(f"{lesson}/{ref}" for lesson in lessons)
-    return paths
-
-
-def name_words(markdown: str) -> set[str]:
-    """Every word inside the page's double braces that could name a set: each run of letters,
-    digits, '-' and '.', taken whole, without its outer dots, and split at its dots (a set name
-    may hold a dot: 'day62-racecheck-cuda12.4'; 'day62-racecheck.' ends a sentence). A page can
-    only cite a set by naming it there ('{{ evidence day62-racecheck }}', '{{ 3 @ SET/RUN:... }}')."""
-    words = set(_NAME_TOKEN_RE.findall(" ".join(_bodies(markdown))))
-    for token in [t for t in words if "." in t]:
-        words.add(token.strip("."))
-        words.update(token.split("."))
-    return words
-
-
 @dataclass(frozen=True)
 class PageInputs:
-    """What a page's result was computed from: its text, its source file, the sets it cites or
-    names, the code files of its regions, and the list of sets (a page naming no set says which
-    exist); for `check`, which audits the page as rendered, also the file's text above the
+    """What a page's result was computed from: its text, its source file, the catalog (the list of
+    sets: a page naming no set says which exist), and, once checked, the sets and code files it read;
+    for `check`, which audits the page as rendered, also the file's text above the
     Markdown (its front matter, where the page declares its narrative figures)."""
 
     markdown: str

@@ -3,12 +3,16 @@ each keyed by the contents it was computed from (lessonkit.cache says how entrie
 
 The site's errors (evidence integrity and freshness, lesson READMEs) are derived from the files
 under evidence/ and code/: their key covers every file there (its path and sha256) and every
-folder. A page's result is derived from its text, the list of sets (and of the lessons not
-recorded yet, with their inputs), the files of the sets it names, every lesson's runs.toml (its
-[harness] says how a set's transcripts read) and the code files its regions read: its key
-covers exactly those, as `PageInputs` does within a process. An entry is stored only when its inputs are known to be complete (a lesson
-whose runs.toml names inputs outside code/<lesson>/, or a page citing a set it does not name
-inside double braces, is computed afresh every time).
+folder. A page's result is derived from its text, the catalog (the list of sets, of the lessons not
+recorded yet with their inputs, of the folders under code/), and what its check read, recorded as it
+read it: the sets it looked up or cited (their files, and every lesson's runs.toml, whose [harness]
+says how a set's transcripts read), the code files its directives and claims read or looked for,
+and the runs.toml of each set's lesson. An entry's key covers the page's own text and the catalog;
+the entry holds the recorded dependencies with their digests, each compared when the entry is read
+(the shape of a build cache keyed by recorded dependencies, as Sphinx's `note_dependency` records
+them), as `PageInputs` does within a process. An entry is stored only when the files it was derived
+from had settled (a lesson whose runs.toml names inputs outside code/<lesson>/ is computed afresh
+every time).
 """
 
 from __future__ import annotations
@@ -267,7 +271,7 @@ def encode_result(result: PageResult) -> dict[str, Any]:
         "published": [(p.set_name, p.file, str(p.source)) for p in result.published],
         "sources": sorted(result.sources),
         "looked_up": sorted(result.looked_up),
-        "marks": [(m.why, m.kind) for m in result.marks],
+        "marks": [(m.why, m.kind, [list(r) for r in m.runs]) for m in result.marks],
         "unrecorded": result.unrecorded,
         "default_set": result.default_set,
     }
@@ -288,5 +292,5 @@ def decode_result(data: Any) -> PageResult:
         blocks=list(data["blocks"]), claims=claims,
         published=[Published(set_name, file, Path(source)) for set_name, file, source in data["published"]],
         sources=set(data["sources"]), looked_up=set(data["looked_up"]),
-        marks=[Mark(why, kind) for why, kind in data["marks"]], unrecorded=data.get("unrecorded"),
+        marks=[Mark(why, kind, tuple(tuple(r) for r in runs)) for why, kind, runs in data["marks"]], unrecorded=data.get("unrecorded"),
         default_set=data.get("default_set"))
