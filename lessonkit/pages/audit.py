@@ -687,7 +687,7 @@ def _numbered_words(text: str, skel: str) -> list[tuple[int, int, int, str]]:
     return found
 _COUNTED = ("report", "hazard", "error", "warning", "record", "recording", "launch", "race", "mismatch",
             "barrier", "run", "kernel", "row", "cell", "thread", "block", "instance", "failure", "warp", "lane",
-            "element", "tile", "instruction", "session")
+            "element", "tile", "instruction", "session", "time")  # "nine times in ten": a count of occasions
 # A counted noun that names a kind of something else ("the two block sizes", "three thread counts") is
 # not what the count counts: the count is of sizes, not of blocks.
 _ATTRIBUTIVE = ("size", "sizes", "dimension", "dimensions", "index", "indices", "count", "counts", "width", "widths",
@@ -925,31 +925,38 @@ def _figures(text: ReaderText, cited: _Cited, narrative: list[_Narrative], versi
 
 
 def _title(source: str, path: str, skip: int, narrative: list[_Narrative], report: Any) -> None:
-    """The front matter's title (the browser tab, the navigation) holds no figure no phrase declares."""
-    title = read_front_matter(source, path).meta.get("title")
-    if not isinstance(title, str) or not any(c.isdigit() for c in title):
-        return
-    line = Line(shown(title))
-    skel = skeleton(line.text)
-    at = next((k + 1 for k, text in enumerate(source.split("\n")[:skip]) if text.startswith("title")), 1)
-    for m in FIGURE_RE.finditer(line.text):
-        if not _exempt(line, m.start(), m.end(), narrative, skel):
-            report(at, f"the title {title!r} shows the figure {m.group()!r}, which no claim can produce there "
-                   f"and no narrative phrase declares; declare the words around it ({NARRATIVE}: "
-                   f'{{"{_around(title, m.start(), m.end())}": "why"}}), or leave the figure out')
-            return
+    """No text of the front matter holds a figure no phrase declares: the title (the browser tab, the
+    navigation) and whatever else the theme may show of it (a subtitle in the navigation, a date at the
+    foot of the page), every key but lessonkit's own declarations."""
+    for key, value in read_front_matter(source, path).meta.items():
+        if key in (NARRATIVE, CONSTANTS):
+            continue
+        texts = [value] if isinstance(value, str) else [v for v in value if isinstance(v, str)] \
+            if isinstance(value, list) else []
+        at = next((k + 1 for k, text in enumerate(source.split("\n")[:skip]) if text.startswith(str(key))), 1)
+        for text in texts:
+            line = Line(shown(text))
+            skel = skeleton(line.text)
+            m = next((m for m in FIGURE_RE.finditer(line.text) if not _exempt(line, m.start(), m.end(), narrative, skel)), None)
+            if m is not None:
+                what = "the title" if key == "title" else f"the front matter's {key}"
+                report(at, f"{what} {text!r} shows the figure {m.group()!r}, which no claim can produce there "
+                       f"and no narrative phrase declares; declare the words around it ({NARRATIVE}: "
+                       f'{{"{_around(text, m.start(), m.end())}": "why"}}), or leave the figure out')
+                break
 
 
 # What shows a reader text the audit cannot read: a picture, an embedded document, a linked image.
-_UNREAD_RE = re.compile(r"""<(?P<tag>img|object|embed|iframe|picture|video|audio|canvas)\b[^>]*>
+_UNREAD_RE = re.compile(r"""<(?P<tag>img|object|embed|iframe|picture|video|audio|canvas|image|feImage)\b[^>]*>
+                            |<(?P<use>use)\b[^>]*\bhref="(?!\#)[^"]*"[^>]*>
                             |<a\b[^>]*\bhref="(?P<href>[^"]+\.(?:svg|png|jpe?g|gif|webp|avif|bmp|pdf))(?:[?#][^"]*)?"
                             """, re.VERBOSE | re.IGNORECASE)
-_SRC_RE = re.compile(r'\b(?:src|data)="(?P<src>[^"]*)"')
+_SRC_RE = re.compile(r'\b(?:src|data|href)="(?P<src>[^"]*)"')
 # A checkbox, ticked or not (pymdownx.tasklist's `- [x]`, or an <input> written in the page): its state
 # is a verdict the reader reads ("held", "died") that no text of the page carries.
 _CHECKBOX_RE = re.compile(r"""<input\b[^>]*\btype\s*=\s*["']?checkbox""", re.IGNORECASE)
 _TASK_RE = re.compile(r"""^\s*(?:[-*+]|\d+[.)])\s+\[[ xX]\]\s|<input\b[^>]*checkbox""", re.IGNORECASE)
-_TOC_LABEL_RE = re.compile(r"""\{[^}\n]*\bdata-toc-label\s*=""")
+_TOC_LABEL_RE = re.compile(r"""\bdata-toc-label\s*=""")  # in an attribute list or a raw HTML heading alike
 
 
 _REVERSED_RE = re.compile(r"""<ol\b[^>]*\breversed\b""", re.IGNORECASE)
@@ -959,11 +966,11 @@ def _unread_places(html: str, source: str, finder: SourceFinder, report: Any) ->
     """Pictures, embedded documents and linked image files, checkboxes, and headings the sidebar names
     otherwise: what a reader sees that the audit cannot read."""
     for m in _UNREAD_RE.finditer(html):
-        if m.group("tag"):
+        if m.group("tag") or m.group("use"):
             src = _SRC_RE.search(m.group())
-            target = src.group("src") if src else m.group("tag")
+            target = src.group("src") if src else (m.group("tag") or m.group("use"))
             report(finder.phrase(skeleton(target), target),
-                   f"a <{m.group('tag').lower()}> ({target}) shows the reader text no check can read; draw "
+                   f"a <{(m.group('tag') or m.group('use')).lower()}> ({target}) shows the reader text no check can read; draw "
                    "it as an SVG under code/LESSON/diagrams/ and show it with {{ diagram LESSON/diagrams/"
                    "NAME.svg }}, whose text is checked like the page's")
         else:

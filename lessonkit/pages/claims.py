@@ -43,7 +43,7 @@ _UNITS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight"
 _TENS = ("thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
 NUMBER_WORDS = {w: n for n, w in enumerate(_UNITS)}
 NUMBER_WORDS.update({w: 10 * n for n, w in enumerate(_TENS, 3)})
-NUMBER_WORDS.update(hundred=100, thousand=1000, million=10**6)
+NUMBER_WORDS.update(dozen=12, hundred=100, thousand=1000, million=10**6)
 
 
 def _wanted(claim_text: str, separated: bool) -> str:

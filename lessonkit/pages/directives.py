@@ -146,8 +146,9 @@ def _transcript(page: PageState, index: int, ev: EvidenceSet, group: str, option
         page.error(index, f"cannot embed: {exc}")
         return ""
     page.result.published.extend(recordings_of(ev, group))
-    if not page.transcripts:
-        return page.result.slot("")
+    why = f"the recordings of run {group} of set {ev.name}"
+    if not page.transcripts:  # the same marks as a built page's, so that a copied slot is refused alike
+        return page.result.slot("", why, "transcript")
     figures = []
     for name in names:
         try:
@@ -155,7 +156,7 @@ def _transcript(page: PageState, index: int, ev: EvidenceSet, group: str, option
         except LessonError:
             figures.append({})  # reported by the claims on it and by the integrity check
     return page.result.slot(render_transcript(ev, group, first, sizes, title=title, opened=opened, figures=figures),
-                            f"the recordings of run {group} of set {ev.name}", "transcript")
+                            why, "transcript")
 
 
 _TITLE_WORD_RE = re.compile(r"""[a-z0-9]+""")

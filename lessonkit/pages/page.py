@@ -153,6 +153,17 @@ def _paragraph_code_spans(out: Lines, in_fence: list[bool]) -> dict[int, list[tu
     return found
 
 
+# What Markdown's inline syntax, and the site's extensions (attr_list, tables), read in a paragraph: in a
+# value inside the core's span, each is a character reference, so that nothing the value holds (an '_'
+# in a mangled C++ name) opens or closes markup across the marks, and the reader sees the same text.
+_INLINE_SYNTAX = {c: f"&#{ord(c)};" for c in "\\`*_[]<>{}|!"}
+
+
+def inline_text(value: str) -> str:
+    """`value` as inline Markdown that shows it as typed and opens no markup (see _INLINE_SYNTAX)."""
+    return "".join(_INLINE_SYNTAX.get(c, c) for c in value.replace("&", "&amp;"))
+
+
 def _marked_markdown(out: Lines, in_fence: list[bool], marks: Marks) -> str:
     """The expanded page with every claim's value between the marks of its record (lessonkit.pages.marks),
     inside the span that lets a reader open what backs it (lessonkit.pages.render.produced), or, where
@@ -169,7 +180,7 @@ def _marked_markdown(out: Lines, in_fence: list[bool], marks: Marks) -> str:
             pieces.append(text[pos:span.start])
             pos = span.end
             if not in_fence[i] and not any(a <= span.start < b for a, b in closed):
-                pieces.append(produced(marks, value, span.why, runs=span.runs))
+                pieces.append(produced(marks, inline_text(value), span.why, runs=span.runs))
             else:
                 pieces.append(marks.wrap(value, span.why, runs=span.runs))
         pieces.append(text[pos:])

@@ -53,7 +53,13 @@ _SHOWN_BY = {"input": ("value",), "option": ("label",), "optgroup": ("label",)}
 # stylesheet and script act on (a figure's tooltip, a recording loaded into its box), and its data-lk-*
 # attributes: an element bearing one outside every mark is the page's own markup posing as the core's.
 _CORE_CLASS_RE = re.compile(r"""lk-(?:v|region|commands|transcript[\w-]*|provenance|recordings?|recording-[\w-]+|evidence)""")
-_HIDING_TAGS = frozenset({"style", "script", "template", "noscript"})  # an embedded document: the audit's own rule
+# An embedded document or a picture: the audit's own rule (lessonkit.pages.audit._UNREAD_RE).
+_HIDING_TAGS = frozenset({"style", "script", "template", "noscript", "link", "meta", "base"})
+# Elements whose content a browser shows as text, markup and all, where this parser reads markup (a
+# comment in an <xmp>): their text is not what the model reads.
+_RAW_TEXT_TAGS = frozenset({"xmp", "textarea", "plaintext", "listing", "noembed", "noframes"})
+_RAW_TEXT = ("'<{}>' shows its content as raw text, markup and all, which the audit would read as markup; "
+             "remove it (a code block shows text as typed)")
 _HIDING_ATTRIBUTES = ("hidden", "aria-hidden", "style")
 _HIDES = ("{!r} hides, styles or scripts text on the page, so a reader and the checks would read different "
           "things; remove it (the site's stylesheet and script are in docs/assets/)")
@@ -61,6 +67,8 @@ _COMMENT_CLAIM = ("a claim inside an HTML comment is checked but never shown, wh
                   "is shown unchecked; take the claim out of the comment, or delete it")
 _COMMENT_OPEN = ("an HTML comment '<!--' opened here is never closed, so everything after it is hidden from the "
                  "reader while the checks still read it; close it with '-->' where the note ends")
+_CORE_MARK = ("{!r} is a mark of what lessonkit produced from the evidence; a page's own markup may not use it "
+              "(the site's script and stylesheet act on it); remove it, or show it in a code span")
 _COMMENT_RE = re.compile(r"""<!--.*?-->""", re.DOTALL)
 _ALIGN_RE = re.compile(r"""text-align: (?:left|right|center);""")  # a Markdown table column's alignment
 _AT = "data-lk-at"  # where an element's text is written, when not in the page (lessonkit.pages.diagrams)
@@ -320,6 +328,34 @@ class _Reader(HTMLParser):
             self.out.lines.append(self.line)
         self.line = Line(code=self._code_block())
 
+    def _authored(self, tag: str, values: dict[str, str], classes: set[str]) -> None:
+        """Refuse what the page's own markup may not do outside the core's marks: hide, style or script
+        text, or bear a class or attribute of the core's."""
+        at = (self.line, len(self.line.text))
+        if not self._skipped():
+            hiding = next((a for a in _HIDING_ATTRIBUTES if a in values and not (
+                a == "style" and tag in ("td", "th") and _ALIGN_RE.fullmatch(values[a]))), None)
+            if hiding or tag in _HIDING_TAGS:
+                shown = f"<{tag} {hiding}>" if hiding else f"<{tag}>"
+                self.out.refused.append((*at, _HIDES.format(shown), hiding or f"<{tag}"))
+            elif tag in _RAW_TEXT_TAGS:
+                self.out.refused.append((*at, _RAW_TEXT.format(tag), f"<{tag}"))
+        core = sorted(c for c in classes if _CORE_CLASS_RE.fullmatch(c)) + [k for k in values if k.startswith("data-lk-")]
+        if core:
+            self.out.refused.append((*at, _CORE_MARK.format(core[0]), core[0]))
+
+    def _code_block_opened(self, tag: str, classes: set[str], skipped: bool) -> int | None:
+        """The code block this element opens (its number), if it opens one; a block's language noted."""
+        language = next((c[len("language-"):] for c in sorted(classes) if c.startswith("language-")), None)
+        inside = self._code_block()
+        if language and inside is not None and not self.out.blocks[inside].language:
+            self.out.blocks[inside].language = language  # <pre><code class="language-X">
+        if skipped or inside is not None or (language is None and tag != "pre" and "highlight" not in classes):
+            return None
+        self.out.blocks.append(CodeBlock(language or "", produced=self._produced(self.open),
+                                         first_line=len(self.out.lines)))
+        return len(self.out.blocks) - 1
+
     # -- parser callbacks ---------------------------------------------------------------------
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         values = {k: v or "" for k, v in attrs}
@@ -331,31 +367,13 @@ class _Reader(HTMLParser):
         elif tag in ("td", "th") and self.line.text.strip():
             # a table row is one line, its cells apart, as the Markdown writes it
             self.line.text += "| " if self.line.text.endswith(" ") else " | "
-        if not self.open and not self._skipped():
-            hiding = next((f"<{tag} {a}>" for a in _HIDING_ATTRIBUTES if a in values
-                           and not (a == "style" and tag in ("td", "th") and _ALIGN_RE.fullmatch(values[a]))), None)
-            if hiding or tag in _HIDING_TAGS:
-                self.out.refused.append((self.line, len(self.line.text), _HIDES.format(hiding or f"<{tag}>"),
-                                         next((a for a in _HIDING_ATTRIBUTES if a in values), f"<{tag}")))
         if not self.open:
-            core = sorted(c for c in classes if _CORE_CLASS_RE.fullmatch(c)) + [k for k in values if k.startswith("data-lk-")]
-            if core:
-                self.out.refused.append((self.line, len(self.line.text), (
-                    f"{core[0]!r} is a mark of what lessonkit produced from the evidence; a page's own markup may "
-                    "not use it (the site's script and stylesheet act on it); remove it, or show it in a code span"), core[0]))
+            self._authored(tag, values, classes)
         if not skipped:
             self._list_item(tag, values)
             if tag == "a" and values.get("href", "").startswith("#") and len(values["href"]) > 1:
                 self.links.append((self.line, len(self.line.text), values["href"][1:]))
-        block = None
-        language = next((c[len("language-"):] for c in sorted(classes) if c.startswith("language-")), None)
-        inside = self._code_block()
-        if language and inside is not None and not self.out.blocks[inside].language:
-            self.out.blocks[inside].language = language  # <pre><code class="language-X">
-        if not skipped and inside is None and (language is not None or tag == "pre" or "highlight" in classes):
-            block = len(self.out.blocks)
-            self.out.blocks.append(CodeBlock(language or "", produced=self._produced(self.open),
-                                             first_line=len(self.out.lines)))
+        block = self._code_block_opened(tag, classes, skipped)
         if not skipped:
             for name in _ATTRIBUTES + _SHOWN_BY.get(tag, ()):
                 if strip_marks(values.get(name, "")).strip():
@@ -429,6 +447,12 @@ class _Reader(HTMLParser):
             if k:
                 self._break()
             self._text(self.line, shown(piece), piece, self.open, at)
+
+    def unknown_decl(self, data: str) -> None:
+        """A CDATA section: inside SVG or MathML a browser shows its text (elsewhere, HTML makes it a
+        comment)."""
+        if data.startswith("CDATA[") and any(o.tag in _FOREIGN for o in self.stack):
+            self.handle_data(data[len("CDATA["):])
 
     def handle_comment(self, data: str) -> None:
         if any(is_mark(piece) for piece in split(data)):

@@ -158,13 +158,13 @@ def _table(page: PageState, index: int, parts: list[str]) -> str:
             where = f"({_label(display, sources, row_key, rv)}" + \
                 ("" if cv is None else f", {_label(display, sources, col_key, cv)}") + ")"
             chosen = {row_key: rv} | ({} if cv is None else {col_key: cv})
-            text = _cell(page, sources, chosen, cell, where, sig)
+            pieces = _cell(page, sources, chosen, cell, where, sig)
             field = _FIELD_RE.search(cell).group("field") if "{" in cell else cell
             session = chosen.get(SESSION)  # a session's row or column: its recordings alone back the cell
             backing = sources[0].ev if session is None else sources[0].ev.view(frozenset({session}))
             why = for_reader(describe_table(backing, runs, field), page.sets, page.default_set) + \
                 ("" if session is None else f", session {session} only") + f"; the cell {where}"
-            row.append(empty if text is None else _shown(page, sources, text, why))
+            row.append(empty if pieces is None else _shown_cell(page, sources, pieces, why))
         body.append(row)
     numeric = [all(r[k + 1] == empty or _numeric(r[k + 1]) for r in body) for k in range(len(columns))]
     lines = ["| " + " | ".join(_escape(h) for h in head) + " |",
@@ -187,6 +187,17 @@ def _shown(page: PageState, sources: list[_Source], text: str, why: str | None =
     produced, with what backs it."""
     runs = tuple(dict.fromkeys((s.ev.name, s.run) for s in sources))
     return produced(page.result.marker, html.escape(text, quote=False), why, "cell", runs)
+
+
+def _shown_cell(page: PageState, sources: list[_Source], pieces: list[tuple[str, bool]], why: str) -> str:
+    """A cell as a table shows it: the evidence's values marked as produced, the template's own words
+    not (the audit reads them as the page's), all of it in the one span that says what backs the cell."""
+    if len(pieces) == 1 and pieces[0][1]:
+        return _shown(page, sources, pieces[0][0], why)
+    marks, runs = page.result.marker, tuple(dict.fromkeys((s.ev.name, s.run) for s in sources))
+    inner = "".join(marks.wrap(html.escape(text, quote=False), why, "cell", runs) if value
+                    else html.escape(text, quote=False) for text, value in pieces)
+    return marks.wrap(f'<span class="lk-v" data-lk-why="{html.escape(why)}">', why, "cell") + inner + "</span>"
 
 
 def _source(page: PageState, index: int, text: str) -> _Source:
@@ -226,18 +237,42 @@ def _check_template(cell: str, display: Display) -> None:
 def _axis(option: str, sources: list[_Source]) -> tuple[str, list[str]]:
     """(key, its values): as listed after ':' (separated by '|'), else in order of appearance."""
     key, sep, listed = option.partition(":")
-    if sep:
-        values = [v.strip() for v in listed.split("|") if v.strip()]
-        if not values:
-            raise Refused(f"{option!r} lists no values")
-        return key, values
+    found = _axis_values(key, sources)
+    if not sep:
+        return key, found
+    values = [v.strip() for v in listed.split("|") if v.strip()]
+    if not values:
+        raise Refused(f"{option!r} lists no values")
+    unknown = [v for v in values if v not in found and v not in _set_values(key, sources)]
+    if unknown:  # a label is the evidence's value: a listed one no record has would be the page's words
+        raise Refused(f"{option!r} lists {unknown[0]!r}, which no record of the sources' sets has as its {key}; "
+                      f"the sources have: {', '.join(found)}")
+    return key, values
+
+
+def _set_values(key: str, sources: list[_Source]) -> set[str]:
+    """Every value of `key` in the records of any run of the sources' sets (a kernel another run
+    launched, which a source's run did not: its cells say `not run`)."""
+    values: set[str] = set()
+    for s in sources:
+        for run in s.ev.groups:
+            try:
+                records = select_records(s.ev, run, s.collection, ())
+            except (QueryError, LessonError):
+                continue
+            values.update(show(r[key]) for r in records if key in r)
+    return values
+
+
+def _axis_values(key: str, sources: list[_Source]) -> list[str]:
+    """Every value of `key` the sources' records have, in order of appearance."""
     if key == RUN:
-        return key, list(dict.fromkeys(s.run for s in sources))
+        return list(dict.fromkeys(s.run for s in sources))
     if key == SESSION:
         if len({s.ev.name for s in sources}) > 1:
             raise Refused("rows or columns of sessions draw from one set: the sessions of two sets are "
                           "separate recordings, whatever their ids")
-        return key, list(sources[0].ev.sessions)
+        return list(sources[0].ev.sessions)
     values: dict[str, None] = {}
     for s in sources:
         for record in _records(s):
@@ -245,7 +280,7 @@ def _axis(option: str, sources: list[_Source]) -> tuple[str, list[str]]:
                 values.setdefault(show(record[key]), None)
     if not values:
         raise Refused(f"no record of the sources has a field {key!r}")
-    return key, list(values)
+    return list(values)
 
 
 def _label(display: Display, sources: list[_Source], key: str, value: str) -> str:
@@ -267,8 +302,9 @@ def _records(source: _Source) -> list[dict]:
 
 
 def _cell(page: PageState, sources: list[_Source], chosen: dict[str, str], cell: str, where: str,
-          sig: int | None = None) -> str | None:
-    """The cell's text; NOT_RUN when no source has a record for it and a run never launched the
+          sig: int | None = None) -> list[tuple[str, bool]] | None:
+    """The cell's text as pieces, each with whether the evidence gave it (a field's value) or the
+    template's words did; NOT_RUN when no source has a record for it and a run never launched the
     kernel it selects; None when no source has a record for it otherwise."""
     not_run = False
     for source in sources:
@@ -297,17 +333,24 @@ def _cell(page: PageState, sources: list[_Source], chosen: dict[str, str], cell:
                            "others; its rows and columns must select the same records in every recording")
         fields = [cell] if "{" not in cell else [m.group("field") for m in _FIELD_RE.finditer(cell)]
         values = {f: _value(source, f"{source.collection}[{selection}].{f}", where, sig) for f in fields}
-        text = values[cell] if "{" not in cell else _fill(cell, values)
-        return grouped(text)
-    return NOT_RUN if not_run else None
+        pieces = [(values[cell], True)] if "{" not in cell else _fill(cell, values)
+        return [(grouped(text) if value else text, value) for text, value in pieces]
+    return [(NOT_RUN, True)] if not_run else None
 
 
-def _fill(template: str, values: dict[str, str]) -> str:
-    """The template with its fields' values; a bracketed part whose field is none is left out."""
+def _fill(template: str, values: dict[str, str]) -> list[tuple[str, bool]]:
+    """The template with its fields' values, as pieces (text, whether a value); a bracketed part whose
+    field is none is left out."""
     def part(m: re.Match[str]) -> str:
         none = any(values[f.group("field")] == "-" for f in _FIELD_RE.finditer(m.group("part")))
         return "" if none else m.group("part")
-    return _FIELD_RE.sub(lambda m: values[m.group("field")], _OPTIONAL_RE.sub(part, template))
+    template = _OPTIONAL_RE.sub(part, template)
+    pieces, pos = [], 0
+    for m in _FIELD_RE.finditer(template):
+        pieces += [(template[pos:m.start()], False)] if m.start() > pos else []
+        pieces.append((values[m.group("field")], True))
+        pos = m.end()
+    return pieces + ([(template[pos:], False)] if pos < len(template) else [])
 
 
 def _sample(source: _Source, query: str, where: str) -> Sample | None:

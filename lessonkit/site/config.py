@@ -286,10 +286,28 @@ def read_site_config(text: str, shown: str, folder: str) -> SiteConfig:
 SHOWN_SETTINGS = ("site_name", "site_description", "copyright", "repo_name")
 
 
+def _scalars(node: yaml.Node, path: str) -> list[tuple[str, int, str]]:
+    """(where, line, text) of every scalar below `node`, `path` naming it (theme.palette.toggle.name)."""
+    if isinstance(node, yaml.ScalarNode):  # text (a number or a tag's argument is not a setting the theme writes)
+        return [(path, node.start_mark.line + 1, str(node.value))] if node.tag.endswith(":str") else []
+    if isinstance(node, yaml.SequenceNode):
+        return [found for item in node.value for found in _scalars(item, path)]
+    if isinstance(node, yaml.MappingNode):
+        return [found for key, item in node.value if isinstance(key, yaml.ScalarNode)
+                for found in _scalars(item, f"{path}.{key.value}")]
+    return []
+
+
 def _shown_texts(value: Mapping[str, yaml.Node]) -> list[tuple[str, int, str]]:
-    """The configuration's text a reader sees: SHOWN_SETTINGS and every title of the navigation."""
+    """The configuration's text a reader sees: SHOWN_SETTINGS, every title of the navigation, the names
+    the theme gives its controls (the colour scheme toggle's `name`, its tooltip and label on every page)
+    and every text under `extra` (Material shows its social links' names, its consent text, ...)."""
     found = [(name, node.start_mark.line + 1, node.value) for name, node in value.items()
              if name in SHOWN_SETTINGS and isinstance(node, yaml.ScalarNode)]
+    if "theme" in value:
+        found += [f for f in _scalars(value["theme"], "theme") if f[0].endswith(".name") and f[0] != "theme.name"]
+    if "extra" in value:
+        found += _scalars(value["extra"], "extra")
     pending = [value["nav"]] if "nav" in value else []
     while pending:
         node = pending.pop(0)
@@ -369,6 +387,8 @@ def _writer_errors(config: SiteConfig) -> list[LessonError]:
 
 # A CSS `content:` whose string holds a letter or a digit: text a reader sees that is in no page.
 _CSS_CONTENT_RE = re.compile(r"""(?<![\w-])content\s*:\s*[^;}]*?(["'])(?:(?!\1).)*?[^\W_](?:(?!\1).)*\1""")
+# A `content:` that copies text from the page's markup (an attribute's value, a counter): text no page shows.
+_CSS_CONTENT_FROM_RE = re.compile(r"""(?<![\w-])content\s*:[^;}]*?\b(?:attr|counters?)\s*\(""")
 
 
 def _content_errors(config: SiteConfig) -> list[LessonError]:
@@ -380,7 +400,7 @@ def _content_errors(config: SiteConfig) -> list[LessonError]:
             continue
         text = (docs / path).read_text(encoding="utf-8", errors="replace")
         text = re.sub(r"/\*.*?\*/", lambda c: re.sub(r"[^\n]", " ", c.group()), text, flags=re.DOTALL)
-        for m in _CSS_CONTENT_RE.finditer(text):
+        for m in sorted([*_CSS_CONTENT_RE.finditer(text), *_CSS_CONTENT_FROM_RE.finditer(text)], key=lambda m: m.start()):
             errors.append(LessonError(f"{config.docs_dir or 'docs'}/{path}",
                                       text.count("\n", 0, m.start()) + 1,
                                       f"{m.group()!r} writes text that is in no page, so no check reads it; "
