@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import lessonkit.pages.marks
 import lessonkit.pages.published
 import lessonkit.site.check
+import lessonkit.site.chrome
 import lessonkit.site.config
 import lessonkit.site.errorpage
 import lessonkit.site.programs
@@ -257,7 +258,39 @@ def on_page_content(html, *, page, config, files):
     _strip_toc(page.toc)  # a heading's marks, as the table of contents and the title show it
     if getattr(page, "_title_from_render", None):
         page._title_from_render = lessonkit.pages.marks.strip(page._title_from_render)
+    _state.setdefault("titles", set()).add(page.title or "")  # what the theme may show of the page elsewhere
     return result.fill(html, lessonkit.pages.published.site_root(page.file.dest_uri))
+
+
+def on_nav(nav, *, config, files):
+    """Note every title of the navigation: the theme shows them around every page's content."""
+    pending, titles = list(nav.items), set()
+    while pending:
+        item = pending.pop()
+        titles.add(item.title or "")
+        pending += list(getattr(item, "children", None) or [])
+    _state["nav_titles"] = titles
+    return nav
+
+
+def _settings_shown(config) -> list[str]:
+    """The settings the theme shows (lessonkit.site.config checks their figures): the site's name,
+    description, copyright and repository name, the colour-scheme toggle's names, extra's texts."""
+    texts = [str(config.get(k) or "") for k in lessonkit.site.config.SHOWN_SETTINGS]
+    pending = [config.theme.get("palette"), config.get("extra")]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            texts.append(item)
+        elif isinstance(item, dict):
+            pending += list(item.values())
+        elif isinstance(item, list):
+            pending += item
+    return texts
+
+
+def _toc_titles(items) -> list[str]:
+    return [t for item in items for t in [item.title, *_toc_titles(item.children)]]
 
 
 def _strip_toc(items) -> None:
@@ -389,7 +422,13 @@ def _write_timings(ok: bool) -> None:
 
 
 def on_post_page(output, *, page, config):
-    """A lesson not recorded yet asks search engines not to index its page (lessonkit.evidence.unrecorded)."""
+    """Read what the theme shows around the page's content (lessonkit.site.chrome); a lesson not recorded
+    yet asks search engines not to index its page (lessonkit.evidence.unrecorded)."""
+    if page.file.generated_by is None:
+        allowed = [*_settings_shown(config), *_state.get("nav_titles", ()), *_state.get("titles", ()),
+                   *_toc_titles(page.toc)]
+        _state.setdefault("chrome", []).extend(lessonkit.site.chrome.chrome_errors(
+            output, page.content or "", _shown(page.file, config), allowed))
     if page.meta.get("lessonkit_noindex"):
         return lessonkit.site.sitemap.noindex(output)
     return output
@@ -410,8 +449,11 @@ def on_post_build(*, config):
     unrecorded = _state.pop("unrecorded_pages", set())  # lessons not recorded yet: out of the sitemap and search
     lessonkit.site.sitemap.drop_from_sitemap(site_dir, config.site_url or "", unrecorded)
     lessonkit.site.sitemap.drop_from_search(site_dir, unrecorded)
-    errors = _state.pop("errors", [])
-    if errors:  # only under serve, where on_env let a build with errors finish
+    errors = _state.pop("errors", []) + _state.pop("chrome", [])
+    if errors and not _state["serving"]:  # what the theme showed around a page: read only as pages were written
+        _write_timings(False)
+        raise PluginError("lessonkit found problems:\n" + lessonkit.LessonErrors(errors).report())
+    if errors:  # under serve, where on_env let a build with errors finish
         _serve_error_page(site_dir, errors)
     _write_timings(not errors)
 

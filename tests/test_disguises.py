@@ -90,3 +90,22 @@ def test_the_themes_own_words_and_a_stylesheet_copying_an_attribute_are_read(tmp
              if "lessonkit.css" in str(e)]
     assert found == [("docs/assets/lessonkit.css:1: 'content: attr(' writes text that is in no page, so no "
                       "check reads it; write the text in the page, or leave `content:` empty")], found
+
+
+def test_what_a_template_writes_around_the_content_is_read(demo_repo: Path):
+    """The built page is read whole: a figure a template of the project's own (overrides/) shows in the
+    header, the navigation or the footer fails the build, unless it is in a text the checks read (the
+    site's name, a page's title, a heading of the page)."""
+    from conftest import mkdocs_build
+
+    (demo_repo / "mkdocs.yml").write_text((demo_repo / "mkdocs.yml").read_text().replace(
+        "  name: mkdocs\n", "  name: mkdocs\n  custom_dir: overrides\n"))
+    (demo_repo / "overrides").mkdir()
+    template = '{% extends "base.html" %}\n{% block site_name %}<b>{{ config.site_name }}</b>{% endblock %}\n'
+    (demo_repo / "overrides/main.html").write_text(template)
+    assert mkdocs_build(demo_repo).returncode == 0
+    (demo_repo / "overrides/main.html").write_text(template.replace("</b>", " (racy: 37 of 100 sums wrong)</b>"))
+    done = mkdocs_build(demo_repo)
+    assert done.returncode != 0
+    assert ("the theme shows 'fixture (racy: 37 of 100 sums wrong)' around the page's content, with the figure "
+            "'37'") in done.stderr, done.stderr
