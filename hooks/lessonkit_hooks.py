@@ -451,7 +451,6 @@ def on_post_build(*, config):
     lessonkit.site.sitemap.drop_from_search(site_dir, unrecorded)
     errors = _state.pop("errors", []) + _state.pop("chrome", [])
     if errors and not _state["serving"]:  # what the theme showed around a page: read only as pages were written
-        _write_timings(False)
         raise PluginError("lessonkit found problems:\n" + lessonkit.LessonErrors(errors).report())
     if errors:  # under serve, where on_env let a build with errors finish
         _serve_error_page(site_dir, errors)

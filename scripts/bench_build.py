@@ -133,7 +133,8 @@ def lesson_source(work: Path, rev: str | None, core: Path) -> tuple[Path, str]:
     paths = [f"docs/{LESSON}.md", "docs/reference", "docs/assets", f"code/{LESSON}", f"evidence/{LESSON}"]
     paths += [f"evidence/{p.name}" for p in sorted((REPO / "evidence").glob(f"{LESSON}-*"))]  # sets it compares
     paths += [p for lesson in other_lessons() for p in (f"code/{lesson}", f"evidence/{lesson}")]  # sets it quotes
-    paths += ["narrative.yml"] if (REPO / "narrative.yml").is_file() else []  # the course's phrases
+    paths += [name for name in ("narrative.yml", "sources.yml")  # the course's phrases, the works it quotes
+              if (REPO / name).is_file()]
     candidates: list[str | None] = [rev] if rev else [None]
     if not rev:
         log = subprocess.run(["git", "log", "--format=%H", "-n", "40", "--", *paths], cwd=REPO,
@@ -265,6 +266,8 @@ def make_site(dest: Path, lessons: int, src: Path, core: Path) -> None:
             stub.write_text(f"# {target} (not part of the benchmark)\n", encoding="utf-8")
     nav += ["  - Reference:"] + [f"      - reference/{p.name}" for p in sorted((dest / "docs/reference").glob("*.md"))]
     (dest / "docs" / "index.md").write_text("\n".join(index) + "\n", encoding="utf-8")
+    if (src / "sources.yml").is_file():  # the published works the lesson quotes figures from
+        shutil.copy2(src / "sources.yml", dest / "sources.yml")
     if (src / "narrative.yml").is_file():  # the course's phrases, and the synthetic course's own
         phrases = (src / "narrative.yml").read_text(encoding="utf-8")
         (dest / "narrative.yml").write_text(phrases + "lesson N: a lesson of the synthetic course\n", encoding="utf-8")
