@@ -444,7 +444,7 @@ def injections(repo: Path, lessons: int):
             return lambda: (undo_manifest(), undo_text())
         return apply
 
-    for transcript in sorted(evidence.glob("*.txt")):
+    for transcript in sorted(evidence.glob("*/*.txt")):  # a session's recordings: evidence/SET/sN/
         m = _SUMMARY_RE.search(transcript.read_text(encoding="utf-8", errors="replace"))
         group = re.sub(r"\.r\d+$", "", transcript.stem)  # a repeated run's recordings: NAME.rK.txt
         if not m or group not in text:
