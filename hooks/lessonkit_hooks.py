@@ -274,19 +274,12 @@ def on_nav(nav, *, config, files):
 
 
 def _settings_shown(config) -> list[str]:
-    """The settings the theme shows (lessonkit.site.config checks their figures): the site's name,
-    description, copyright and repository name, the colour-scheme toggle's names, extra's texts."""
-    texts = [str(config.get(k) or "") for k in lessonkit.site.config.SHOWN_SETTINGS]
-    pending = [config.theme.get("palette"), config.get("extra")]
-    while pending:
-        item = pending.pop()
-        if isinstance(item, str):
-            texts.append(item)
-        elif isinstance(item, dict):
-            pending += list(item.values())
-        elif isinstance(item, list):
-            pending += item
-    return texts
+    """The texts of mkdocs.yml the theme shows, as lessonkit.site.config reads them (and checks their
+    figures): the site's name, description, copyright, repository name, navigation titles, the
+    colour-scheme toggle's names, extra's texts."""
+    path = Path(config.config_file_path)
+    site = lessonkit.site.config.read_site_config(path.read_text(encoding="utf-8"), path.name, str(path.parent))
+    return [text for _, _, text in site.shown]
 
 
 def _toc_titles(items) -> list[str]:

@@ -45,9 +45,12 @@ def produced(marks: Marks, text: str, why: str | None = None, kind: str = "value
     backs the figure in plain words (lessonkit.pages.meaning), goes in `data-lk-why`, which the site's
     script lets a reader open by hover, tap or keyboard.
     """
-    span = (f'<span class="{PRODUCED_CLASS}" data-lk-why="{_attr(why)}">{text}</span>' if why
-            else f'<span class="{PRODUCED_CLASS}">{text}</span>')
-    return marks.wrap(span, why, kind, runs)
+    return marks.wrap(f"{value_span(why)}{text}</span>", why, kind, runs)
+
+
+def value_span(why: str | None) -> str:
+    """The opening tag of the span a produced value sits in for the reader (its tooltip's words)."""
+    return f'<span class="{PRODUCED_CLASS}" data-lk-why="{_attr(why)}">' if why else f'<span class="{PRODUCED_CLASS}">'
 
 
 def language_of(path: str) -> str:

@@ -46,7 +46,7 @@ from lessonkit.pages.query import (
     select_records,
     show,
 )
-from lessonkit.pages.render import produced
+from lessonkit.pages.render import produced, value_span
 from lessonkit.pages.units import unit_problem
 
 if TYPE_CHECKING:
@@ -185,8 +185,12 @@ def sig_digits(written: str | None) -> int | None:
 def _shown(page: PageState, sources: list[_Source], text: str, why: str | None = None) -> str:
     """Text drawn from the evidence (the runs of `sources`) as a table shows it: escaped, marked as
     produced, with what backs it."""
-    runs = tuple(dict.fromkeys((s.ev.name, s.run) for s in sources))
-    return produced(page.result.marker, html.escape(text, quote=False), why, "cell", runs)
+    return produced(page.result.marker, html.escape(text, quote=False), why, "cell", _runs(sources))
+
+
+def _runs(sources: list[_Source]) -> tuple[tuple[str, str], ...]:
+    """(set, run) of each source, once, in order: what a cell is drawn from."""
+    return tuple(dict.fromkeys((s.ev.name, s.run) for s in sources))
 
 
 def _shown_cell(page: PageState, sources: list[_Source], pieces: list[tuple[str, bool]], why: str) -> str:
@@ -194,10 +198,10 @@ def _shown_cell(page: PageState, sources: list[_Source], pieces: list[tuple[str,
     not (the audit reads them as the page's), all of it in the one span that says what backs the cell."""
     if len(pieces) == 1 and pieces[0][1]:
         return _shown(page, sources, pieces[0][0], why)
-    marks, runs = page.result.marker, tuple(dict.fromkeys((s.ev.name, s.run) for s in sources))
-    inner = "".join(marks.wrap(html.escape(text, quote=False), why, "cell", runs) if value
+    marks = page.result.marker
+    inner = "".join(marks.wrap(html.escape(text, quote=False), why, "cell", _runs(sources)) if value
                     else html.escape(text, quote=False) for text, value in pieces)
-    return marks.wrap(f'<span class="lk-v" data-lk-why="{html.escape(why)}">', why, "cell") + inner + "</span>"
+    return marks.wrap(value_span(why), why, "cell") + inner + "</span>"
 
 
 def _source(page: PageState, index: int, text: str) -> _Source:

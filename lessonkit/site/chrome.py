@@ -2,7 +2,7 @@
 footer, the browser tab's title, and whatever a template of the project's own (overrides/) writes.
 
 The built page is read whole, as the browser shows it, less the page's content (which the rendered-page
-audit read, lessonkit.pages.audit): every text node, and the title and aria-label a reader meets. A
+audit read, lessonkit.pages.audit), by the same reader (lessonkit.pages.readertext). A
 figure there must stand inside a text the checks already read: a setting of mkdocs.yml that the theme
 shows (lessonkit.site.config), a page's title, a section of the navigation, a heading of this page (its
 table of contents). Anything else was written by a template or a setting no check reads, and is refused.
@@ -13,58 +13,32 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from html.parser import HTMLParser
 
 from lessonkit.errors import LessonError
 from lessonkit.pages.figures import FIGURE_RE
 from lessonkit.pages.fold import shown
-from lessonkit.pages.marks import strip
+from lessonkit.pages.readertext import read_html
 
-_SKIPPED = frozenset({"script", "style", "template", "noscript"})
-_READ_ATTRIBUTES = ("title", "aria-label", "alt", "placeholder")
 _SPACES_RE = re.compile(r"""\s+""")
 
 
-class _Texts(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.skipping = 0
-        self.texts: list[str] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag in _SKIPPED:
-            self.skipping += 1
-        if not self.skipping:
-            self.texts += [v for k, v in attrs if k in _READ_ATTRIBUTES and v]
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in _SKIPPED and self.skipping:
-            self.skipping -= 1
-
-    def handle_data(self, data: str) -> None:
-        if not self.skipping and data.strip():
-            self.texts.append(data)
-
-
 def _normal(text: str) -> str:
-    return _SPACES_RE.sub(" ", shown(strip(text))).strip()
+    return _SPACES_RE.sub(" ", text).strip()
 
 
 def chrome_texts(page_html: str, content: str) -> list[str]:
-    """The texts a reader sees of a built page outside its content (`content`: the page's HTML as the
-    engine put it in; the whole page is read when it is not found there)."""
+    """The lines a reader sees of a built page outside its content (`content`: the page's HTML as the
+    engine put it in; the whole page is read when it is not found there), read by the one reader of
+    what a page shows (lessonkit.pages.readertext)."""
     at = page_html.find(content) if content else -1
     outside = page_html if at == -1 else page_html[:at] + page_html[at + len(content):]
-    parser = _Texts()
-    parser.feed(outside)
-    parser.close()
-    return [_normal(t) for t in parser.texts]
+    return [_normal(line.text) for line in read_html(outside).lines]
 
 
 def chrome_errors(page_html: str, content: str, where: str, allowed: Iterable[str]) -> list[LessonError]:
     """An error for each text around the page's content that shows a figure outside every `allowed`
     text (the ones the checks read), once a text."""
-    known = sorted({_normal(a) for a in allowed if a and _normal(a)}, key=len, reverse=True)
+    known = sorted({_normal(shown(a)) for a in allowed if a and _normal(a)}, key=len, reverse=True)
     errors, said = [], set()
     for text in chrome_texts(page_html, content):
         if text in said:
