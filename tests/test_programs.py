@@ -12,6 +12,7 @@ from lessonkit.pages.state import PageResult
 from lessonkit.site.programs import (
     ProgramFile,
     lesson_folders,
+    lesson_spec,
     page_programs,
     program_files,
     program_page,
@@ -42,14 +43,13 @@ def names(files: list[ProgramFile]) -> list[tuple[str, str]]:
     return [(f.name, f.role) for f in files]
 
 
-def test_a_program_is_its_readme_its_runs_toml_and_its_inputs(tmp_path: Path):
+def test_a_program_is_its_runs_toml_and_its_inputs(tmp_path: Path):
     lesson_tree(tmp_path)
     assert lesson_folders(tmp_path) == ["l"]
     files = program_files(tmp_path, "l")
-    # Each input once, in runs.toml's order; the binary a build left, a missing input and one
-    # outside the folder are not published.
+    # Each input once, in runs.toml's order; the README (prose no check binds), the binary a build
+    # left, a missing input and one outside the folder are not published.
     assert names(files) == [
-        ("README.md", "how to build and run the program"),
         ("runs.toml", "the build lines and the commands the evidence was recorded with"),
         ("a.cu", "an input of every recording"),
         ("sub/b.h", "an input of every recording"),
@@ -64,12 +64,22 @@ def test_a_link_leaving_the_folder_is_not_published(tmp_path: Path):
     os.symlink(tmp_path / "code/outside.txt", tmp_path / "code/l/sub/b.h")
     (tmp_path / "code/l/tool.py").unlink()
     os.symlink("a.cu", tmp_path / "code/l/tool.py")  # a link to a file inside: published
-    assert [f.name for f in program_files(tmp_path, "l")] == ["README.md", "runs.toml", "a.cu", "tool.py"]
+    assert [f.name for f in program_files(tmp_path, "l")] == ["runs.toml", "a.cu", "tool.py"]
 
 
-def test_an_unreadable_runs_toml_publishes_the_readme_and_itself(tmp_path: Path):
+def test_an_unreadable_runs_toml_publishes_itself_and_no_commands(tmp_path: Path):
     lesson_tree(tmp_path, runs="lesson = \n")
-    assert [f.name for f in program_files(tmp_path, "l")] == ["README.md", "runs.toml"]
+    assert [f.name for f in program_files(tmp_path, "l")] == ["runs.toml"]
+    assert lesson_spec(tmp_path, "l") is None
+    assert "<pre>" not in program_page("l", program_files(tmp_path, "l"), None)
+
+
+def test_the_program_page_shows_how_to_build_and_run_from_runs_toml(tmp_path: Path):
+    lesson_tree(tmp_path, runs=RUNS.replace('command = "./a"', 'command = "./a --n 3 <in>"'))
+    spec = lesson_spec(tmp_path, "l")
+    text = program_page("l", program_files(tmp_path, "l", spec), spec)
+    assert "<p>For sm_90:</p>\n<pre><code>nvcc -o a a.cu</code></pre>" in text
+    assert "<p>The run bare:</p>\n<pre><code>./a --n 3 &lt;in&gt;</code></pre>" in text
 
 
 def test_a_page_shows_the_programs_its_regions_come_from():
@@ -93,12 +103,18 @@ def test_the_program_page_escapes_names_and_links_each_file():
 
 def test_a_build_publishes_each_program_byte_for_byte(demo_repo: Path):
     (demo_repo / "code/demo/demo").write_bytes(b"\x7fELF\x00 a binary the reader's build left")
+    readme = demo_repo / "code/demo/README.md"
+    readme.write_text(readme.read_text(encoding="utf-8") + "\nIt sums 8803 wrong in 99 launches.\n",
+                      encoding="utf-8")
     done = mkdocs_build(demo_repo)
     assert done.returncode == 0, done.stderr
     folder = demo_repo / "site/code/demo"
     published = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
-    assert published == ["README.md", "demo.cu", "index.html", "runs.toml"]
-    for name in ("README.md", "demo.cu", "runs.toml"):
+    # The README's figures, which no check binds, reach no reader: it is not published.
+    assert published == ["demo.cu", "index.html", "runs.toml"]
+    assert not any("8803 wrong in 99" in p.read_text(encoding="utf-8", errors="replace")
+                   for p in (demo_repo / "site").rglob("*") if p.is_file())
+    for name in ("demo.cu", "runs.toml"):
         assert (folder / name).read_bytes() == (demo_repo / "code/demo" / name).read_bytes()
     listing = (folder / "index.html").read_text(encoding="utf-8")
     assert '<a href="demo.cu"><code>demo.cu</code></a>' in listing

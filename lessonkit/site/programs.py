@@ -1,15 +1,17 @@
 """The lessons' programs as the built site publishes them, and which lessons' programs a page shows.
 
 A lesson's program is what a reader needs to build and run it: the files its runs.toml names
-as inputs (hashed into every recording, so the evidence is of exactly these bytes), runs.toml
-itself (the build lines and commands) and the folder's README (how to run them). Nothing else
-of code/LESSON/ is published: a binary the reader's own build left there, a diagram's source
-with its claims unexpanded.
+as inputs (hashed into every recording, so the evidence is of exactly these bytes) and runs.toml
+itself (the build lines and commands). Nothing else of code/LESSON/ is published: a binary the
+reader's own build left there, a diagram's source with its claims unexpanded, and the folder's
+README, whose prose states figures no check binds (it is the repository's note for authors).
+How to build and run the program is generated instead, from runs.toml: the page lists the
+build lines and commands the evidence was recorded with, so it cannot say anything else.
 
 The hooks publish these files byte for byte at code/LESSON/ under the site root, with a
-generated page there listing them (`program_page`), and give each page a "Source" link to the
-programs it shows (`page_programs`). The project has no public repository, so this is the
-reader's way to the code the evidence was recorded from.
+generated page there listing them and the commands (`program_page`), and give each page a
+"Source" link to the programs it shows (`page_programs`). The project has no public
+repository, so this is the reader's way to the code the evidence was recorded from.
 """
 
 from __future__ import annotations
@@ -22,11 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lessonkit.errors import LessonError
-from lessonkit.evidence.spec import load_spec
+from lessonkit.evidence.spec import LessonSpec, load_spec
 from lessonkit.pages.state import PageResult
 
 CODE = "code"
-README = "README.md"
 SPEC = "runs.toml"
 
 
@@ -55,18 +56,26 @@ def _inside(folder: Path, rel: str) -> Path | None:
     return path if real.is_relative_to(root) and real.is_file() else None
 
 
-def program_files(repo: Path, lesson: str) -> list[ProgramFile]:
-    """The files of code/LESSON/ the site publishes: README.md, runs.toml, then each input runs.toml
-    names, in its order. A file that is missing, or that lies outside the folder, is left out (the
-    check reports a missing input as stale evidence); so are the inputs when runs.toml cannot be read
-    (the check reports that too)."""
-    folder = repo / CODE / lesson
-    wanted = [(README, "how to build and run the program"),
-              (SPEC, "the build lines and the commands the evidence was recorded with")]
+def lesson_spec(repo: Path, lesson: str) -> LessonSpec | None:
+    """code/LESSON/runs.toml read, or None when it cannot be (the check reports why)."""
     try:
-        spec = load_spec(repo / CODE, lesson)
+        return load_spec(repo / CODE, lesson)
     except LessonError:
-        spec = None
+        return None
+
+
+_UNREAD = object()
+
+
+def program_files(repo: Path, lesson: str, spec: LessonSpec | None | object = _UNREAD) -> list[ProgramFile]:
+    """The files of code/LESSON/ the site publishes: runs.toml, then each input it names, in its
+    order. A file that is missing, or that lies outside the folder, is left out (the check reports
+    a missing input as stale evidence); so are the inputs when runs.toml cannot be read (the check
+    reports that too). `spec`: runs.toml as `lesson_spec` read it, when the caller has it."""
+    folder = repo / CODE / lesson
+    wanted = [(SPEC, "the build lines and the commands the evidence was recorded with")]
+    if spec is _UNREAD:
+        spec = lesson_spec(repo, lesson)
     if spec is not None:
         wanted += [(rel, "an input of every recording") for rel in spec.inputs]
         wanted += [(rel, f"an input of the run {run.name!r}") for run in spec.runs for rel in run.inputs]
@@ -93,8 +102,34 @@ def program_folder(lesson: str) -> str:
     return f"{CODE}/{lesson}/"
 
 
-def program_page(lesson: str, files: list[ProgramFile]) -> str:
-    """The Markdown of the page at code/LESSON/ that lists the published files, each linked to its bytes.
+def _commands(spec: LessonSpec | None) -> str:
+    """The build lines and the commands of runs.toml as the page shows them: each in a code block,
+    under its architecture or its run's name; nothing when runs.toml cannot be read."""
+    if spec is None:
+        return ""
+    def block(label: str, line: str) -> str:
+        return f"<p>{html.escape(label)}:</p>\n<pre><code>{html.escape(line)}</code></pre>"
+    builds = "\n".join(block(f"For {arch}", line) for arch, line in spec.build.items())
+    runs = "\n".join(block(f"The run {run.name}", run.command) for run in spec.runs)
+    return f"""
+<h2 id="build">Build</h2>
+
+<p>From this folder, the line for your GPU's architecture (the evidence was built with the line
+for its GPU's):</p>
+
+{builds}
+
+<h2 id="run">Run</h2>
+
+<p>From this folder, after the build, the commands the evidence was recorded with:</p>
+
+{runs}
+"""
+
+
+def program_page(lesson: str, files: list[ProgramFile], spec: LessonSpec | None = None) -> str:
+    """The Markdown of the page at code/LESSON/ that lists the published files, each linked to its
+    bytes, then how to build and run the program: runs.toml's build lines and commands (`spec`).
 
     Raw HTML, so that it needs no Markdown extension and the engine does not look for the files
     among the pages; the front matter keeps the page out of the search index (it has no text of
@@ -112,8 +147,7 @@ search:
 # <code>{folder}</code>
 
 <p>The program of the lesson, as this site was built from it: the files its recorded commands
-read, those commands, and the README that says how to run them. Each link opens the file
-itself, byte for byte.</p>
+read, and those commands. Each link opens the file itself, byte for byte.</p>
 
 <table>
 <thead><tr><th>File</th><th>What it is</th></tr></thead>
@@ -121,4 +155,4 @@ itself, byte for byte.</p>
 {rows}
 </tbody>
 </table>
-"""
+{_commands(spec)}"""
