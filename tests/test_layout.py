@@ -139,7 +139,7 @@ def test_the_graph_holds_every_kind_of_import():
     edges = {(imp.importer, imp.target) for imp in IMPORTS}
     assert ("lessonkit.cli.commands", "lessonkit.site.config") in edges  # written inside a function
     assert ("lessonkit.cli.commands", "lessonkit.cli.accept") in edges  # `from package import module`
-    assert ("lessonkit.pages.tablerules", "lessonkit.pages.state") in edges
+    assert ("lessonkit.pages.tablerules", "lessonkit.pages.claimcheck") in edges
     assert len(SOURCES) >= 25 and len(IMPORTS) >= 60
 
 
@@ -199,11 +199,11 @@ def test_a_private_name_from_another_module_is_reported():
 def test_relative_imports_resolve_to_the_module_they_name():
     imports = _graph({
         "lessonkit": "",
-        "lessonkit.pages.page": "from .state import _x\nfrom ..evidence import sets\n",
-        "lessonkit.pages.state": "",
+        "lessonkit.pages.page": "from .claimcheck import _x\nfrom ..evidence import sets\n",
+        "lessonkit.pages.claimcheck": "",
         "lessonkit.evidence.sets": "",
     })
-    assert {(i.target, i.name) for i in imports} == {("lessonkit.pages.state", "_x"), ("lessonkit.evidence.sets", None)}
+    assert {(i.target, i.name) for i in imports} == {("lessonkit.pages.claimcheck", "_x"), ("lessonkit.evidence.sets", None)}
 
 
 def test_a_module_outside_every_layer_is_reported():

@@ -19,7 +19,7 @@ from lessonkit.cache import Store
 from lessonkit.pages.audit import audit_page
 from lessonkit.pages.marks import CLOSE, FIRST, Mark, Marks, strip
 from lessonkit.pages.readertext import read_html
-from lessonkit.pages.state import PageResult
+from lessonkit.pages.result import PageResult
 from lessonkit.site.check import CheckedSite
 from lessonkit.site.verify import verify_site
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from conftest import mkdocs_build, write_tree
 
-from lessonkit.pages.state import PageResult
+from lessonkit.pages.result import PageResult
 from lessonkit.site.programs import (
     ProgramFile,
     lesson_folders,

@@ -351,7 +351,7 @@ def test_page_processing_reports_instead_of_raising(parts):
 @given(st.lists(st.sampled_from(["a", "`x`", "&amp;", "&#8203;", "<br>", "<i>", "\u200b", "\u00e9", " ", "``y``",
                                  "&nosuch;", "<"]), max_size=12).map("".join))
 def test_the_visible_text_alone_is_the_text_visible_gives(text):
-    from lessonkit.pages.text import visible, visible_text
+    from lessonkit.pages.markdowntext import visible, visible_text
     shown, where = visible(text)
     assert visible_text(text) == shown and len(where) == len(shown)
 
@@ -376,8 +376,8 @@ def _visible_by_regex(text: str) -> tuple[str, list[int]]:
     import re
 
     from lessonkit.pages.fold import is_invisible
+    from lessonkit.pages.markdowntext import _BREAKING_TAG_RE, CHAR_REF_RE
     from lessonkit.pages.scan import CODE_SPAN_RE
-    from lessonkit.pages.text import _BREAKING_TAG_RE, CHAR_REF_RE
     token = re.compile(
         rf"""(?P<code>{CODE_SPAN_RE.pattern}) | (?P<image>!\[[^\]]*\]\([^()]*\))
           | (?P<link>\[(?=[^\]]*\]\([^()]*\))|\]\([^()]*\)) | (?P<tag><[^<>]*>) | (?P<mark>[*_`\\])
@@ -409,7 +409,7 @@ def _visible_by_regex(text: str) -> tuple[str, list[int]]:
 @given(st.one_of(st.lists(st.sampled_from(_PAGE_ALPHABET), max_size=24).map("".join),
                  st.lists(st.sampled_from(["[", "]", "(", ")", "![", "](", "a", "*", "`"]), max_size=24).map("".join)))
 def test_the_visible_text_is_what_one_regular_expression_finds(text):
-    from lessonkit.pages.text import visible
+    from lessonkit.pages.markdowntext import visible
     assert visible(text) == _visible_by_regex(text)
 
 

@@ -48,6 +48,7 @@ from typing import Any
 from lessonkit.errors import LessonError
 from lessonkit.evidence.sets import EvidenceSet
 from lessonkit.evidence.transcript import Summary
+from lessonkit.pages.claimcheck import PAGE_RANK
 from lessonkit.pages.claims import (
     NUMBER_WORDS,
     ClaimValueError,
@@ -71,9 +72,9 @@ from lessonkit.pages.readertext import (
     roman_value,
 )
 from lessonkit.pages.render import language_of
+from lessonkit.pages.result import PageResult
 from lessonkit.pages.scan import tokens
 from lessonkit.pages.sourcemap import SourceFinder
-from lessonkit.pages.state import PAGE_RANK, PageResult
 
 NARRATIVE = "narrative"
 CONSTANTS = "constants"  # phrases bound to a constant of the program: {"four tiles": "LESSON/FILE:NAME"}

@@ -30,6 +30,7 @@ from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING
 
 from lessonkit.errors import LessonError
+from lessonkit.pages.claimcheck import PageState
 from lessonkit.pages.claims import (
     ClaimValue,
     ClaimValueError,
@@ -42,7 +43,7 @@ from lessonkit.pages.claims import (
     recorded_spread,
 )
 from lessonkit.pages.query import QueryError, backing, keyed, parse_query, resolve
-from lessonkit.pages.state import ClaimOutcome, PageState, ShownClaim
+from lessonkit.pages.result import ClaimOutcome, ShownClaim
 
 if TYPE_CHECKING:
     from lessonkit.evidence.manifest import TranscriptEntry

@@ -15,7 +15,7 @@ of the page's front matter (`narrative:` with its reason, `constants:` bound to 
 of the course's narrative.yml covers it. So that its errors name the SVG's own line, each element
 holding such text carries `data-lk-at="code/LESSON/diagrams/NAME.svg:LINE"` into the audit
 (lessonkit.pages.readertext); `PageResult.fill` takes the marks out of the published page. The
-core's own marks (`lk-v`, `data-lk-*`: lessonkit.pages.text) may not be written in the SVG; the
+core's own marks (`lk-v`, `data-lk-*`: lessonkit.pages.readertext) may not be written in the SVG; the
 old `data-lk-narrative` excuse is refused with them.
 """
 
@@ -34,7 +34,7 @@ from lessonkit.pages.scan import LineIndex, scan
 from lessonkit.textio import read_text
 
 if TYPE_CHECKING:
-    from lessonkit.pages.state import PageState
+    from lessonkit.pages.claimcheck import PageState
 
 _TAG_RE = re.compile(r"""<(?P<close>/)?(?P<name>[A-Za-z][\w:-]*)(?P<attrs>[^<>]*?)(?P<empty>/)?>|<!--.*?-->|<\?.*?\?>""",
                      re.DOTALL)

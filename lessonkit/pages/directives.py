@@ -1,6 +1,12 @@
 """The directives a page's line may hold on its own: region, transcript, evidence, provenance,
 commands, table and diagram (see lessonkit.pages.page for the syntax), each expanded to the
-Markdown or HTML it stands for, with an error on the page where it cannot be."""
+Markdown or HTML it stands for, with an error on the page where it cannot be.
+
+Escaped directives. `\\{{` writes literal braces, so `\\{{ region ... }}` at the start of a line
+shows the directive's text instead of expanding it; only a page about the directives themselves
+(under docs/reference/) means that, so on any other page it is a warning: an author who copied
+a directive from the Markdown source of "Writing a lesson" would otherwise publish it unchecked.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +14,12 @@ import re
 import shlex
 from collections.abc import Callable
 from functools import lru_cache
+from pathlib import PurePosixPath
 
 from lessonkit.errors import LessonError, LessonErrors
 from lessonkit.evidence.sets import EvidenceSet
 from lessonkit.evidence.unrecorded import Unrecorded
+from lessonkit.pages.claimcheck import PageState
 from lessonkit.pages.claims import NUMBER_WORDS
 from lessonkit.pages.diagrams import render_diagram
 from lessonkit.pages.linerefs import highlighted
@@ -23,10 +31,19 @@ from lessonkit.pages.render import (
     render_region,
     render_transcript,
 )
-from lessonkit.pages.scan import Token
-from lessonkit.pages.state import PageState
+from lessonkit.pages.scan import DIRECTIVES, Lines, Token
 from lessonkit.pages.tables import render_table
-from lessonkit.pages.text import SUMMARY_MENTION_RE
+
+# A directive escaped at the start of a line: it shows as text (as the expanded line shows it, unescaped).
+ESCAPED_DIRECTIVE_RE = re.compile(
+    r"""^[ \t]*\\\{\{[ \t]*(?P<word>""" + "|".join(DIRECTIVES) + r""")\b""")
+_SHOWN_DIRECTIVE_RE = re.compile(
+    r"""^[ \t]*\{\{[ \t]*(?:""" + "|".join(DIRECTIVES) + r""")\b""", re.MULTILINE)
+REFERENCE_FOLDER = "reference"  # docs/reference/: pages that show directives as text on purpose
+# "RACECHECK SUMMARY" or "ERROR SUMMARY", as a page may space it: a mention of a sanitizer's summary.
+SUMMARY_MENTION_RE = re.compile(
+    r"""\b(?P<tool>racecheck|error)(?:[\s_-]|&nbsp;|&\#0*160;|&\#x0*a0;)*summary\b""", re.IGNORECASE | re.VERBOSE)
+
 
 _WORD_RE = re.compile(r"""[^ \t\r\n]+""")
 
@@ -247,3 +264,30 @@ def _region(page: PageState, token: Token, parts: list[str], text: str) -> str:
             if line is not None:
                 highlight.append(line)
     return render_region(region, highlight, page.result.marker)
+
+
+def is_reference_page(path: str) -> bool:
+    """Whether page `path` (as messages name it, e.g. docs/reference/checking.md) is a reference page."""
+    parts = PurePosixPath(path.replace("\\", "/")).parts
+    return REFERENCE_FOLDER in parts[:-1]
+
+
+def check_escaped_directives(page: PageState, out: Lines, in_fence: list[bool], markdown: str) -> None:
+    """A warning for each directive escaped at the start of a line outside code blocks, except on a
+    reference page (which shows directives as text on purpose). The expanded line shows the directive
+    unescaped; its source line (`markdown`'s) has the backslash."""
+    if is_reference_page(page.path):
+        return
+    source: list[str] | None = None
+    for i in out.find(_SHOWN_DIRECTIVE_RE):
+        if in_fence[i]:
+            continue
+        source = markdown.split("\n") if source is None else source
+        index = out.srcs[i]
+        text = source[index]
+        found = ESCAPED_DIRECTIVE_RE.match(text)
+        if found:
+            shown = text.strip()
+            shown = shown if len(shown) <= 60 else shown[:59] + "…"
+            page.warn(index, f"'{shown}' is escaped and shows as text; remove the backslash to expand it "
+                      f"(\\{{{{ writes literal braces: the {found.group('word')} directive is not run)")

@@ -17,9 +17,9 @@ import posixpath
 import re
 from urllib.parse import unquote
 
+from lessonkit.pages.claimcheck import PageState
 from lessonkit.pages.published import EVIDENCE_FOLDER, Published, built_location
 from lessonkit.pages.scan import Lines, code_spans
-from lessonkit.pages.state import PageState
 
 _URL_RE = re.compile(
     r"""\]\(\s*<?(?P<inline>[^)\s>]+)                              # [text](url) and ![alt](url)

@@ -30,7 +30,7 @@ _LOOKALIKE_PAIRS = (
 )
 _FOLD = {ord(pair[0]): pair[2] for pair in _LOOKALIKE_PAIRS}
 # The letters of other scripts among them, in both cases: a Latin word with one in it hides it
-# (lessonkit.pages.text refuses such a word).
+# (lessonkit.pages.audit refuses such a word).
 LOOKALIKE_LETTERS = frozenset(c for pair in _LOOKALIKE_PAIRS for c in (pair[0], pair[0].upper())
                               if not c.isascii() and c.isalpha())
 

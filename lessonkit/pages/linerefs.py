@@ -18,7 +18,7 @@ from lessonkit.pages.regions import Region, load_region
 from lessonkit.pages.scan import Token
 
 if TYPE_CHECKING:
-    from lessonkit.pages.state import PageState
+    from lessonkit.pages.claimcheck import PageState
 
 _HIGHLIGHT_RE = re.compile(r"""^(?P<line>\d+)(?:@(?P<claim>.+))?$""")
 _MARKER_LINE_RE = re.compile(r"""^@(?P<name>[A-Za-z0-9][A-Za-z0-9_.-]*?)\+(?P<offset>\d+)$""")

@@ -1,7 +1,7 @@
 """What backs a figure a page shows, in plain words: the run, the filter, the set and its toolkit,
 the field and its unit, how many recordings, and whether it is one value, a range or a comparison.
 
-`describe(claim, sets)` says it for one claim of a page (lessonkit.pages.state.ClaimOutcome);
+`describe(claim, sets)` says it for one claim of a page (lessonkit.pages.claimcheck.ClaimOutcome);
 `lessonkit explain PAGE` prints it for every claim of a page, sentence by sentence, so a reviewer
 can read each figure's meaning against its data; the rendered page carries the same words on
 each produced figure, for a reader to open.
@@ -14,10 +14,11 @@ from collections.abc import Mapping
 from lessonkit.evidence.display import describe as describe_unit
 from lessonkit.evidence.display import unit_by_name
 from lessonkit.evidence.sets import EvidenceSet
+from lessonkit.pages.claimcheck import SESSION_REF_RE
 from lessonkit.pages.claims import ClaimValueError, parse_claim_value
 from lessonkit.pages.crossclaims import compound
 from lessonkit.pages.query import QueryError, parse_query
-from lessonkit.pages.state import SESSION_REF_RE, ClaimOutcome
+from lessonkit.pages.result import ClaimOutcome
 from lessonkit.pages.units import generated
 
 

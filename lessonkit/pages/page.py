@@ -28,14 +28,17 @@ from pathlib import Path
 
 from lessonkit.evidence.sets import EvidenceSet
 from lessonkit.evidence.unrecorded import Unrecorded
+from lessonkit.pages.claimcheck import PageState
 from lessonkit.pages.crossclaims import check_compound, compound
-from lessonkit.pages.directives import expand_directive
+from lessonkit.pages.directives import check_escaped_directives, expand_directive
 from lessonkit.pages.evidencelinks import check_evidence_links
+from lessonkit.pages.markdowntext import visible_text
 from lessonkit.pages.marks import RESERVED_RE, Marks
 from lessonkit.pages.meaning import describe, describe_generated, for_reader
 from lessonkit.pages.render import (
     produced,
 )
+from lessonkit.pages.result import PageResult, ShownClaim
 from lessonkit.pages.scan import (
     DIRECTIVES,
     LineIndex,
@@ -49,13 +52,7 @@ from lessonkit.pages.scan import (
     stands_alone,
 )
 from lessonkit.pages.sources import Sources
-from lessonkit.pages.state import PageResult, PageState, ShownClaim
-from lessonkit.pages.tablerules import check_table_labels
-from lessonkit.pages.text import (
-    check_escaped_directives,
-    check_html_tables,
-    visible_text,
-)
+from lessonkit.pages.tablerules import check_html_tables, check_table_labels
 from lessonkit.pages.units import unit_problem
 from lessonkit.pages.values import is_value, render_value
 

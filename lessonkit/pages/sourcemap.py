@@ -6,8 +6,8 @@ import re
 
 from lessonkit.pages.figures import FIGURE_RE
 from lessonkit.pages.fold import shown, skeleton
+from lessonkit.pages.markdowntext import visible_text
 from lessonkit.pages.scan import FENCE_RE, tokens
-from lessonkit.pages.text import visible_text
 
 _LANGUAGE_RE = re.compile(r"""\s*\{?\s*\.?(?P<lang>[\w+-]*)""")  # the language a fence's info names first
 

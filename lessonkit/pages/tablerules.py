@@ -9,20 +9,23 @@ whose claims filter on another row's kernel) is an error naming the cell. Rows w
 (a paper's figures, a legend) bind nothing, nor does the header of a column of comparisons
 between sets (it names the sets). A table drawn from the evidence
 (`{{ table … }}`, lessonkit.pages.tables) has labels that cannot disagree.
+
+A table written in HTML outside code is refused: no rule binds its labels.
 """
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from lessonkit.evidence.display import Display
-from lessonkit.pages.scan import Cell, Lines, OutLine, Span, split_cells, tables
-from lessonkit.pages.state import ShownClaim
+from lessonkit.pages.markdowntext import visible_text
+from lessonkit.pages.result import ShownClaim
+from lessonkit.pages.scan import Cell, Lines, OutLine, Span, code_spans, split_cells, tables
 from lessonkit.pages.tables import RUN
-from lessonkit.pages.text import visible_text
 
 if TYPE_CHECKING:
-    from lessonkit.pages.state import PageState
+    from lessonkit.pages.claimcheck import PageState
 
 FIELD = "field"
 
@@ -157,3 +160,23 @@ def _unbound(what: str, text: str, pairs: dict[str, str], display: Display) -> s
     return (f"{what} {text!r} is not bound to the claims it stands for ({shown}); write "
             f"{' or '.join(repr(w) for w in written[:6]) or 'a value they share'} (labels are declared in "
             "the lesson's runs.toml), or draw the table from the evidence: {{ table … }}")
+
+
+# A table written in HTML: its labels are read by no rule (check_table_labels reads a Markdown
+# table's). What hides, styles or scripts text, and comments, are read on the rendered page
+# (lessonkit.pages.readertext), where they do what they do.
+_HTML_TABLE_RE = re.compile(r"""<\s*(?:table|tr|td|th)\b""", re.IGNORECASE)
+
+
+def check_html_tables(page: PageState, out: Lines, in_fence: list[bool]) -> None:
+    """No table written in HTML outside code: its labels would be bound to no claim."""
+    for i in out.find(_HTML_TABLE_RE):
+        line = out[i]
+        if in_fence[i] or line.generated:
+            continue
+        spans = code_spans(line.text)
+        m = next((m for m in _HTML_TABLE_RE.finditer(line.text)
+                  if not any(a < m.start() < b for a, b in spans)), None)
+        if m is not None:
+            page.error(line.src, f"{m.group().strip()!r}: an HTML table's labels are not bound to its claims; "
+                       "write the table in Markdown")

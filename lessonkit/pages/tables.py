@@ -50,7 +50,7 @@ from lessonkit.pages.render import produced, value_span
 from lessonkit.pages.units import unit_problem
 
 if TYPE_CHECKING:
-    from lessonkit.pages.state import PageState
+    from lessonkit.pages.claimcheck import PageState
 
 RUN = "run"
 SESSION = "session"  # the kept session a recording comes from: a row or a column of each

@@ -19,10 +19,11 @@ import html
 import re
 
 from lessonkit.errors import LessonError
+from lessonkit.pages.claimcheck import PageState
 from lessonkit.pages.claims import Sample
 from lessonkit.pages.crossclaims import compound, ratio
 from lessonkit.pages.query import QueryError, parse_query, resolve
-from lessonkit.pages.state import PageState, ShownClaim
+from lessonkit.pages.result import ShownClaim
 from lessonkit.pages.tables import Refused, figure, grouped, sig_digits
 from lessonkit.pages.units import DIED, Transform, generated
 

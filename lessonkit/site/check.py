@@ -33,11 +33,12 @@ from lessonkit.evidence.sets import (
     set_folders,
 )
 from lessonkit.evidence.spec import load_spec
+from lessonkit.pages.claimcheck import program_constant
 from lessonkit.pages.frontmatter import read_front_matter
 from lessonkit.pages.narrative import load_course
 from lessonkit.pages.page import process_page
+from lessonkit.pages.result import PageResult
 from lessonkit.pages.sources import SOURCES_FILE, load_sources
-from lessonkit.pages.state import PageResult, program_constant
 from lessonkit.site import sitecache
 from lessonkit.site.inputs import (
     MISSING,

@@ -34,7 +34,7 @@ from markdown.preprocessors import Preprocessor
 from lessonkit.errors import LessonError, LessonErrors, split_notes, split_warnings
 from lessonkit.pages.marks import strip
 from lessonkit.pages.published import Published, site_root
-from lessonkit.pages.state import PageResult
+from lessonkit.pages.result import PageResult
 from lessonkit.site.check import CheckedSite, docs_pages
 from lessonkit.site.config import site_output
 from lessonkit.site.verify import CHECKED_MARK, START_MARK

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from lessonkit.errors import LessonError
 from lessonkit.evidence.spec import LessonSpec, load_spec
-from lessonkit.pages.state import PageResult
+from lessonkit.pages.result import PageResult
 
 CODE = "code"
 SPEC = "runs.toml"

@@ -18,8 +18,8 @@ from typing import Any, NamedTuple
 import yaml
 
 from lessonkit.pages.narrative import COURSE_FILE
+from lessonkit.pages.result import PageResult
 from lessonkit.pages.sources import SOURCES_FILE
-from lessonkit.pages.state import PageResult
 
 _OURS = ("lessonkit.site.mdext", "lessonkit.mdext")  # done by lessonkit directly, never by the renderer
 # What a site needs (lessonkit.site.config.REQUIRED_EXTENSIONS) when no mkdocs.yml can be read.

@@ -32,7 +32,7 @@ from lessonkit.evidence.manifest import MISSING, adopt_hashes, known_hashes, sha
 from lessonkit.evidence.spec import load_spec
 from lessonkit.pages.marks import Mark
 from lessonkit.pages.published import Published
-from lessonkit.pages.state import ClaimOutcome, PageResult
+from lessonkit.pages.result import ClaimOutcome, PageResult
 
 DIRECTORY = "directory"
 

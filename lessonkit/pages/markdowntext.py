@@ -1,38 +1,16 @@
-"""What a reader sees against what the checks read.
-
-Tables written in HTML: their labels are bound to no claim (a Markdown table's are: lessonkit.pages.
-tablerules). Hidden text, comments, invisible characters, look-alike letters and typed tool output
-are refused on the rendered page, as a reader reads it (lessonkit.pages.readertext,
-lessonkit.pages.audit).
-
-Escaped directives. `\\{{` writes literal braces, so `\\{{ region ... }}` at the start of a line
-shows the directive's text instead of expanding it; only a page about the directives themselves
-(under docs/reference/) means that, so on any other page it is a warning: an author who copied
-a directive from the Markdown source of "Writing a lesson" would otherwise publish it unchecked.
-
-`visible` gives the text a reader sees of a line, with each character's column on the page.
+"""The text a reader sees of a line of Markdown, with each character's column on the page (`visible`):
+for the rules that read the words next to a claim in the page's source (a unit after it, the edges
+of its value), a table's labels, and the source map back from the rendered page. What the page as a
+whole shows is read from its HTML (lessonkit.pages.readertext).
 """
 
 from __future__ import annotations
 
-import bisect
 import html
 import re
-from pathlib import PurePosixPath
 
 from lessonkit.pages.fold import is_invisible
-from lessonkit.pages.scan import DIRECTIVES, CodeSpans, Lines, code_spans
-from lessonkit.pages.state import PageState
-
-# A directive escaped at the start of a line: it shows as text (as the expanded line shows it, unescaped).
-ESCAPED_DIRECTIVE_RE = re.compile(
-    r"""^[ \t]*\\\{\{[ \t]*(?P<word>""" + "|".join(DIRECTIVES) + r""")\b""")
-_SHOWN_DIRECTIVE_RE = re.compile(
-    r"""^[ \t]*\{\{[ \t]*(?:""" + "|".join(DIRECTIVES) + r""")\b""", re.MULTILINE)
-REFERENCE_FOLDER = "reference"  # docs/reference/: pages that show directives as text on purpose
-# "RACECHECK SUMMARY" or "ERROR SUMMARY", as a page may space it: a mention of a sanitizer's summary.
-SUMMARY_MENTION_RE = re.compile(
-    r"""\b(?P<tool>racecheck|error)(?:[\s_-]|&nbsp;|&\#0*160;|&\#x0*a0;)*summary\b""", re.IGNORECASE | re.VERBOSE)
+from lessonkit.pages.scan import CodeSpans
 
 CHAR_REF_RE = re.compile(r"""&(?:\#[xX][0-9a-fA-F]{1,6}|\#[0-9]{1,7}|[A-Za-z][A-Za-z0-9]{1,31});""")
 # Everything visible() treats specially, tried in this order at each place; the rest is plain text.
@@ -173,63 +151,3 @@ def _visible(text: str, where: list[int] | None) -> str:
 
 # -- tables written in HTML ---------------------------------------------------------------------
 
-# A table written in HTML: its labels are read by no rule (lessonkit.pages.tablerules reads a Markdown
-# table's). What hides, styles or scripts text, and comments, are read on the rendered page
-# (lessonkit.pages.readertext), where they do what they do.
-_HTML_TABLE_RE = re.compile(r"""<\s*(?:table|tr|td|th)\b""", re.IGNORECASE)
-
-
-class _InCode:
-    """Whether a column of a line lies inside a backtick code span, which shows its text literally
-    (the line's spans found once, at the first question)."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self._spans: list[tuple[int, int]] | None = None
-
-    def span(self, at: int) -> tuple[int, int] | None:
-        """The span holding column `at` (not on its opening backtick), or None."""
-        if self._spans is None:
-            self._spans = code_spans(self.text)
-        k = bisect.bisect_left(self._spans, (at,)) - 1
-        return self._spans[k] if k >= 0 and at < self._spans[k][1] else None
-
-
-def check_html_tables(page: PageState, out: Lines, in_fence: list[bool]) -> None:
-    """No table written in HTML outside code: its labels would be bound to no claim."""
-    for i in out.find(_HTML_TABLE_RE):
-        line = out[i]
-        if in_fence[i] or line.generated:
-            continue
-        code = _InCode(line.text)
-        m = next((m for m in _HTML_TABLE_RE.finditer(line.text) if not code.span(m.start())), None)
-        if m is not None:
-            page.error(line.src, f"{m.group().strip()!r}: an HTML table's labels are not bound to its claims; "
-                       "write the table in Markdown")
-
-
-def is_reference_page(path: str) -> bool:
-    """Whether page `path` (as messages name it, e.g. docs/reference/checking.md) is a reference page."""
-    parts = PurePosixPath(path.replace("\\", "/")).parts
-    return REFERENCE_FOLDER in parts[:-1]
-
-
-def check_escaped_directives(page: PageState, out: Lines, in_fence: list[bool], markdown: str) -> None:
-    """A warning for each directive escaped at the start of a line outside code blocks, except on a
-    reference page (which shows directives as text on purpose). The expanded line shows the directive
-    unescaped; its source line (`markdown`'s) has the backslash."""
-    if is_reference_page(page.path):
-        return
-    source: list[str] | None = None
-    for i in out.find(_SHOWN_DIRECTIVE_RE):
-        if in_fence[i]:
-            continue
-        source = markdown.split("\n") if source is None else source
-        index = out.srcs[i]
-        text = source[index]
-        found = ESCAPED_DIRECTIVE_RE.match(text)
-        if found:
-            shown = text.strip()
-            shown = shown if len(shown) <= 60 else shown[:59] + "…"
-            page.warn(index, f"'{shown}' is escaped and shows as text; remove the backslash to expand it "
-                      f"(\\{{{{ writes literal braces: the {found.group('word')} directive is not run)")
