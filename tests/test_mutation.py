@@ -211,7 +211,8 @@ def _batches(source: str, changes: list[tuple[int, int, str]]) -> list[list[int]
 
 def _caught_in_batch(job: tuple[str, str, str, list[tuple[int, int, int, str]]]) -> list[int]:
     """The changes of a batch (index, start, end, new text), made together, that the check refuses
-    with an error at the change's own line: the Markdown's errors and the audit's, both."""
+    with an error in the change's own block (a batch has one change a block; an error of a paragraph
+    may name its first line): the Markdown's errors and the audit's, both."""
     repo, source, path, changes = job
     check = _WORKER.get(repo)
     if check is None:
@@ -263,7 +264,9 @@ def mutate_page(check: CheckedSite, repo: Path, path: Path, shown_path: str) -> 
                 (k, jobs[k][0], jobs[k][1], jobs[k][3]) for k in batch]) for batch in batches])):
             for k in hits:
                 caught[k] = True
-        alone = [k for k, hit in enumerate(caught) if not hit]
+        # A range's end moved by one is counted apart whether or not it is caught: not checked again.
+        alone = [k for k, hit in enumerate(caught) if not hit and not (
+            jobs[k][2] == "range" and jobs[k][3] == str(int(source[jobs[k][0]:jobs[k][1]]) + 1))]
         print(f"\n{shown_path}: {len(jobs)} changes in {len(batches)} batches, {len(alone)} checked again alone")
         for k, hit in zip(alone, pool.map(_caught, [(str(repo), jobs[k][4], shown_path) for k in alone], chunksize=8)):
             caught[k] = hit
@@ -292,6 +295,7 @@ def check() -> CheckedSite:
     return checker(REPO)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shown_path, path", docs_pages(REPO), ids=lambda p: str(p))
 def test_every_figure_a_page_shows_is_checked(check: CheckedSite, shown_path: str, path: Path):
     source = path.read_text(encoding="utf-8")
