@@ -199,7 +199,7 @@ def test_a_lesson_whose_runs_toml_cannot_be_read_is_one_error_not_one_per_claim(
 def test_a_reference_page_quotes_lessonkit_s_own_constant_from_the_running_core(demo_repo, tmp_path, monkeypatch):
     """`lessonkit/FILE.py:NAME` is read from the core that runs the check, so what a reference page says
     of lessonkit (a size, a default) fails the page when the core changes it."""
-    from lessonkit.pages import constants, render, state
+    from lessonkit.pages import claimcheck, constants, render
 
     kib = render.INLINE_BYTES // 1024
     text = f"A box shows up to {{{{ {kib} @ lessonkit/pages/render.py:INLINE_BYTES / 1024 }}}} KiB whole.\n"
@@ -211,7 +211,7 @@ def test_a_reference_page_quotes_lessonkit_s_own_constant_from_the_running_core(
     (core / "lessonkit/pages").mkdir(parents=True)
     (core / "lessonkit/pages/render.py").write_text("INLINE_BYTES = 8 * 1024\n")
     monkeypatch.setattr(constants, "CORE_ROOT", core)
-    monkeypatch.setattr(state, "CORE_ROOT", core)
+    monkeypatch.setattr(claimcheck, "CORE_ROOT", core)
     assert errs(demo_repo, text) == [(f"docs/p.md:1: claim '{kib}' (lessonkit/pages/render.py:INLINE_BYTES) disagrees with "
                                      "lessonkit/pages/render.py; it says '8' (line 1)")]
     assert errs(demo_repo, "{{ 6 @ lessonkit/pages/nothing.py:X }} KiB.\n") == [
