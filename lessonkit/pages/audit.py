@@ -462,6 +462,7 @@ def audit_page(html: str | Callable[[], str], source: str, path: str, result: Pa
     # The cause, once: what an invisible or look-alike character split is not refused again.
     text.lines = [line for k, line in enumerate(text.lines) if k not in split]
     _code_blocks(text, cited, finder, report)
+    _edges(text, finder, report)
     _tool_lines(text, cited, sets, finder, report)
     _figures(text, cited, narrative, _recorded_versions(sets), finder, report, collect)
     _gpu_models(text, narrative, recorded_models(sets), finder, report)
@@ -474,6 +475,64 @@ def audit_page(html: str | Callable[[], str], source: str, path: str, result: Pa
             report(n.line, f"{CONSTANTS if n.bound else 'narrative'} figure {n.key!r} is declared, but the page "
                    "shows it nowhere outside a claim; remove the declaration")
     return errors
+
+
+_DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015"  # as a sign before a figure ("–34"), not inside a range ("2–34")
+_SIGNS = "+-\u2212.,\ufe63\uff0b\uff0d"
+# A unit written against the figure: "40s", "3ms", "4x", "2nd" (a magnitude such as "2k" is refused).
+_UNIT_AFTER_RE = re.compile(r"""(?:s|ms|us|\u00b5s|ns|x|st|nd|rd|th)(?![\w])""")
+_EDGE = ("the figure {figure!r} a claim produced runs into {what} right {side} it, so a reader sees {seen!r}, a "
+         "number no claim checked; put a space{punctuation} between them, or write the whole figure inside the claim")
+
+
+def _joining_space(line: Line, at: int) -> bool:
+    """Whether a space that groups digits ("2 000") was written at `at` (the reader's text shows a plain space)."""
+    return at in line.joints
+
+
+def _joins_after(line: Line, end: int) -> bool:
+    """Whether what a reader sees at `end`, right after a figure, makes one number with it."""
+    after = line.text[end:end + 2]
+    if not after or _UNIT_AFTER_RE.match(line.text, end):
+        return False
+    c = after[0]
+    return (c.isalnum() or unicodedata.category(c) == "No"
+            or ((c in ".," or _joining_space(line, end)) and after[1:2].isdigit()))
+
+
+def _joins_before(line: Line, start: int) -> bool:
+    """Whether what a reader sees right before a figure at `start` makes one number with it (a sign too)."""
+    last, before = line.text[start - 1:start], line.text[start - 2:start - 1]
+    return bool(last) and (last.isalnum() or last in _SIGNS or unicodedata.category(last) == "No"
+                           or (_joining_space(line, start - 1) and before.isdigit())
+                           or (last in _DASHES and not before.isalnum()))
+
+
+def _edges(text: ReaderText, finder: SourceFinder, report: Any) -> None:
+    """A claim's figure may not run into a digit, letter or sign a reader sees beside it: '{{ 2 @ … }}0',
+    '{{ 2 @ … }}<b>0</b>' and two claims side by side all show "20", and '-{{ 40 @ … }}' or
+    '&minus;{{ 40 @ … }}' shows "-40"; none of that is what the claim checked. Read on the page as
+    shown, so markup, character references and emphasis between them join as they do for a reader."""
+    for line in text.lines:
+        for start, end, written in line.written:
+            figure = line.text[start:end]
+            inside = [(a, b) for a, b in line.produced if a <= start and end <= b and (a, b) != (start, end)]
+            if figure[-1:].isdigit() and _joins_after(line, end) and not any(end < b for _, b in inside):
+                at, side, punctuation = end, "after", " or punctuation"
+            elif figure[:1].isdigit() and _joins_before(line, start) and not any(a < start for a, _ in inside):
+                at, side, punctuation = start - 1, "before", ""
+            else:
+                continue
+            what = ("the figure of the next claim" if side == "after" and line.written_on(end) is not None
+                    else "a space that groups digits" if _joining_space(line, at) else repr(line.text[at]))
+            # The number a reader reads: the figures on both sides of the joint, and the joint.
+            lo, hi = min(start, at), max(end, at + 1)
+            for m in FIGURE_RE.finditer(line.text, max(0, lo - 40), hi + 40):
+                if m.start() <= hi and m.end() >= lo:
+                    lo, hi = min(lo, m.start()), max(hi, m.end())
+            seen = line.text[lo:hi]
+            report(written, _EDGE.format(figure=figure, what=what, side=side, seen=seen, punctuation=punctuation))
+            line.produced.append((lo, hi))  # one error for the joined figure, not a second for typing it
 
 
 def _tool_lines(text: ReaderText, cited: _Cited, sets: Mapping[str, EvidenceSet], finder: SourceFinder,

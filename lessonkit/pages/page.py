@@ -21,7 +21,6 @@ from __future__ import annotations
 import bisect
 import itertools
 import re
-import unicodedata
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -177,9 +176,9 @@ def _marked_markdown(out: Lines, in_fence: list[bool], marks: Marks) -> str:
             pieces.append(text[pos:span.start])
             pos = span.end
             if not in_fence[i] and not any(a <= span.start < b for a, b in closed):
-                pieces.append(produced(marks, inline_text(value), span.why, runs=span.runs))
+                pieces.append(produced(marks, inline_text(value), span.why, runs=span.runs, line=span.line))
             else:
-                pieces.append(marks.wrap(value, span.why, runs=span.runs))
+                pieces.append(marks.wrap(value, span.why, runs=span.runs, line=span.line))
         pieces.append(text[pos:])
         texts[i] = "".join(pieces)
     return "\n".join(texts)
@@ -242,54 +241,9 @@ def _expand(page: PageState, text: str, lines: LineIndex, tokens: list[Token]) -
             continue
         plain(text[pos:token.start], pos)
         pos = token.end
-        if word is None:
-            _check_edges(page, token, text)
         _inline(page, out[-1], token, word, text[token.start:token.end], text)
     plain(text[pos:], pos)
     return out.settle()
-
-
-_JOINING_SPACES = "\u00a0\u2007\u2009\u200a\u202f"  # spaces that group digits: "2 000"
-_DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015"  # as a sign before a figure ("–34"), not inside a range ("2–34")
-# A unit written against the figure: "40s", "3ms", "4x", "2nd" (a magnitude such as "2k" is refused).
-_UNIT_AFTER_RE = re.compile(r"""^(?:s|ms|us|\u00b5s|ns|x|st|nd|rd|th)(?![\w])""")
-_NEXT_CLAIM_RE = re.compile(r"""^\{\{\s*(?P<value>.*?)\s@\s""", re.DOTALL)
-
-
-def _check_edges(page: PageState, token: Token, text: str) -> None:
-    """A claim's figure must not run into a digit, letter or sign beside it, as a reader sees the page:
-    '{{ 2 @ … }}0', '{{ 2 @ … }}<b>0</b>' and two figure claims side by side all show "20", and
-    '-{{ 40 @ … }}' or '&minus;{{ 40 @ … }}' shows "-40"; none of that is what the claim checked."""
-    at = _last_at(token.body)
-    value = token.body[:at.start()].strip() if at else ""
-    if not value:
-        return  # not a claim: _inline reports it
-    claim = _one_line(text[token.start:token.end])
-    line_end = text.find("\n", token.end)
-    after = text[token.end:line_end if line_end != -1 else len(text)][:200]
-    if after[:1] not in ("", " ", "\t"):  # a space shows as one: only then is nothing joined
-        after = visible_text(after)
-    line_start = text.rfind("\n", 0, token.start) + 1
-    before = text[max(line_start, token.start - 200):token.start]
-    if before[-1:] not in ("", " ", "\t"):
-        before = visible_text(before)
-    if value[-1].isdigit() and after and not _UNIT_AFTER_RE.match(after):
-        nxt = _NEXT_CLAIM_RE.match(after)
-        touching = (nxt.group("value")[:1] if nxt else after[0]) or " "
-        if touching.isalnum() or unicodedata.category(touching) == "No" \
-                or (touching in ".," + _JOINING_SPACES and after[1:2].isdigit()):
-            what = "the figure of the next claim" if nxt else f"{touching!r}"
-            page.error(token.line, f"the figure of claim {claim!r} runs into {what} right after it, so the page "
-                       "shows a number the claim did not check; put a space or punctuation between them, or "
-                       "write the whole figure inside the claim")
-    if value[0].isdigit() and before:
-        last = before[-1]
-        if last.isalnum() or last in "+-\u2212.,\ufe63\uff0b\uff0d" or unicodedata.category(last) == "No" \
-                or (last in _JOINING_SPACES and before[-2:-1].isdigit()) \
-                or (last in _DASHES and not before[-2:-1].isalnum()):
-            page.error(token.line, f"the figure of claim {claim!r} runs into {last!r} right before it, so the "
-                       "page shows a number the claim did not check; put a space between them, or write the "
-                       "whole figure inside the claim")
 
 
 def _last_at(body: str) -> re.Match[str] | None:
@@ -317,7 +271,8 @@ def _inline(page: PageState, line: OutLine, token: Token, word: str | None, sour
         if claim is not None:
             query = " ".join(token.body.split()[1:])
             why = for_reader(describe_generated(query, page.default_set, page.sets), page.sets, page.default_set)
-            line.spans.append(Span(len(line.text), len(line.text) + len(figure), claim, why, _runs(page, cited)))
+            line.spans.append(Span(len(line.text), len(line.text) + len(figure), claim, why, _runs(page, cited),
+                                   token.line + 1 + page.offset))
             _check_unit(page, token, claim, figure, source, text)
         line.text += figure
         return
@@ -341,7 +296,8 @@ def _inline(page: PageState, line: OutLine, token: Token, word: str | None, sour
     outcome = page.result.claims[-1] if page.result.claims and page.result.claims[-1].start == start else None
     why = (for_reader(describe(outcome, page.sets, page.default_set), page.sets, page.default_set)
            if outcome is not None and outcome.error is None else None)
-    line.spans.append(Span(len(line.text), len(line.text) + len(value), shown, why, _runs(page, cited)))
+    line.spans.append(Span(len(line.text), len(line.text) + len(value), shown, why, _runs(page, cited),
+                           token.line + 1 + page.offset))
     line.text += value
     _check_unit(page, token, shown, value, source, text)
 

@@ -72,7 +72,11 @@ _CORE_MARK = ("{!r} is a mark of what lessonkit produced from the evidence; a pa
 _COMMENT_RE = re.compile(r"""<!--.*?-->""", re.DOTALL)
 _ALIGN_RE = re.compile(r"""text-align: (?:left|right|center);""")  # a Markdown table column's alignment
 _AT = "data-lk-at"  # where an element's text is written, when not in the page (lessonkit.pages.diagrams)
-_SPACES_RE = re.compile(r"""\s+""")
+# Spaces that group digits ("2 000"): shown as a plain space (fold.shown), written down where they stand;
+# a browser does not collapse them with the white space around them.
+JOINING_SPACES = "\u00a0\u2007\u2009\u200a\u202f"
+_SPACES_RE = re.compile(rf"""[^\S{JOINING_SPACES}]+""")
+_PLAIN_SPACES = str.maketrans(dict.fromkeys(JOINING_SPACES, " "))
 
 
 class ItemLink(NamedTuple):
@@ -100,6 +104,8 @@ class Line:
     origins: list[tuple[int, int, str]] = field(default_factory=list)  # stretches written elsewhere: FILE:LINE
     items: list[ItemLink] = field(default_factory=list)  # link texts that lead to a numbered list's item
     runs: list[tuple[int, int, tuple[tuple[str, str], ...]]] = field(default_factory=list)  # produced stretches' runs
+    written: list[tuple[int, int, int]] = field(default_factory=list)  # a claim's produced stretch: its page line
+    joints: list[int] = field(default_factory=list)  # columns where a space that groups digits was written
 
     def origin(self, at: int) -> tuple[str, int] | None:
         """(file, line) where the text at `at` is written, when not in the page (a diagram's SVG)."""
@@ -120,6 +126,10 @@ class Line:
     def item(self, start: int, end: int) -> ItemLink | None:
         """The link to a numbered item whose text holds text[start:end], if any."""
         return next((i for i in self.items if i.start <= start and end <= i.end), None)
+
+    def written_on(self, at: int) -> int | None:
+        """The page line of the claim whose produced text holds column `at`, if one claim wrote it."""
+        return next((w for a, b, w in self.written if a <= at < b), None)
 
     def is_produced(self, start: int, end: int) -> bool:
         """Whether text[start:end] lies inside one produced stretch."""
@@ -297,7 +307,10 @@ class _Reader(HTMLParser):
         """Append `text` (`raw` folded) to `line`, produced when a mark is open on `stack`."""
         start, end = len(line.text), len(line.text) + len(text)
         if text != raw:
-            line.folded.append((start, end))
+            plain = raw.translate(_PLAIN_SPACES)
+            if text != plain:  # a look-alike form, not only a no-break space (which a reader sees as a space)
+                line.folded.append((start, end))
+            line.joints += [start + len(shown(raw[:k])) for k, c in enumerate(raw) if c != plain[k]]
         if text and self._produced(stack):
             line.produced.append((start, end))
             why = self._why(stack)
@@ -306,6 +319,9 @@ class _Reader(HTMLParser):
             runs = next((self.records[n].runs for n in reversed(stack) if self.records[n].runs), ())
             if runs:
                 line.runs.append((start, end, runs))
+            written = self.records[stack[-1]].line
+            if written is not None:
+                line.written.append((start, end, written))
         if text and at:
             line.origins.append((start, end, at))
         line.text += text

@@ -140,6 +140,7 @@ class Span:
     claim: object
     why: str | None = None  # what backs the value, in plain words (lessonkit.pages.meaning)
     runs: tuple[tuple[str, str], ...] = ()  # (set, run) of every run it was checked against
+    line: int | None = None  # the page file's line (1-based, front matter counted) the claim is written on
 
 
 @dataclass
