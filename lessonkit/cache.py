@@ -10,7 +10,9 @@ Two kinds of entry live there:
 - the sha256 of files by their stat (`HashStore`): (device, inode, size, mtime_ns, ctime_ns).
   A write always moves the change time, so a file whose stat is unchanged has unchanged
   bytes, except within the file system's timestamp granularity: a file changed in the last
-  two seconds is hashed from its bytes every time and never stored.
+  two seconds (`RACY_NS`) is hashed from its bytes every time and never stored.
+  `LESSONKIT_RACY_MS` shortens that window for a file system whose timestamps are finer than a
+  tick of a few milliseconds (Linux's local ones), down to 100 ms; the tests use 250 ms.
 
 Every file carries a checksum of its payload: a truncated, corrupt or unreadable file is a
 miss (and is rewritten), never an error. Writers write a temporary file beside the entry and
@@ -34,7 +36,18 @@ from typing import Any
 FOLDER = ".lessonkit-cache"
 ENV = "LESSONKIT_CACHE"
 OFF_VALUES = ("0", "off", "no", "false")
-RACY_NS = 2_000_000_000  # a file changed this recently may change again with the same stat
+RACY_ENV = "LESSONKIT_RACY_MS"
+RACY_FLOOR_MS = 100
+
+
+def _racy_ns() -> int:
+    """The window in which a file's stat does not yet stand for its bytes: LESSONKIT_RACY_MS (at least
+    RACY_FLOOR_MS) when it is a whole number, else two seconds."""
+    text = os.environ.get(RACY_ENV, "").strip()
+    return max(int(text), RACY_FLOOR_MS) * 1_000_000 if text.isdigit() else 2_000_000_000
+
+
+RACY_NS = _racy_ns()  # a file changed this recently may change again with the same stat
 _MAGIC = b"lessonkit-cache 1\n"
 _CORE = Path(__file__).resolve().parent
 

@@ -17,6 +17,12 @@ from pathlib import Path
 
 import pytest
 
+# The cache's racy window (lessonkit.cache.RACY_NS: how long after a change a file's stat does not yet
+# stand for its bytes), 250 ms for these processes and every process they start, set before lessonkit
+# is imported: a test waits for its files to settle (wait_settled) that long instead of two seconds.
+# The tests of the window itself ask for the full one (full_racy_window).
+os.environ.setdefault("LESSONKIT_RACY_MS", "250")
+
 from lessonkit import cache
 from lessonkit.cache import Store
 from lessonkit.evidence.manifest import (
@@ -247,14 +253,14 @@ def newest_change_ns(root: Path) -> int:
     return newest
 
 
-def wait_settled(root: Path, window_ns: int = cache.RACY_NS, ceiling_s: float = 30.0) -> None:
+def wait_settled(root: Path, window_ns: int | None = None, ceiling_s: float = 30.0) -> None:
     """Wait until every file and folder under `root` counts as settled for the cache (last changed
     more than `window_ns` ago: lessonkit.cache.settled), and no longer. A file's ctime cannot be set
     into the past (os.utime moves it to now), so this waits; it polls, since the files may have been
     written well before the call."""
     deadline = time.monotonic() + ceiling_s
     while True:
-        left_ns = newest_change_ns(root) + window_ns - time.time_ns()
+        left_ns = newest_change_ns(root) + (cache.RACY_NS if window_ns is None else window_ns) - time.time_ns()
         if left_ns < 0:
             return
         assert time.monotonic() < deadline, f"{root} kept changing for {ceiling_s:g} s"
@@ -341,6 +347,16 @@ def temporary_folder_left_clean(tmp_path_factory):
         left = sorted(p.name for p in folder.iterdir() if not p.name.startswith(".org.chromium.Chromium."))
         shutil.rmtree(folder, ignore_errors=True)
     assert left == [], f"the tests left these in the temporary folder: {left}"
+
+
+@pytest.fixture
+def full_racy_window(monkeypatch) -> int:
+    """The cache's default racy window (two seconds), here and in the processes a test starts: for a
+    test that must act on a file while it is still racy, however slow the machine is."""
+    monkeypatch.setenv(cache.RACY_ENV, "")
+    monkeypatch.setattr(cache, "RACY_NS", cache._racy_ns())
+    assert cache.RACY_NS == 2_000_000_000
+    return cache.RACY_NS
 
 
 @pytest.fixture

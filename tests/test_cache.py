@@ -220,7 +220,7 @@ def test_the_cache_can_be_turned_off(demo_repo: Path):
     assert not (demo_repo / FOLDER).exists()
 
 
-def test_nothing_is_stored_for_files_changed_in_the_racy_window(demo_repo: Path):
+def test_nothing_is_stored_for_files_changed_in_the_racy_window(demo_repo: Path, full_racy_window: int):
     assert check(demo_repo) == []  # every file was written just now
     assert not [p for p in entries(demo_repo) if p.parent.name in ("errors", "site")]
 
@@ -266,14 +266,14 @@ def test_a_stored_build_result_is_the_page_result(demo_repo: Path):
     assert second == first and second is not first
 
 
-def test_hashes_are_served_only_for_the_stat_they_were_stored_with(tmp_path: Path):
+def test_hashes_are_served_only_for_the_stat_they_were_stored_with(tmp_path: Path, full_racy_window: int):
     path = tmp_path / "t.txt"
     path.write_text("aaaa")
     store = HashStore(Store(tmp_path / FOLDER))
     st = os.stat(path)
     store.remember(str(path), st, "fresh")
     assert store.lookup(str(path), st) is None  # changed just now: neither stored nor served
-    wait_settled(tmp_path)
+    wait_settled(tmp_path, full_racy_window)
     st = os.stat(path)
     store.remember(str(path), st, "settled")
     store.save()
@@ -287,6 +287,13 @@ def test_hashes_are_served_only_for_the_stat_they_were_stored_with(tmp_path: Pat
     planted = HashStore(Store(tmp_path / FOLDER))
     planted._entries()[str(fresh)] = (cache.stamp(os.stat(fresh)), "planted")
     assert planted.lookup(str(fresh), os.stat(fresh)) is None  # even its own stamp, while racy
+
+
+@pytest.mark.parametrize(("value", "ns"), [("300", 300_000_000), ("20", 100_000_000), ("", 2_000_000_000),
+                                           ("fast", 2_000_000_000), ("-5", 2_000_000_000)])
+def test_the_racy_window_is_two_seconds_unless_set_no_shorter_than_100_ms(monkeypatch, value: str, ns: int):
+    monkeypatch.setenv(cache.RACY_ENV, value)
+    assert cache._racy_ns() == ns
 
 
 def test_concurrent_writers_leave_whole_entries(tmp_path: Path):
@@ -345,7 +352,7 @@ def test_a_set_behind_a_symlinked_folder_is_read_through(settled: Path, tmp_path
     assert check(settled) == want
 
 
-def test_a_transcript_read_in_its_racy_window_is_not_kept_parsed(demo_repo: Path):
+def test_a_transcript_read_in_its_racy_window_is_not_kept_parsed(demo_repo: Path, full_racy_window: int):
     from lessonkit.evidence import sets as evidence
 
     site = CheckedSite(demo_repo, store=Store(None))

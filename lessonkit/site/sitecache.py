@@ -49,10 +49,11 @@ def scan(root: Path | str, skip_compiled: bool = False) -> Scan:
     not a regular file, has the stamp (). `skip_compiled` leaves out compiled Python files
     (under code/, where Python may write them at any time and no check reads them)."""
     found: Scan = {}
-    pending = [(os.fspath(root), "")]
-    seen = {os.path.realpath(root)}
+    top = os.path.realpath(root)
+    pending = [(os.fspath(root), "", top)]  # (folder, its name under root, its real path)
+    seen = {top}
     while pending:
-        folder, rel = pending.pop()
+        folder, rel, real_folder = pending.pop()
         try:
             entries = list(os.scandir(folder))
         except OSError:
@@ -65,10 +66,12 @@ def scan(root: Path | str, skip_compiled: bool = False) -> Scan:
                 is_dir = False
             if is_dir:  # a symlinked folder is read through, once
                 found[name + os.sep] = None
-                real = os.path.realpath(entry.path)
+                # A plain folder's real path is its parent's and its name: resolved only through a link.
+                real = (os.path.realpath(entry.path) if entry.is_symlink()
+                        else os.path.join(real_folder, entry.name))
                 if real not in seen:
                     seen.add(real)
-                    pending.append((entry.path, name + os.sep))
+                    pending.append((entry.path, name + os.sep, real))
             elif not (skip_compiled and entry.name.endswith(COMPILED)):
                 try:
                     st = entry.stat()
