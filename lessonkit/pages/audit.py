@@ -515,24 +515,39 @@ def _edges(text: ReaderText, finder: SourceFinder, report: Any) -> None:
     shown, so markup, character references and emphasis between them join as they do for a reader."""
     for line in text.lines:
         for start, end, written in line.written:
-            figure = line.text[start:end]
-            inside = [(a, b) for a, b in line.produced if a <= start and end <= b and (a, b) != (start, end)]
-            if figure[-1:].isdigit() and _joins_after(line, end) and not any(end < b for _, b in inside):
-                at, side, punctuation = end, "after", " or punctuation"
-            elif figure[:1].isdigit() and _joins_before(line, start) and not any(a < start for a, _ in inside):
-                at, side, punctuation = start - 1, "before", ""
-            else:
+            at = _joint(line, start, end)
+            if at is None:
                 continue
+            side, punctuation = ("after", " or punctuation") if at == end else ("before", "")
             what = ("the figure of the next claim" if side == "after" and line.written_on(end) is not None
                     else "a space that groups digits" if _joining_space(line, at) else repr(line.text[at]))
-            # The number a reader reads: the figures on both sides of the joint, and the joint.
-            lo, hi = min(start, at), max(end, at + 1)
-            for m in FIGURE_RE.finditer(line.text, max(0, lo - 40), hi + 40):
-                if m.start() <= hi and m.end() >= lo:
-                    lo, hi = min(lo, m.start()), max(hi, m.end())
-            seen = line.text[lo:hi]
-            report(written, _EDGE.format(figure=figure, what=what, side=side, seen=seen, punctuation=punctuation))
+            lo, hi = _read_as_one(line.text, min(start, at), max(end, at + 1))
+            report(written, _EDGE.format(figure=line.text[start:end], what=what, side=side, seen=line.text[lo:hi],
+                                         punctuation=punctuation))
             line.produced.append((lo, hi))  # one error for the joined figure, not a second for typing it
+
+
+def _joint(line: Line, start: int, end: int) -> int | None:
+    """Where the claim's figure line.text[start:end] runs into what is beside it: `end` (the character
+    after it) or `start - 1` (the one before); None when it stands apart, or what touches it was
+    produced with it (a claim inside a produced cell)."""
+    figure = line.text[start:end]
+    if figure[-1:].isdigit() and _joins_after(line, end):
+        at = end
+    elif figure[:1].isdigit() and _joins_before(line, start):
+        at = start - 1
+    else:
+        return None
+    lo, hi = min(start, at), max(end, at + 1)
+    return None if any(a <= lo and hi <= b for a, b in line.produced) else at
+
+
+def _read_as_one(text: str, lo: int, hi: int) -> tuple[int, int]:
+    """text[lo:hi] widened by the figures that touch it: the number a reader reads across a joint."""
+    for m in FIGURE_RE.finditer(text, max(0, lo - 40), hi + 40):
+        if m.start() <= hi and m.end() >= lo:
+            lo, hi = min(lo, m.start()), max(hi, m.end())
+    return lo, hi
 
 
 def _tool_lines(text: ReaderText, cited: _Cited, sets: Mapping[str, EvidenceSet], finder: SourceFinder,

@@ -227,6 +227,15 @@ def marker(n: int, style: str) -> str:
 _FOREIGN = ("svg", "math")  # elements whose content a browser parses as SVG or MathML
 
 
+def _note_folded(line: Line, text: str, raw: str) -> None:
+    """`raw`, about to be appended to `line` as `text` (folded): a look-alike form is a folded stretch; a
+    no-break space that groups digits (which a reader sees as a space) is a joint, where it stands."""
+    start, plain = len(line.text), raw.translate(_PLAIN_SPACES)
+    if text != plain:
+        line.folded.append((start, start + len(text)))
+    line.joints += [start + len(shown(raw[:k])) for k, c in enumerate(raw) if c != plain[k]]
+
+
 class _Reader(HTMLParser):
     def __init__(self, records: list[Mark]) -> None:
         super().__init__(convert_charrefs=True)
@@ -307,24 +316,25 @@ class _Reader(HTMLParser):
         """Append `text` (`raw` folded) to `line`, produced when a mark is open on `stack`."""
         start, end = len(line.text), len(line.text) + len(text)
         if text != raw:
-            plain = raw.translate(_PLAIN_SPACES)
-            if text != plain:  # a look-alike form, not only a no-break space (which a reader sees as a space)
-                line.folded.append((start, end))
-            line.joints += [start + len(shown(raw[:k])) for k, c in enumerate(raw) if c != plain[k]]
+            _note_folded(line, text, raw)
         if text and self._produced(stack):
-            line.produced.append((start, end))
-            why = self._why(stack)
-            if why:
-                line.why.append((start, end, why))
-            runs = next((self.records[n].runs for n in reversed(stack) if self.records[n].runs), ())
-            if runs:
-                line.runs.append((start, end, runs))
-            written = self.records[stack[-1]].line
-            if written is not None:
-                line.written.append((start, end, written))
+            self._note_produced(line, start, end, stack)
         if text and at:
             line.origins.append((start, end, at))
         line.text += text
+
+    def _note_produced(self, line: Line, start: int, end: int, stack: list[int]) -> None:
+        """line.text[start:end] is produced under `stack`: what backs it, its runs, the claim's line."""
+        line.produced.append((start, end))
+        why = self._why(stack)
+        if why:
+            line.why.append((start, end, why))
+        runs = next((self.records[n].runs for n in reversed(stack) if self.records[n].runs), ())
+        if runs:
+            line.runs.append((start, end, runs))
+        written = self.records[stack[-1]].line
+        if written is not None:
+            line.written.append((start, end, written))
 
     # -- state of the innermost open element ----------------------------------------------------
     def _skipped(self) -> bool:
