@@ -312,12 +312,6 @@ markdown_extensions:
 {extra}"""
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The tests marked slow first, the rest in their order: spread over workers (pytest -n), a long
-    test that started last would leave the other workers idle while it runs."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
-
-
 @pytest.fixture(scope="session", autouse=True)
 def temporary_folder_left_clean(tmp_path_factory):
     """The tests, and every process they start, leave nothing in the temporary folder.

@@ -113,7 +113,6 @@ CODE_GEOMETRY_JS = """() => {
 SHARDS = 4  # the pages in this many tests, which pytest-xdist runs side by side
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("shard", range(SHARDS))
 def test_every_page_in_both_schemes(shard, served_site, built_site, browser):
     """axe-core, page width, load problems and code geometry, at both widths in both schemes: every
@@ -222,7 +221,6 @@ def recording_text(built_site: Path, href: str, page_url: str = "day62-racecheck
     return path.read_text(encoding="utf-8").removesuffix("\n")
 
 
-@pytest.mark.slow
 def test_every_recording_of_a_transcript_loads_when_opened(served_site, built_site, browser):
     """With JavaScript: each recording after the first shows its file's text below the first once
     asked for (by keyboard, from its row of the table), one at a time, a status says so, and the
@@ -295,7 +293,6 @@ def test_a_recording_that_fails_to_load_says_so_and_keeps_its_link(served_site, 
     assert [p for p in problems if "404" not in p] == []  # the browser logs the failed fetch itself
 
 
-@pytest.mark.slow
 def test_without_javascript_each_recording_links_its_file(served_site, built_site, browser):
     """With JavaScript off, each row of a transcript's table of recordings links its file, and the
     link leads to the file's text; so does the first recording's note of its lines not shown."""
@@ -324,7 +321,6 @@ def test_without_javascript_each_recording_links_its_file(served_site, built_sit
     context.close()
 
 
-@pytest.mark.slow
 def test_day62_with_recordings_loaded_passes_axe(served_site, browser):
     """axe-core on Day 62 at both widths in both schemes, with a transcript opened, its recordings
     loaded and its first recording shown whole (the button, the statuses, the loaded texts)."""

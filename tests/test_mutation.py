@@ -295,7 +295,6 @@ def check() -> CheckedSite:
     return checker(REPO)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("shown_path, path", docs_pages(REPO), ids=lambda p: str(p))
 def test_every_figure_a_page_shows_is_checked(check: CheckedSite, shown_path: str, path: Path):
     source = path.read_text(encoding="utf-8")
