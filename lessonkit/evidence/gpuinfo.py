@@ -45,7 +45,6 @@ GPU_FIELDS = (
 END_FIELDS = ("temperature_c", "sm_clock_mhz", "memory_clock_mhz", "pstate", "memory_used_mib")
 NUMERIC = frozenset(k for k, _ in GPU_FIELDS if k.endswith(("_mhz", "_w", "_c", "_mib")))
 APP_FIELDS = "pid,process_name,used_memory,gpu_uuid"
-NOT_AVAILABLE = ("[N/A]", "N/A", "[Not Supported]", "Not Supported", "[Unknown Error]")
 
 
 class GpuInfoError(Exception):

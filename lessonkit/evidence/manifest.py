@@ -305,7 +305,6 @@ def entry_digest(name: str, fields: dict[str, Any]) -> str:
 
 
 _SET_FIELDS = ("lesson", "arch", "build", "refresh", "provenance")
-_SESSION_SET_FIELDS = ("session_ids", "retired")  # format 4 adds these to what set_digest covers
 
 
 def set_digest(fields: dict[str, Any]) -> str:

@@ -633,18 +633,6 @@ def _quote(text: str, start: int, end: int) -> str:
     return quote
 
 
-def _quotes_a_cited_summary(line: Line, start: int, end: int, sets: Mapping[str, EvidenceSet]) -> bool:
-    """Whether line.text[start:end] holds a summary quote that its sentence's citations alone make right."""
-    if _SUMMARY_RE.search(skeleton(line.text[start:end])) is None:
-        return False
-    skel = skeleton(line.text[:end])
-    for m in _SUMMARY_RE.finditer(skel, start):
-        tool = _summary_tool(m.group())
-        if _summary_quote(line, m.start(), _next_end(line.text, m.end()), tool, sets)[1] is None:
-            return True
-    return False
-
-
 def _summary_quote(line: Line, at: int, end: int, tool: str,
                    sets: Mapping[str, EvidenceSet]) -> tuple[int, str | None]:
     """(where the quote at `at` ends, why it is refused or None): from `at` on, the line must be, verbatim,

@@ -41,11 +41,6 @@ def visible(text: str) -> tuple[str, list[int]]:
     return _visible(text, where), where
 
 
-def has_markup(text: str) -> bool:
-    """Whether visible() reads anything in `text` (if not, the text is what a reader sees)."""
-    return _TOKEN_RE.search(text) is not None
-
-
 def visible_text(text: str) -> str:
     """visible(text)'s text alone (no columns worked out)."""
     return _visible(text, None)
