@@ -107,10 +107,10 @@ def _commands(spec: LessonSpec | None) -> str:
     under its architecture or its run's name; nothing when runs.toml cannot be read."""
     if spec is None:
         return ""
-    def block(label: str, line: str) -> str:
-        return f"<p>{html.escape(label)}:</p>\n<pre><code>{html.escape(line)}</code></pre>"
-    builds = "\n".join(block(f"For {arch}", line) for arch, line in spec.build.items())
-    runs = "\n".join(block(f"The run {run.name}", run.command) for run in spec.runs)
+    def block(label: str, name: str, line: str) -> str:
+        return f"<p>{label} <code>{html.escape(name)}</code>:</p>\n<pre><code>{html.escape(line)}</code></pre>"
+    builds = "\n".join(block("For", arch, line) for arch, line in spec.build.items())
+    runs = "\n".join(block("The run", run.name, run.command) for run in spec.runs)
     return f"""
 <h2 id="build">Build</h2>
 
