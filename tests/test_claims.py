@@ -688,6 +688,14 @@ def test_a_figure_that_runs_into_what_a_reader_sees_beside_it(demo_repo: Path, t
         f"a number no claim checked; put a space{punctuation} between them, or write the whole figure inside the claim")]
 
 
+def test_a_joined_figure_is_named_at_its_claims_line_of_the_file(demo_repo: Path):
+    """The line counts the front matter, and is the claim's own line in a paragraph over several."""
+    page = ("---\ntitle: T\n---\n# T\n\nFirst line,\nthen {{ 2 @ demo/race:#reports }} reports and\n"
+            "{{ 8 @ demo/race:reports[severity=Warning].hazards }}0 hazards.\n")
+    [error] = checked(demo_repo, page)
+    assert error.startswith("docs/p.md:8: the figure '8' a claim produced runs into '0' right after it"), error
+
+
 def test_a_figure_beside_punctuation_or_a_unit_sign_passes(demo_repo: Path):
     for text in ("({{ 8 @ demo/race:reports[severity=Warning].hazards }}).",
                  "x{{ Warning @ demo/race:reports[severity=Warning].severity }}y",

@@ -462,7 +462,7 @@ def audit_page(html: str | Callable[[], str], source: str, path: str, result: Pa
     # The cause, once: what an invisible or look-alike character split is not refused again.
     text.lines = [line for k, line in enumerate(text.lines) if k not in split]
     _code_blocks(text, cited, finder, report)
-    _edges(text, finder, report)
+    _edges(text, report)
     _tool_lines(text, cited, sets, finder, report)
     _figures(text, cited, narrative, _recorded_versions(sets), finder, report, collect)
     _gpu_models(text, narrative, recorded_models(sets), finder, report)
@@ -508,7 +508,7 @@ def _joins_before(line: Line, start: int) -> bool:
                            or (last in _DASHES and not before.isalnum()))
 
 
-def _edges(text: ReaderText, finder: SourceFinder, report: Any) -> None:
+def _edges(text: ReaderText, report: Any) -> None:
     """A claim's figure may not run into a digit, letter or sign a reader sees beside it: '{{ 2 @ … }}0',
     '{{ 2 @ … }}<b>0</b>' and two claims side by side all show "20", and '-{{ 40 @ … }}' or
     '&minus;{{ 40 @ … }}' shows "-40"; none of that is what the claim checked. Read on the page as
