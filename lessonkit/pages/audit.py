@@ -75,6 +75,7 @@ from lessonkit.pages.render import language_of
 from lessonkit.pages.result import PageResult
 from lessonkit.pages.scan import tokens
 from lessonkit.pages.sourcemap import SourceFinder
+from lessonkit.pages.units import unit_problem
 
 NARRATIVE = "narrative"
 CONSTANTS = "constants"  # phrases bound to a constant of the program: {"four tiles": "LESSON/FILE:NAME"}
@@ -463,6 +464,7 @@ def audit_page(html: str | Callable[[], str], source: str, path: str, result: Pa
     text.lines = [line for k, line in enumerate(text.lines) if k not in split]
     _code_blocks(text, cited, finder, report)
     _edges(text, report)
+    _units(text, report)
     _tool_lines(text, cited, sets, finder, report)
     _figures(text, cited, narrative, _recorded_versions(sets), finder, report, collect)
     _gpu_models(text, narrative, recorded_models(sets), finder, report)
@@ -525,6 +527,18 @@ def _edges(text: ReaderText, report: Any) -> None:
             report(written, _EDGE.format(figure=line.text[start:end], what=what, side=side, seen=line.text[lo:hi],
                                          punctuation=punctuation))
             line.produced.append((lo, hi))  # one error for the joined figure, not a second for typing it
+
+
+def _units(text: ReaderText, report: Any) -> None:
+    """A unit a reader sees right after a claim's figure must be the unit the figure shows (none, for a
+    count): '{{ 310 @ …launch_us }} ms' reads as milliseconds of a field in microseconds."""
+    for line in text.lines:
+        for start, end, unit in line.units:
+            if not line.text[start:end][-1:].isdigit():
+                continue
+            problem = unit_problem(unit or None, line.text[end:end + 80])
+            if problem:
+                report(line.written_on(start), f"{line.text[start:end]!r}, produced from the evidence: {problem}")
 
 
 def _joint(line: Line, start: int, end: int) -> int | None:

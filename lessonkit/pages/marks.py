@@ -44,6 +44,7 @@ class Mark:
     kind: str = "value"
     runs: tuple[tuple[str, str], ...] = ()  # (set, run) of every run it was drawn from
     line: int | None = None  # the page file's line it is written on, when one claim wrote it
+    unit: str | None = None  # the unit of the claim's figure when known ("" for none: a count, a ratio)
 
 
 class Marks:
@@ -53,12 +54,12 @@ class Marks:
         self.records: list[Mark] = records if records is not None else []
 
     def wrap(self, text: str, why: str | None = None, kind: str = "value",
-             runs: tuple[tuple[str, str], ...] = (), line: int | None = None) -> str:
+             runs: tuple[tuple[str, str], ...] = (), line: int | None = None, unit: str | None = None) -> str:
         """`text` between the marks of a new record."""
         n = len(self.records)
         if n >= LIMIT:
             raise ValueError(f"a page holds more than {LIMIT} produced stretches")
-        self.records.append(Mark(why, kind, tuple(runs), line))
+        self.records.append(Mark(why, kind, tuple(runs), line, unit))
         return chr(FIRST + n) + text + CLOSE
 
     def block(self, markdown: str, why: str | None, kind: str) -> str:

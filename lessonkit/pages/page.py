@@ -31,7 +31,6 @@ from lessonkit.pages.claimcheck import PageState
 from lessonkit.pages.crossclaims import check_compound, compound
 from lessonkit.pages.directives import check_escaped_directives, expand_directive
 from lessonkit.pages.evidencelinks import check_evidence_links
-from lessonkit.pages.markdowntext import visible_text
 from lessonkit.pages.marks import RESERVED_RE, Marks
 from lessonkit.pages.meaning import describe, describe_generated, for_reader
 from lessonkit.pages.render import (
@@ -52,7 +51,6 @@ from lessonkit.pages.scan import (
 )
 from lessonkit.pages.sources import Sources
 from lessonkit.pages.tablerules import check_html_tables, check_table_labels
-from lessonkit.pages.units import unit_problem
 from lessonkit.pages.values import is_value, render_value
 
 _DIRECTIVES = DIRECTIVES  # lessonkit.pages.scan
@@ -176,9 +174,10 @@ def _marked_markdown(out: Lines, in_fence: list[bool], marks: Marks) -> str:
             pieces.append(text[pos:span.start])
             pos = span.end
             if not in_fence[i] and not any(a <= span.start < b for a, b in closed):
-                pieces.append(produced(marks, inline_text(value), span.why, runs=span.runs, line=span.line))
+                pieces.append(produced(marks, inline_text(value), span.why, runs=span.runs, line=span.line,
+                                       unit=span.unit))
             else:
-                pieces.append(marks.wrap(value, span.why, runs=span.runs, line=span.line))
+                pieces.append(marks.wrap(value, span.why, runs=span.runs, line=span.line, unit=span.unit))
         pieces.append(text[pos:])
         texts[i] = "".join(pieces)
     return "\n".join(texts)
@@ -241,7 +240,7 @@ def _expand(page: PageState, text: str, lines: LineIndex, tokens: list[Token]) -
             continue
         plain(text[pos:token.start], pos)
         pos = token.end
-        _inline(page, out[-1], token, word, text[token.start:token.end], text)
+        _inline(page, out[-1], token, word, text[token.start:token.end])
     plain(text[pos:], pos)
     return out.settle()
 
@@ -259,7 +258,7 @@ def _runs(page: PageState, since: int) -> tuple[tuple[str, str], ...]:
     return tuple(dict.fromkeys((s, r) for _, s, r in page.citations[since:]))
 
 
-def _inline(page: PageState, line: OutLine, token: Token, word: str | None, source: str, text: str) -> None:
+def _inline(page: PageState, line: OutLine, token: Token, word: str | None, source: str) -> None:
     """Append a claim's value to `line` (checking it), or the token as written with its error."""
     if word is not None:
         page.error(token.line, f"'{word}' must stand alone on its line(s): {_one_line(source)!r}")
@@ -272,8 +271,7 @@ def _inline(page: PageState, line: OutLine, token: Token, word: str | None, sour
             query = " ".join(token.body.split()[1:])
             why = for_reader(describe_generated(query, page.default_set, page.sets), page.sets, page.default_set)
             line.spans.append(Span(len(line.text), len(line.text) + len(figure), claim, why, _runs(page, cited),
-                                   token.line + 1 + page.offset))
-            _check_unit(page, token, claim, figure, source, text)
+                                   token.line + 1 + page.offset, _unit(claim)))
         line.text += figure
         return
     m = _last_at(token.body)
@@ -297,18 +295,14 @@ def _inline(page: PageState, line: OutLine, token: Token, word: str | None, sour
     why = (for_reader(describe(outcome, page.sets, page.default_set), page.sets, page.default_set)
            if outcome is not None and outcome.error is None else None)
     line.spans.append(Span(len(line.text), len(line.text) + len(value), shown, why, _runs(page, cited),
-                           token.line + 1 + page.offset))
+                           token.line + 1 + page.offset, _unit(shown)))
     line.text += value
-    _check_unit(page, token, shown, value, source, text)
 
 
-def _check_unit(page: PageState, token: Token, shown: ShownClaim, figure: str, source: str, text: str) -> None:
-    """A unit typed right after a figure must be the unit it shows (none, for a count)."""
-    if shown.unit_known and figure[-1:].isdigit():
-        line_end = text.find("\n", token.end)
-        problem = unit_problem(shown.unit, visible_text(text[token.end:line_end if line_end != -1 else len(text)][:80]))
-        if problem:
-            page.error(token.line, f"claim {_one_line(source)!r}: {problem}")
+def _unit(shown: ShownClaim) -> str | None:
+    """The unit a claim's figure shows, for the record of its produced text: "" for none (a count, a
+    ratio), None when not known (the audit then holds no unit typed after it to one)."""
+    return (shown.unit or "") if shown.unit_known else None
 
 
 def _first_run(page: PageState, ref_query: str, sets: tuple[str, str] | None) -> tuple[str, str] | None:

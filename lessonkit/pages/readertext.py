@@ -106,6 +106,7 @@ class Line:
     runs: list[tuple[int, int, tuple[tuple[str, str], ...]]] = field(default_factory=list)  # produced stretches' runs
     written: list[tuple[int, int, int]] = field(default_factory=list)  # a claim's produced stretch: its page line
     joints: list[int] = field(default_factory=list)  # columns where a space that groups digits was written
+    units: list[tuple[int, int, str]] = field(default_factory=list)  # a claim's produced figure: its unit ("" none)
 
     def origin(self, at: int) -> tuple[str, int] | None:
         """(file, line) where the text at `at` is written, when not in the page (a diagram's SVG)."""
@@ -332,9 +333,11 @@ class _Reader(HTMLParser):
         runs = next((self.records[n].runs for n in reversed(stack) if self.records[n].runs), ())
         if runs:
             line.runs.append((start, end, runs))
-        written = self.records[stack[-1]].line
-        if written is not None:
-            line.written.append((start, end, written))
+        record = self.records[stack[-1]]
+        if record.line is not None:
+            line.written.append((start, end, record.line))
+        if record.unit is not None:
+            line.units.append((start, end, record.unit))
 
     # -- state of the innermost open element ----------------------------------------------------
     def _skipped(self) -> bool:

@@ -37,7 +37,7 @@ BODY_CLASS = "lk-transcript-body"  # all of it but the summary line: kept out of
 
 
 def produced(marks: Marks, text: str, why: str | None = None, kind: str = "value",
-             runs: tuple[tuple[str, str], ...] = (), line: int | None = None) -> str:
+             runs: tuple[tuple[str, str], ...] = (), line: int | None = None, unit: str | None = None) -> str:
     """`text` (HTML), which a claim or directive produced from the evidence, between the marks of a
     record of `marks` (lessonkit.pages.marks), which is what the rendered-page audit reads.
 
@@ -45,7 +45,7 @@ def produced(marks: Marks, text: str, why: str | None = None, kind: str = "value
     backs the figure in plain words (lessonkit.pages.meaning), goes in `data-lk-why`, which the site's
     script lets a reader open by hover, tap or keyboard.
     """
-    return marks.wrap(f"{value_span(why)}{text}</span>", why, kind, runs, line)
+    return marks.wrap(f"{value_span(why)}{text}</span>", why, kind, runs, line, unit)
 
 
 def value_span(why: str | None) -> str:

@@ -141,6 +141,7 @@ class Span:
     why: str | None = None  # what backs the value, in plain words (lessonkit.pages.meaning)
     runs: tuple[tuple[str, str], ...] = ()  # (set, run) of every run it was checked against
     line: int | None = None  # the page file's line (1-based, front matter counted) the claim is written on
+    unit: str | None = None  # the unit of what it shows, when known ("" for none: lessonkit.pages.units)
 
 
 @dataclass

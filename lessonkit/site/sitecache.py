@@ -274,7 +274,7 @@ def encode_result(result: PageResult) -> dict[str, Any]:
         "published": [(p.set_name, p.file, str(p.source)) for p in result.published],
         "sources": sorted(result.sources),
         "looked_up": sorted(result.looked_up),
-        "marks": [(m.why, m.kind, [list(r) for r in m.runs], m.line) for m in result.marks],
+        "marks": [(m.why, m.kind, [list(r) for r in m.runs], m.line, m.unit) for m in result.marks],
         "unrecorded": result.unrecorded,
         "default_set": result.default_set,
     }
@@ -295,6 +295,7 @@ def decode_result(data: Any) -> PageResult:
         blocks=list(data["blocks"]), claims=claims,
         published=[Published(set_name, file, Path(source)) for set_name, file, source in data["published"]],
         sources=set(data["sources"]), looked_up=set(data["looked_up"]),
-        marks=[Mark(why, kind, tuple(tuple(r) for r in runs), line) for why, kind, runs, line in data["marks"]],
+        marks=[Mark(why, kind, tuple(tuple(r) for r in runs), line, unit)
+               for why, kind, runs, line, unit in data["marks"]],
         unrecorded=data.get("unrecorded"),
         default_set=data.get("default_set"))
