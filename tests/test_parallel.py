@@ -21,12 +21,15 @@ PAGES = 3 * PAGES_PER_JOB  # enough for three workers
 
 @pytest.fixture
 def many_pages(demo_repo: Path) -> Path:
-    """demo_repo with PAGES pages, every third one claiming a count the evidence refutes."""
+    """demo_repo with PAGES pages, every third one claiming a count the evidence refutes, every file
+    settled (a check that starts within the cache's racy window and ends after it would see its files
+    change from racy to settled between two checks)."""
     pages = {}
     for k in range(PAGES):
         text = PAGE.replace("{{ 2 @ race:#reports }}", "{{ 3 @ race:#reports }}") if k % 3 == 1 else PAGE
         pages[f"docs/p{k:02d}.md"] = text.replace("# Demo", f"# Demo {k}")
     write_tree(demo_repo, pages)
+    wait_settled(demo_repo)
     return demo_repo
 
 
