@@ -190,9 +190,9 @@ def _add_program_pages(files, config, repo: Path, rewrite_all: bool = False) -> 
     programs = _state["programs"] = {}
     built = _state.setdefault("program_pages", {})  # src_uri -> the page as the last build wrote it
     for lesson in lessonkit.site.programs.lesson_folders(repo):
-        spec = lessonkit.site.programs.lesson_spec(repo, lesson)
-        programs[lesson] = lessonkit.site.programs.program_files(repo, lesson, spec)
-        page = lessonkit.site.programs.program_page(lesson, programs[lesson], spec)
+        programs[lesson] = lessonkit.site.programs.program_files(repo, lesson)
+        page = lessonkit.site.programs.program_page(
+            lesson, programs[lesson], lessonkit.site.programs.lesson_spec(repo, lesson))
         src_uri = lessonkit.site.programs.program_folder(lesson) + "index.md"
         if files.get_file_from_path(src_uri) is None:
             generated = File.generated(config, src_uri, content=page)

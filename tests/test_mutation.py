@@ -237,6 +237,11 @@ def _reader_text(check: CheckedSite, source: str, path: str) -> str:
     return "\n".join(line.text for line in read_html(html).lines)
 
 
+def _by_one(source: str, start: int, end: int, new: str) -> bool:
+    """Whether `new` is the digits source[start:end] moved up by one."""
+    return source[start:end].isdigit() and new == str(int(source[start:end]) + 1)
+
+
 def mutate_page(check: CheckedSite, repo: Path, path: Path, shown_path: str) -> Tally:
     """Change each figure of the page by one and to a value no recording holds, check each as
     `lessonkit check` does; what was caught."""
@@ -265,8 +270,8 @@ def mutate_page(check: CheckedSite, repo: Path, path: Path, shown_path: str) -> 
             for k in hits:
                 caught[k] = True
         # A range's end moved by one is counted apart whether or not it is caught: not checked again.
-        alone = [k for k, hit in enumerate(caught) if not hit and not (
-            jobs[k][2] == "range" and jobs[k][3] == str(int(source[jobs[k][0]:jobs[k][1]]) + 1))]
+        alone = [k for k, hit in enumerate(caught)
+                 if not hit and not (jobs[k][2] == "range" and _by_one(source, *jobs[k][:2], jobs[k][3]))]
         print(f"\n{shown_path}: {len(jobs)} changes in {len(batches)} batches, {len(alone)} checked again alone")
         for k, hit in zip(alone, pool.map(_caught, [(str(repo), jobs[k][4], shown_path) for k in alone], chunksize=8)):
             caught[k] = hit
@@ -276,8 +281,7 @@ def mutate_page(check: CheckedSite, repo: Path, path: Path, shown_path: str) -> 
             before = before if before is not None else _reader_text(check, source, shown_path)
             if _reader_text(check, mutant, shown_path) == before:
                 continue  # not a figure a reader sees
-        by_one = source[start:end].isdigit() and new == str(int(source[start:end]) + 1)
-        if kind == "range" and by_one and not hit:
+        if kind == "range" and _by_one(source, start, end, new) and not hit:
             tally.range_ends += 1
             continue
         tally.total += 1

@@ -77,7 +77,7 @@ def test_an_unreadable_runs_toml_publishes_itself_and_no_commands(tmp_path: Path
 def test_the_program_page_shows_how_to_build_and_run_from_runs_toml(tmp_path: Path):
     lesson_tree(tmp_path, runs=RUNS.replace('command = "./a"', 'command = "./a --n 3 <in>"'))
     spec = lesson_spec(tmp_path, "l")
-    text = program_page("l", program_files(tmp_path, "l", spec), spec)
+    text = program_page("l", program_files(tmp_path, "l"), spec)
     assert "<p>For <code>sm_90</code>:</p>\n<pre><code>nvcc -o a a.cu</code></pre>" in text
     assert "<p>The run <code>bare</code>:</p>\n<pre><code>./a --n 3 &lt;in&gt;</code></pre>" in text
 

@@ -516,15 +516,15 @@ def _edges(text: ReaderText, report: Any) -> None:
     '&minus;{{ 40 @ … }}' shows "-40"; none of that is what the claim checked. Read on the page as
     shown, so markup, character references and emphasis between them join as they do for a reader."""
     for line in text.lines:
-        for start, end, written in line.written:
-            at = _joint(line, start, end)
+        for start, end, record in line.records:
+            at = None if record.line is None else _joint(line, start, end)
             if at is None:
                 continue
             side, punctuation = ("after", " or punctuation") if at == end else ("before", "")
             what = ("the figure of the next claim" if side == "after" and line.written_on(end) is not None
                     else "a space that groups digits" if _joining_space(line, at) else repr(line.text[at]))
             lo, hi = _read_as_one(line.text, min(start, at), max(end, at + 1))
-            report(written, _EDGE.format(figure=line.text[start:end], what=what, side=side, seen=line.text[lo:hi],
+            report(record.line, _EDGE.format(figure=line.text[start:end], what=what, side=side, seen=line.text[lo:hi],
                                          punctuation=punctuation))
             line.produced.append((lo, hi))  # one error for the joined figure, not a second for typing it
 
@@ -533,12 +533,12 @@ def _units(text: ReaderText, report: Any) -> None:
     """A unit a reader sees right after a claim's figure must be the unit the figure shows (none, for a
     count): '{{ 310 @ …launch_us }} ms' reads as milliseconds of a field in microseconds."""
     for line in text.lines:
-        for start, end, unit in line.units:
-            if not line.text[start:end][-1:].isdigit():
+        for start, end, record in line.records:
+            if record.unit is None or not line.text[start:end][-1:].isdigit():
                 continue
-            problem = unit_problem(unit or None, line.text[end:end + 80])
+            problem = unit_problem(record.unit or None, line.text[end:end + 80])
             if problem:
-                report(line.written_on(start), f"{line.text[start:end]!r}, produced from the evidence: {problem}")
+                report(record.line, f"{line.text[start:end]!r}, produced from the evidence: {problem}")
 
 
 def _joint(line: Line, start: int, end: int) -> int | None:

@@ -74,9 +74,9 @@ _ALIGN_RE = re.compile(r"""text-align: (?:left|right|center);""")  # a Markdown 
 _AT = "data-lk-at"  # where an element's text is written, when not in the page (lessonkit.pages.diagrams)
 # Spaces that group digits ("2 000"): shown as a plain space (fold.shown), written down where they stand;
 # a browser does not collapse them with the white space around them.
-JOINING_SPACES = "\u00a0\u2007\u2009\u200a\u202f"
-_SPACES_RE = re.compile(rf"""[^\S{JOINING_SPACES}]+""")
-_PLAIN_SPACES = str.maketrans(dict.fromkeys(JOINING_SPACES, " "))
+_JOINING_SPACES = "\u00a0\u2007\u2009\u200a\u202f"
+_SPACES_RE = re.compile(rf"""[^\S{_JOINING_SPACES}]+""")
+_PLAIN_SPACES = str.maketrans(dict.fromkeys(_JOINING_SPACES, " "))
 
 
 class ItemLink(NamedTuple):
@@ -104,9 +104,8 @@ class Line:
     origins: list[tuple[int, int, str]] = field(default_factory=list)  # stretches written elsewhere: FILE:LINE
     items: list[ItemLink] = field(default_factory=list)  # link texts that lead to a numbered list's item
     runs: list[tuple[int, int, tuple[tuple[str, str], ...]]] = field(default_factory=list)  # produced stretches' runs
-    written: list[tuple[int, int, int]] = field(default_factory=list)  # a claim's produced stretch: its page line
     joints: list[int] = field(default_factory=list)  # columns where a space that groups digits was written
-    units: list[tuple[int, int, str]] = field(default_factory=list)  # a claim's produced figure: its unit ("" none)
+    records: list[tuple[int, int, Mark]] = field(default_factory=list)  # each produced stretch: its innermost record
 
     def origin(self, at: int) -> tuple[str, int] | None:
         """(file, line) where the text at `at` is written, when not in the page (a diagram's SVG)."""
@@ -130,7 +129,7 @@ class Line:
 
     def written_on(self, at: int) -> int | None:
         """The page line of the claim whose produced text holds column `at`, if one claim wrote it."""
-        return next((w for a, b, w in self.written if a <= at < b), None)
+        return next((r.line for a, b, r in self.records if a <= at < b and r.line is not None), None)
 
     def is_produced(self, start: int, end: int) -> bool:
         """Whether text[start:end] lies inside one produced stretch."""
@@ -333,11 +332,7 @@ class _Reader(HTMLParser):
         runs = next((self.records[n].runs for n in reversed(stack) if self.records[n].runs), ())
         if runs:
             line.runs.append((start, end, runs))
-        record = self.records[stack[-1]]
-        if record.line is not None:
-            line.written.append((start, end, record.line))
-        if record.unit is not None:
-            line.units.append((start, end, record.unit))
+        line.records.append((start, end, self.records[stack[-1]]))
 
     # -- state of the innermost open element ----------------------------------------------------
     def _skipped(self) -> bool:

@@ -57,25 +57,22 @@ def _inside(folder: Path, rel: str) -> Path | None:
 
 
 def lesson_spec(repo: Path, lesson: str) -> LessonSpec | None:
-    """code/LESSON/runs.toml read, or None when it cannot be (the check reports why)."""
+    """code/LESSON/runs.toml read (load_spec parses it once while its stat stays the same), or None
+    when it cannot be (the check reports why)."""
     try:
         return load_spec(repo / CODE, lesson)
     except LessonError:
         return None
 
 
-_UNREAD = object()
-
-
-def program_files(repo: Path, lesson: str, spec: LessonSpec | None | object = _UNREAD) -> list[ProgramFile]:
+def program_files(repo: Path, lesson: str) -> list[ProgramFile]:
     """The files of code/LESSON/ the site publishes: runs.toml, then each input it names, in its
     order. A file that is missing, or that lies outside the folder, is left out (the check reports
     a missing input as stale evidence); so are the inputs when runs.toml cannot be read (the check
-    reports that too). `spec`: runs.toml as `lesson_spec` read it, when the caller has it."""
+    reports that too)."""
     folder = repo / CODE / lesson
     wanted = [(SPEC, "the build lines and the commands the evidence was recorded with")]
-    if spec is _UNREAD:
-        spec = lesson_spec(repo, lesson)
+    spec = lesson_spec(repo, lesson)
     if spec is not None:
         wanted += [(rel, "an input of every recording") for rel in spec.inputs]
         wanted += [(rel, f"an input of the run {run.name!r}") for run in spec.runs for rel in run.inputs]
