@@ -1,10 +1,14 @@
-"""Where the course repository is: the one rule the command line and accept both use."""
+"""Where the course repository is (the one rule the command line and accept both use), and the
+names of the course-wide files it holds beside mkdocs.yml."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from lessonkit.errors import LessonError
+
+COURSE_FILE = "narrative.yml"  # the course's narrative phrases (lessonkit.pages.narrative)
+SOURCES_FILE = "sources.yml"  # the works pages quote (lessonkit.pages.sources)
 
 
 def find_repo(start: Path) -> Path:

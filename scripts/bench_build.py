@@ -95,7 +95,8 @@ def on_page_content(html, *, page, config, files):
 EXPAND = '''import json, sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
-from lessonkit.site.check import Site, docs_pages, strip_front_matter
+from lessonkit.site.check import Site, strip_front_matter
+from lessonkit.site.verdict import docs_pages
 repo = Path(sys.argv[1])
 site = Site.load(repo)
 out = {}

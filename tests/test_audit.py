@@ -27,7 +27,8 @@ from lessonkit.pages.marks import Marks
 from lessonkit.pages.readertext import read_html
 from lessonkit.site.check import Site, check_site
 from lessonkit.site.mdext import LessonkitExtension
-from lessonkit.site.rendered import Renderer, rendering_key
+from lessonkit.site.rendered import Renderer
+from lessonkit.site.verdict import rendering_key
 from lessonkit.site.verify import CHECKED_MARK, START_MARK, verify_site
 
 ENV = dict(os.environ, NO_MKDOCS_2_WARNING="1", DISABLE_MKDOCS_2_WARNING="true", PYTHONPATH=str(REPO))

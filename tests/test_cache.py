@@ -59,10 +59,19 @@ def settled(demo_repo: Path) -> Path:
     return demo_repo
 
 
+def verdict(repo: Path) -> Path:
+    """The file of the whole verdict of `check` (lessonkit.site.verdict) in the repository's cache."""
+    return repo / FOLDER / "errors" / "verdict"
+
+
 def test_a_warm_check_reads_the_cache_and_reports_the_same(settled: Path):
     site = CheckedSite(settled, keep="errors")
     assert [str(e) for e in site.check()] == check(settled)[:-1] == uncached(settled)[:-1]
-    assert (site.checks, site.reloads, site.cache_hits) == (0, 0, 2)  # the site's errors, the verdict
+    assert (site.checks, site.reloads, site.cache_hits) == (0, 0, 1)  # the verdict, before any hashing
+    verdict(settled).unlink()  # without it, the site's errors and the page's result are read back
+    site = CheckedSite(settled, keep="errors")
+    assert [str(e) for e in site.check()] == check(settled)[:-1]
+    assert (site.checks, site.reloads, site.cache_hits) == (0, 0, 2)
 
 
 def test_a_warm_check_reads_every_files_hash_back_as_one_entry(settled: Path, monkeypatch):
@@ -91,7 +100,27 @@ def test_a_warm_check_reads_back_the_whole_verdict_without_reading_a_page(settle
     monkeypatch.setattr(CheckedSite, "_read", refuse)
     monkeypatch.setattr(CheckedSite, "_known", refuse)
     site = CheckedSite(settled, keep="errors")
-    assert [str(e) for e in site.check()] == want and site.cache_hits == 2  # the site's errors, the verdict
+    assert [str(e) for e in site.check()] == want and site.cache_hits == 1  # the verdict
+
+
+# What a `check` process imported besides the base layer, printed after its report.
+LOADED = ("import sys; from lessonkit.cli.commands import main; status = main(['check', '--repo', sys.argv[1]]); "
+          "print(sorted(m for m in sys.modules if m in ('lessonkit.site.check', 'lessonkit.pages.page', "
+          "'lessonkit.evidence.sets', 'lessonkit.evidence.manifest', 'lessonkit.cli.accept')))")
+
+
+def test_a_check_that_finds_its_verdict_loads_neither_the_evidence_nor_the_page_modules(settled: Path):
+    """The stored verdict is read with the base layer alone (lessonkit.site.verdict); a check that
+    must check a page imports the core."""
+    def loaded() -> str:
+        done = subprocess.run([sys.executable, "-c", LOADED, str(settled)], capture_output=True, text=True,
+                              cwd=settled, timeout=60, env=dict(os.environ, PYTHONPATH=str(REPO)))
+        return done.stdout.splitlines()[-1]
+
+    assert loaded() == "[]"
+    verdict(settled).unlink()
+    assert loaded() == ("['lessonkit.evidence.manifest', 'lessonkit.evidence.sets', 'lessonkit.pages.page', "
+                        "'lessonkit.site.check']")
 
 
 def test_the_verdict_is_not_served_after_a_same_size_page_edit_with_its_mtime_restored(settled: Path):
@@ -178,7 +207,7 @@ def test_editing_lessonkit_ignores_every_entry(settled: Path, tmp_path_factory, 
     shutil.copytree(REPO / "lessonkit", core, ignore=shutil.ignore_patterns("__pycache__"))
     warm = CheckedSite(settled, keep="errors")
     warm.check()
-    assert warm.cache_hits == 2
+    assert warm.cache_hits == 1  # the verdict
     edited = core / "pages" / "claims.py"  # a module of a subpackage counts as a base one does
     edited.write_text(edited.read_text() + "\n# an edit\n")
     monkeypatch.setattr(cache, "_CORE", core)
@@ -209,7 +238,11 @@ def test_a_damaged_cache_file_is_ignored_and_rewritten(settled: Path, damage: st
     if damage != "a folder":  # rewritten whole: the next process reads them
         again = CheckedSite(settled, keep="errors")
         again.check()
-        assert again.cache_hits == 2
+        assert again.cache_hits == 1  # the verdict
+        verdict(settled).unlink()  # the site's errors and the page's result were rewritten too
+        again = CheckedSite(settled, keep="errors")
+        again.check()
+        assert (again.checks, again.cache_hits) == (0, 2)
 
 
 def test_the_cache_can_be_turned_off(demo_repo: Path):
@@ -467,6 +500,7 @@ def test_a_page_citing_a_set_whose_name_holds_a_dot_is_served_warm(settled: Path
     page.write_text(page.read_text() + "\nRecorded on an {{ NVIDIA H200 @ demo-cuda12.4:gpu }}.\n")
     wait_settled(settled)
     assert check(settled) == uncached(settled)
+    verdict(settled).unlink()  # the page's own entry is read, not the whole verdict
     warm = CheckedSite(settled, keep="errors")
     warm.check()
     assert (warm.checks, warm.reloads, warm.cache_hits) == (0, 0, 2)  # the site's errors, the page
@@ -486,6 +520,7 @@ def test_a_page_is_kept_with_the_sets_its_check_read(settled: Path, claim: str):
     wait_settled(settled)
     first = check(settled)
     assert first == uncached(settled) and not any("H100" in line for line in first)
+    verdict(settled).unlink()  # the page's own entry is read, not the whole verdict
     warm = CheckedSite(settled, keep="errors")
     warm.check()
     assert (warm.checks, warm.cache_hits) == (0, 2)  # the site's errors, the page

@@ -349,7 +349,7 @@ def test_the_console_script_says_usage_lessonkit(monkeypatch: pytest.MonkeyPatch
 def test_every_command_and_argument_is_described():
     for name, sub in _subparsers(cli.build_parser()).items():
         # `NAME --help` says more than the one line of the command list.
-        assert len(sub.description) > 2 * len(cli.COMMANDS[name].help), name
+        assert len(sub.description) > 2 * len(cli.command(name).help), name
         for action in sub._actions:
             if not isinstance(action, argparse._HelpAction):
                 assert action.help and action.help != argparse.SUPPRESS, (name, action.dest)

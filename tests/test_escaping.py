@@ -20,7 +20,8 @@ from conftest import (
 )
 
 from lessonkit.site.check import Site
-from lessonkit.site.rendered import Renderer, rendering_key
+from lessonkit.site.rendered import Renderer
+from lessonkit.site.verdict import rendering_key
 
 # No figure in it: a label's figures must be its value's, and this must pass every other rule.
 HOSTILE = "<script>alert('x')</script><i>y</i>"

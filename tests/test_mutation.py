@@ -46,8 +46,9 @@ from lessonkit.pages.fold import shown, skeleton
 from lessonkit.pages.narrative import compile_phrase, load_course
 from lessonkit.pages.readertext import read_html
 from lessonkit.pages.scan import FENCE_RE, LineIndex, scan
-from lessonkit.site.check import CheckedSite, docs_pages, strip_front_matter
+from lessonkit.site.check import CheckedSite, strip_front_matter
 from lessonkit.site.check import _split_page as split_page
+from lessonkit.site.verdict import docs_pages
 from lessonkit.textio import FRONT_MATTER_RE
 
 _DIGITS_RE = re.compile(r"""[0-9]+""")

@@ -14,7 +14,8 @@ from conftest import PAGE, REPO, wait_settled, write_tree
 from lessonkit.cache import Store
 from lessonkit.errors import LessonError, LessonErrors
 from lessonkit.site import check as site_check
-from lessonkit.site.check import PAGES_PER_JOB, CheckedSite, docs_pages
+from lessonkit.site.check import PAGES_PER_JOB, CheckedSite
+from lessonkit.site.verdict import docs_pages
 
 PAGES = 3 * PAGES_PER_JOB  # enough for three workers
 
@@ -140,7 +141,7 @@ def test_a_warm_check_answers_from_the_disk_without_evidence_or_workers(many_pag
     again = CheckedSite(many_pages, keep="errors", jobs=3)
     assert [str(e) for e in again.check()] == want
     assert again.forked == 0 and again.checks == 0 and again.reloads == 0
-    assert again.cache_hits == 2  # the site's own errors and the whole verdict: no page is read
+    assert again.cache_hits == 1  # the whole verdict: no page is read, no file hashed
     # Without the stored verdict, each page's result is read back instead.
     Path(again.store._path("errors", "verdict")).unlink()
     third = CheckedSite(many_pages, keep="errors", jobs=3)

@@ -3,7 +3,12 @@ transcript FILE|SET/RUN [--lesson LESSON] | accept | explain PAGE | verify-site 
 
 A subcommand is one entry of COMMANDS: its help line, its description for `NAME --help`, a
 function that declares its arguments (each with its help), and a function that runs it and
-returns the exit status. DESCRIPTION and EPILOG are what `--help` shows a reader.
+returns the exit status; or the module that holds those (HELP, DESCRIPTION, add_arguments, run),
+imported only when that command runs or `--help` lists every command. DESCRIPTION and EPILOG
+are what `--help` shows a reader.
+
+A command imports what it needs when it runs: `check` that finds its verdict stored loads
+neither the evidence nor the page modules (lessonkit.site.verdict).
 """
 
 from __future__ import annotations
@@ -15,19 +20,17 @@ import sys
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib import import_module
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lessonkit.cache import FOLDER, Store
-from lessonkit.cli import accept, explain, new
 from lessonkit.errors import LessonError, LessonErrors, split_notes, split_warnings
-from lessonkit.evidence.harness import HarnessFormat
-from lessonkit.evidence.jsontranscript import parse_json_transcript
-from lessonkit.evidence.transcript import parse_transcript
-from lessonkit.pages.regions import parse_regions
 from lessonkit.repo import repo_root
-from lessonkit.site import verify
-from lessonkit.site.check import available_cpus, check_site
 from lessonkit.textio import SAVE_AS_UTF8, WRITTEN_BY_REFRESH, read_text
+
+if TYPE_CHECKING:
+    from lessonkit.evidence.harness import HarnessFormat
 
 EXIT_OK = 0
 EXIT_ERRORS = 1
@@ -117,10 +120,17 @@ def _check(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     # Imported here: only `check` reads mkdocs.yml (with PyYAML); the other commands, run on a
     # GPU machine too, need the standard library alone.
+    from lessonkit.site import verdict
     from lessonkit.site.config import load_site_config_errors, site_is_strict
 
-    found = load_site_config_errors(repo) + check_site(repo, store=Store(None) if args.no_cache else None,
-                                                       jobs=args.jobs or available_cpus())
+    store = Store(None) if args.no_cache else Store.for_repo(repo)
+    looked = verdict.lookup(store, repo)  # the verdict stored for these files, read without the core
+    if looked.errors is None:
+        from lessonkit.site.check import check_site  # a page must be checked: the whole core
+        found = check_site(repo, store=store, jobs=args.jobs, looked=looked)
+    else:
+        found = looked.errors
+    found = load_site_config_errors(repo) + found
     found, notes = split_notes(found)
     errors, warnings = split_warnings(found)
     strict = site_is_strict(repo) if args.strict is None else args.strict
@@ -155,6 +165,8 @@ def _transcript_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _regions(args: argparse.Namespace) -> int:
+    from lessonkit.pages.regions import parse_regions
+
     found = parse_regions(_read(args.file), args.file)
     print(json.dumps([{"name": r.name, "first": r.first, "last": r.last} for r in found.values()], indent=2))
     return EXIT_OK
@@ -163,6 +175,9 @@ def _regions(args: argparse.Namespace) -> int:
 def _transcript(args: argparse.Namespace) -> int:
     if not Path(args.file).exists() and args.file.count("/") == 1:
         return _recordings(args)
+    from lessonkit.evidence.jsontranscript import parse_json_transcript
+    from lessonkit.evidence.transcript import parse_transcript
+
     text = _read(args.file, WRITTEN_BY_REFRESH)
     if args.file.endswith(".json"):
         parsed = parse_json_transcript(text, args.file)
@@ -227,15 +242,7 @@ def _recordings(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-NEW_DESCRIPTION = (
-    "Start a lesson that builds while it waits for its first recording: code/LESSON/ (a program "
-    "stub with a region, runs.toml with its build line and one run, a README with the commands), "
-    "the page docs/LESSON.md, and its entry in mkdocs.yml's nav (inserted as a line, so the file's "
-    "comments stay; where it cannot be, the line to add is printed). Until a refresh on a GPU "
-    "machine records it, its page shows a 'Not yet recorded' notice, stays out of the search and the sitemap, "
-    "and check passes with a note.")
-
-COMMANDS: dict[str, Command] = {
+COMMANDS: dict[str, Command | str] = {
     "check": Command(
         "check the site configuration and every page, region, claim and evidence set; exit 1 "
         "listing all errors", _check_site_arguments, _check,
@@ -258,10 +265,10 @@ COMMANDS: dict[str, Command] = {
         "Print a transcript as JSON: every value a page can quote from it (tables, sanitizer "
         "reports, summaries). Given SET/RUN, print every recording of that run of the evidence "
         "set, each with how it was recorded (command, exit code, date, hashes) and what it says."),
-    "accept": Command(accept.HELP, accept.add_arguments, accept.run, accept.DESCRIPTION),
-    "explain": Command(explain.HELP, explain.add_arguments, explain.run, explain.DESCRIPTION),
-    "verify-site": Command(verify.HELP, verify.add_arguments, verify.run, verify.DESCRIPTION),
-    "new": Command(new.HELP, new.add_arguments, new.run, NEW_DESCRIPTION),
+    "accept": "lessonkit.cli.accept",
+    "explain": "lessonkit.cli.explain",
+    "verify-site": "lessonkit.site.verify",
+    "new": "lessonkit.cli.new",
 }
 
 
@@ -272,14 +279,24 @@ def program_name(argv0: str) -> str:
     return "python -m lessonkit" if name in ("__main__.py", "-m", "-c", "") else name.removesuffix(".exe")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser, one subparser for each entry of COMMANDS."""
+def command(name: str) -> Command:
+    """COMMANDS' entry `name`, its module imported when it names one."""
+    entry = COMMANDS[name]
+    if isinstance(entry, Command):
+        return entry
+    module = import_module(entry)
+    return Command(module.HELP, module.add_arguments, module.run, module.DESCRIPTION)
+
+
+def build_parser(names: list[str] | None = None) -> argparse.ArgumentParser:
+    """The argument parser, one subparser for each of `names` (default: every entry of COMMANDS)."""
     parser = argparse.ArgumentParser(prog=program_name(sys.argv[0]), description=DESCRIPTION, epilog=EPILOG,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, title="commands", metavar="COMMAND")
-    for name, command in COMMANDS.items():
-        command.add_arguments(sub.add_parser(name, help=command.help, description=_paragraphs(
-            command.description or command.help), formatter_class=argparse.RawDescriptionHelpFormatter))
+    for name in names or COMMANDS:
+        command_ = command(name)
+        command_.add_arguments(sub.add_parser(name, help=command_.help, description=_paragraphs(
+            command_.description or command_.help), formatter_class=argparse.RawDescriptionHelpFormatter))
     return parser
 
 
@@ -290,9 +307,13 @@ def _paragraphs(text: str, width: int = 80) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
-    args = build_parser().parse_args(argv)
+    given = sys.argv[1:] if argv is None else argv
+    # The first word is the command (the program takes no option before it but --help): only
+    # its parser is built, and only its module imported. Anything else gets every command's.
+    first = given[0] if given else None
+    args = build_parser([first] if first in COMMANDS else None).parse_args(given)
     try:
-        status = COMMANDS[args.command].run(args)
+        status = command(args.command).run(args)
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
         return status
     except BrokenPipeError:

@@ -24,6 +24,13 @@ from lessonkit.repo import find_repo
 from lessonkit.textio import read_text
 
 HELP = "make a new lesson: code/LESSON/ (program stub, runs.toml, README, .gitignore), docs/LESSON.md, its nav entry"
+DESCRIPTION = (
+    "Start a lesson that builds while it waits for its first recording: code/LESSON/ (a program "
+    "stub with a region, runs.toml with its build line and one run, a README with the commands), "
+    "the page docs/LESSON.md, and its entry in mkdocs.yml's nav (inserted as a line, so the file's "
+    "comments stay; where it cannot be, the line to add is printed). Until a refresh on a GPU "
+    "machine records it, its page shows a 'Not yet recorded' notice, stays out of the search and the sitemap, "
+    "and check passes with a note.")
 EXIT_DONE = 0
 
 _LESSON_RE = re.compile(r"""\A[a-z0-9][a-z0-9-]*\Z""")

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lessonkit.errors import LessonError
-from lessonkit.evidence.sets import EvidenceSet
+
+if TYPE_CHECKING:
+    from lessonkit.evidence.sets import EvidenceSet
 
 # A figure as a reader reads it: digits not glued to a letter, digit or underscore before them
 # (H200, sm_90 and fp32 are names), thousands grouped by commas, and a fraction; two points or

@@ -32,9 +32,9 @@ import yaml
 from lessonkit.errors import LessonError
 from lessonkit.pages.claims import NUMBER_WORDS
 from lessonkit.pages.fold import shown, skeleton
+from lessonkit.repo import COURSE_FILE
 from lessonkit.textio import compose_yaml, read_text
 
-COURSE_FILE = "narrative.yml"
 PLACEHOLDER = "N"
 # One figure, as lessonkit.pages.figures.FIGURE_RE reads one (digits, thousands, a fraction, a version),
 # on a skeleton, where the digits 0, 1 and 5 read as the letters o, l and s (lessonkit.pages.fold).

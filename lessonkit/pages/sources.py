@@ -31,9 +31,9 @@ from pathlib import Path
 import yaml
 
 from lessonkit.errors import LessonError
+from lessonkit.repo import SOURCES_FILE
 from lessonkit.textio import compose_yaml, read_text
 
-SOURCES_FILE = "sources.yml"
 PREFIX = "sources/"
 _FIELDS = ("cite", "year", "url", "figures")
 

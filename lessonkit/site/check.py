@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import gc
 import os
-import stat
 import sys
 import time
 from collections.abc import Iterable, Mapping
@@ -39,14 +38,15 @@ from lessonkit.pages.narrative import load_course
 from lessonkit.pages.page import process_page
 from lessonkit.pages.result import PageResult
 from lessonkit.pages.sources import SOURCES_FILE, load_sources
-from lessonkit.site import sitecache
+from lessonkit.site import sitecache, verdict
 from lessonkit.site.inputs import (
     MISSING,
     FileDigests,
     PageInputs,
     combine,
 )
-from lessonkit.site.rendered import Renderer, Rendering, rendering_key
+from lessonkit.site.rendered import Renderer
+from lessonkit.site.verdict import Rendering, rendering_key
 from lessonkit.textio import FRONT_MATTER_RE, read_text
 
 
@@ -134,16 +134,6 @@ def check_lesson_readmes(repo: Path) -> list[LessonError]:
     return errors
 
 
-def docs_pages(repo: Path, docs: Path | None = None) -> list[tuple[str, Path]]:
-    """Every page under docs/ as (the path messages name it by, the file)."""
-    docs = docs or repo / "docs"
-    pages = []
-    for page_path in sorted(docs.rglob("*.md")):
-        shown = (page_path.relative_to(repo).as_posix() if page_path.is_relative_to(repo)
-                 else str(page_path))
-        pages.append((shown, page_path))
-    return pages
-
 
 
 
@@ -156,15 +146,18 @@ def missing_package(exc: ModuleNotFoundError) -> LessonError:
                        "README sets it up: .venv/bin/python -m lessonkit check", rank=0)
 
 
-def check_site(repo: Path, docs: Path | None = None,
-               store: Store | None = None, jobs: int = 1) -> list[LessonError]:
+
+def check_site(repo: Path, docs: Path | None = None, store: Store | None = None, jobs: int | None = 1,
+               looked: verdict.Lookup | None = None) -> list[LessonError]:
     """All errors of the site: evidence, lesson READMEs and every page under docs/.
 
-    Results of unchanged inputs come from the repository's cache on disk (`store`, default:
-    the repository's unless LESSONKIT_CACHE is off); see CheckedSite. Up to `jobs` processes
+    The stored verdict when nothing changed since it was kept (lessonkit.site.verdict; `looked`:
+    that lookup, already done); otherwise the results of unchanged inputs come from the
+    repository's cache on disk (`store`, default: the repository's unless LESSONKIT_CACHE is off),
+    see CheckedSite, and up to `jobs` processes (None: one for each CPU this process may use)
     check the pages that must be checked.
     """
-    return CheckedSite(repo, store=store, keep="errors", jobs=jobs).check(docs)
+    return CheckedSite(repo, store=store, keep="errors", jobs=jobs or available_cpus()).check(docs, looked)
 
 
 def available_cpus() -> int:
@@ -228,7 +221,7 @@ class CheckedSite:
     _site_sets: dict[str, str] = field(default_factory=dict)  # set digests when _site was loaded
     _tree: str = ""
     _scanned: int = 0
-    _scans: tuple[sitecache.Scan, sitecache.Scan] = ({}, {})
+    _scans: verdict.Scans = ({}, {})
     _set_digests: dict[str, str] = field(default_factory=dict)
     _set_folders: dict[str, str] = field(default_factory=dict)
     _lessons: dict[str, str] = field(default_factory=dict)  # set name -> its lesson (code/<lesson>/runs.toml)
@@ -237,7 +230,7 @@ class CheckedSite:
     _site_errors: list[LessonError] = field(default_factory=list)
     _pages: dict[str, tuple[PageInputs, PageResult]] = field(default_factory=dict)
     _audits: dict[str, tuple[str, list[LessonError]]] = field(default_factory=dict)
-    _by_folder: tuple[sitecache.Scan | None, dict[str, tuple[sitecache.Scan, bool]]] = (None, {})
+    _by_folder: tuple[verdict.Scan | None, dict[str, tuple[verdict.Scan, bool]]] = (None, {})
     _specs: list[tuple[str, tuple[int, ...] | None]] = field(default_factory=list)  # runs.toml of that scan
     _specs_settled: bool = True   # whether every one of them had settled by that scan
     _manifests: ReadSets | None = None  # the manifests as the last refresh read them, for the next load
@@ -267,17 +260,17 @@ class CheckedSite:
             self._site_sets = self._set_digests
         return self._site
 
-    def refresh(self) -> None:
-        """Take the files under evidence/ and code/ as they are now. If any changed, the site's own
-        errors are those the cache on disk holds for these contents, or computed (and stored)."""
+    def refresh(self, scanned: tuple[int, verdict.Scans] | None = None) -> None:
+        """Take the files under evidence/ and code/ as they are now (or as `scanned`, a scan of
+        both and the time it began, shows them). If any changed, the site's own errors are those
+        the cache on disk holds for these contents, or computed (and stored)."""
         use_hash_store(self.hashes if self.store.folder is not None else None)
         self._manifests = None
         if self.keep == "errors":
             self._rendering = rendering_key(self.repo)
-        now = time.time_ns()
-        scans = self._rescan()
+        now, scans = scanned or (time.time_ns(), verdict.scan_tree(self.repo))
         if self._tree and scans == self._scans and all(
-                sitecache.settled_since(scan, self._scanned) for scan in scans):
+                verdict.settled_since(scan, self._scanned) for scan in scans):
             return  # no file changed since a scan that saw every file settled: their bytes are the same
         evidence, code = sitecache.site_contents(self.store, self.repo, scans, now, self._read_manifests
                                                  if self.jobs > 1 and self._site is None else None)
@@ -299,7 +292,7 @@ class CheckedSite:
         self._scanned, self._scans, self._tree = now, scans, tree
         stored = self.store.get("site", "errors", tree)
         try:
-            errors = sitecache.decode_errors(stored["errors"])
+            errors = verdict.decode_errors(stored["errors"])
             names, unreadable = set(stored["sets"]), set(stored["unreadable"])
             unrecorded = {lesson: tuple(files) for lesson, files in stored["unrecorded"].items()}
             lessons = {str(n): str(lesson) for n, lesson in stored["lessons"].items()}
@@ -311,10 +304,10 @@ class CheckedSite:
             unrecorded = {u.lesson: tuple(sorted(u.inputs)) for u in site.evidence.unrecorded.values()}
             lessons = {n: ev.lesson for n, ev in site.evidence.sets.items()}
             if (self.store.folder is not None
-                    and sitecache.settled_since(scans[0], now) and sitecache.settled_since(scans[1], now)
-                    and sitecache.inputs_inside(self.repo, lessons.values()) and self._rescan() == scans):
+                    and verdict.settled_since(scans[0], now) and verdict.settled_since(scans[1], now)
+                    and sitecache.inputs_inside(self.repo, lessons.values()) and verdict.scan_tree(self.repo) == scans):
                 self.store.put("site", "errors", tree, {
-                    "errors": sitecache.encode_errors(errors), "sets": sorted(names),
+                    "errors": verdict.encode_errors(errors), "sets": sorted(names),
                     "unreadable": sorted(unreadable), "unrecorded": unrecorded, "lessons": lessons})
         self._site_errors = errors
         self._lessons = lessons
@@ -340,9 +333,6 @@ class CheckedSite:
         hashed in another process (a check from cold, which loads the evidence next)."""
         self._manifests = read_evidence_sets(self.repo)
 
-    def _rescan(self) -> tuple[sitecache.Scan, sitecache.Scan]:
-        return (sitecache.scan(self.repo / "evidence"),
-                sitecache.scan(self.repo / "code", skip_compiled=True))
 
     def _inputs(self, markdown: str, offset: int, source: tuple[str, str], front: str = "") -> PageInputs:
         """A page's own inputs, taken before it is checked (a later edit shows as a change): its text,
@@ -381,14 +371,14 @@ class CheckedSite:
         and are as it found them: only then may the result be stored for their contents."""
         now, (evidence, code) = self._scanned, self._scans
         if self._by_folder[0] is not evidence:  # the last scans, by top folder and runs.toml (once per scan)
-            folders: dict[str, sitecache.Scan] = {}
+            folders: dict[str, verdict.Scan] = {}
             for rel, stamp in evidence.items():
                 folders.setdefault(rel.split(os.sep, 1)[0], {})[rel] = stamp
             # Whether each had settled by the scan is fixed once the scan is: worked out here, once.
-            self._by_folder = (evidence, {top: (scan, sitecache.settled_since(scan, now))
+            self._by_folder = (evidence, {top: (scan, verdict.settled_since(scan, now))
                                           for top, scan in folders.items()})
             self._specs = [(rel, code[rel]) for rel in code if rel.endswith(os.sep + "runs.toml")]
-            self._specs_settled = all(sitecache.settled_since({rel: stamp}, now) for rel, stamp in self._specs)
+            self._specs_settled = all(verdict.settled_since({rel: stamp}, now) for rel, stamp in self._specs)
         evidence_dir, code_dir = os.path.join(self.repo, "evidence"), os.path.join(self.repo, "code")
         for name, _ in inputs.sets:
             top = self._set_folders.get(name, name)
@@ -396,14 +386,14 @@ class CheckedSite:
             if not settled:
                 return False
             folder = os.path.join(evidence_dir, top)
-            again = {top + os.sep + rel: stamp for rel, stamp in sitecache.scan(folder).items()}
+            again = {top + os.sep + rel: stamp for rel, stamp in verdict.scan(folder).items()}
             again.update({top + os.sep: None} if os.path.isdir(folder) else {})
             if mine != again:
                 return False
         if inputs.sets and not self._specs_settled:
             return False
         files = [(rel, code.get(os.path.normpath(rel))) for rel, _ in inputs.files]
-        if not all(stamp is not None and sitecache.settled_since({rel: stamp}, now) for rel, stamp in files):
+        if not all(stamp is not None and verdict.settled_since({rel: stamp}, now) for rel, stamp in files):
             return False
         for rel, stamp in files + (self._specs if inputs.sets else []):
             try:
@@ -427,7 +417,7 @@ class CheckedSite:
                     or sitecache.code_files(self.repo, (f for f, _, _ in files)) != files):
                 return key, None, inputs
             result = (sitecache.decode_result(data["result"]) if self.keep == "pages"
-                      else PageResult("", sitecache.decode_errors(data["result"])))
+                      else PageResult("", verdict.decode_errors(data["result"])))
         except (TypeError, KeyError, ValueError):
             return key, None, inputs
         self.cache_hits += 1
@@ -475,7 +465,7 @@ class CheckedSite:
         inputs = self._recorded(inputs, result)
         if key and self._unchanged_since_refresh(inputs):
             data = (sitecache.encode_result(result) if self.keep == "pages"
-                    else sitecache.encode_errors(result.errors))
+                    else verdict.encode_errors(result.errors))
             self.store.put(self.keep, sitecache.entry_name(path), key, {
                 "sets": [list(s) for s in inputs.sets],
                 "files": [list(f) for f in sitecache.code_files(self.repo, (f for f, _ in inputs.files))],
@@ -524,7 +514,7 @@ class CheckedSite:
             return known[1]
         data = self.store.get("audit", sitecache.entry_name(path), key)
         try:
-            errors = sitecache.decode_errors(data)
+            errors = verdict.decode_errors(data)
         except (TypeError, KeyError, ValueError):
             from lessonkit.pages.audit import audit_page  # here: a warm build audits nothing
 
@@ -532,7 +522,7 @@ class CheckedSite:
             errors = audit_page(result.fill(html, origins=True), source, path, result, self.site.evidence.sets, course,
                                 self.constant)
             if self._unchanged_since_refresh(inputs):
-                self.store.put("audit", sitecache.entry_name(path), key, sitecache.encode_errors(errors))
+                self.store.put("audit", sitecache.entry_name(path), key, verdict.encode_errors(errors))
         self._audits[path] = (key, errors)
         return errors
 
@@ -553,10 +543,10 @@ class CheckedSite:
             key = cache.digest("front", path, front)
             known = self.store.get("front", sitecache.entry_name(path), key)
             try:
-                errors = sitecache.decode_errors(known)
+                errors = verdict.decode_errors(known)
             except (TypeError, KeyError, ValueError):
                 errors = list(read_front_matter(text, path).errors)
-                self.store.put("front", sitecache.entry_name(path), key, sitecache.encode_errors(errors))
+                self.store.put("front", sitecache.entry_name(path), key, verdict.encode_errors(errors))
             if errors:
                 raise LessonErrors(errors)
         return body, offset, front, digest
@@ -680,50 +670,19 @@ class CheckedSite:
             self.cache_hits += hits
         return True
 
-    def check(self, docs: Path | None = None) -> list[LessonError]:
+    def check(self, docs: Path | None = None, looked: verdict.Lookup | None = None) -> list[LessonError]:
         """What a full check would report, re-checking only what changed since the last call.
 
-        `check` (keep "errors", a cache on disk) first looks for the whole verdict: when no file
-        it reads changed since a check that stored one (`_verdict_key`), its errors are read back
-        as one entry, without reading the pages or their results one by one."""
-        self.refresh()
-        pages = docs_pages(self.repo, docs)
-        key = self._verdict_key(pages)
-        if key is not None:
-            try:
-                errors = sitecache.decode_errors(self.store.get("errors", "verdict", key))
-            except (TypeError, ValueError):
-                pass  # none stored (or not one this version reads): the pages are checked
-            else:
-                self.cache_hits += 1
-                return errors
-        errors = sorted(self.errors(pages), key=report_order)  # as a report lists them
-        # Kept only if nothing it was derived from changed while it was worked out.
-        if (key is not None and self._verdict_key(pages) == key and self._rescan() == self._scans
-                and all(sitecache.settled_since(scan, self._scanned) for scan in self._scans)):
-            self.store.put("errors", "verdict", key, sitecache.encode_errors(errors))
+        `check` (keep "errors", a cache on disk) first looks for the whole verdict
+        (lessonkit.site.verdict), unless `looked` is that lookup, already done: when no file it
+        reads changed since a check that stored one, its errors are read back as one entry,
+        without reading the pages, their results or the files under evidence/ and code/."""
+        if looked is None:
+            looked = verdict.lookup(self.store if self.keep == "errors" else None, self.repo, docs)
+        if looked.errors is not None:
+            self.cache_hits += 1
+            return looked.errors
+        self.refresh(looked.scanned)
+        errors = sorted(self.errors(looked.pages), key=report_order)  # as a report lists them
+        verdict.keep(self.store, self.repo, looked, errors)
         return errors
-
-    def _verdict_key(self, pages: list[tuple[str, Path]]) -> str | None:
-        """The key of the whole verdict of `check` on `pages`, or None when it may not be kept.
-
-        It holds what each page's key holds (lessonkit.site.sitecache.page_key): the contents of
-        every file under evidence/ and code/ as the last refresh found them (the site's key),
-        mkdocs.yml and narrative.yml with the rendering packages (the rendering's key), and each
-        page file, by its stat, which stands for its bytes only once the file has settled (as in
-        the hash store): a page changed within the last two seconds gives no key."""
-        if self.keep != "errors" or self.store.folder is None or not self._tree:
-            return None
-        now = time.time_ns()
-        stamps = []
-        for shown, path in pages:
-            try:
-                st = os.stat(path)
-            except OSError:
-                return None
-            if not stat.S_ISREG(st.st_mode) or not cache.settled(st, now):
-                return None
-            stamps.append((shown, os.fspath(path), cache.stamp(st)))
-        return cache.digest("verdict", str(self.repo), os.path.realpath(self.repo),
-                            os.path.realpath(self.repo / "code"), self._tree, self._rendering.key,
-                            tuple(stamps))

@@ -35,8 +35,9 @@ from lessonkit.errors import LessonError, LessonErrors, split_notes, split_warni
 from lessonkit.pages.marks import strip
 from lessonkit.pages.published import Published, site_root
 from lessonkit.pages.result import PageResult
-from lessonkit.site.check import CheckedSite, docs_pages
+from lessonkit.site.check import CheckedSite
 from lessonkit.site.config import site_output
+from lessonkit.site.verdict import docs_pages
 from lessonkit.site.verify import CHECKED_MARK, START_MARK
 from lessonkit.textio import read_text
 

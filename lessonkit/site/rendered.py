@@ -9,24 +9,17 @@ the page (mkdocs.yml and the installed Markdown packages) without importing them
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
-import os
-from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import yaml
 
-from lessonkit.pages.narrative import COURSE_FILE
 from lessonkit.pages.result import PageResult
-from lessonkit.pages.sources import SOURCES_FILE
+from lessonkit.site.verdict import Rendering
 
 _OURS = ("lessonkit.site.mdext", "lessonkit.mdext")  # done by lessonkit directly, never by the renderer
 # What a site needs (lessonkit.site.config.REQUIRED_EXTENSIONS) when no mkdocs.yml can be read.
 _ALWAYS = ("toc", "tables", "fenced_code")  # mkdocs.config.config_options.MarkdownExtensions builtins
 _FALLBACK = ["pymdownx.superfences", "pymdownx.highlight"]
-# The packages whose code renders a page: a new install of one is a new rendering.
-_PACKAGES = ("markdown", "pymdownx", "pygments")
 
 
 class _Tolerant(yaml.SafeLoader):
@@ -61,40 +54,6 @@ def site_extensions(config_bytes: bytes) -> tuple[list[str], dict[str, Any]]:
     return [n for n in _ALWAYS if n not in short] + names, options
 
 
-class Rendering(NamedTuple):
-    """What a page's rendering depends on besides the page: mkdocs.yml's bytes (b"" when there is
-    none), and `key`, a sha256 over them and each installed rendering package (its file and stat:
-    a reinstall is a new key)."""
-
-    config: bytes
-    key: str
-
-
-def rendering_key(repo: Path) -> Rendering:
-    """The site's `Rendering` now, without importing the rendering packages; `Renderer` renders by
-    exactly these bytes of mkdocs.yml. The key covers narrative.yml and sources.yml too: a page's audit and claims read them."""
-    try:
-        config = (repo / "mkdocs.yml").read_bytes()
-    except OSError:
-        config = b""
-    h = hashlib.sha256(config)
-    try:  # the course's narrative phrases: the audit of every page reads them
-        h.update(b"\0narrative\0" + (repo / COURSE_FILE).read_bytes())
-    except OSError:
-        h.update(b"\0narrative\0")
-    try:  # the course's list of sources: a page's claims on a work read it
-        h.update(b"\0sources\0" + (repo / SOURCES_FILE).read_bytes())
-    except OSError:
-        h.update(b"\0sources\0")
-    for name in _PACKAGES:
-        spec = importlib.util.find_spec(name)
-        origin = spec.origin if spec is not None and spec.origin else ""
-        try:
-            st = os.stat(origin)
-            h.update(f"\0{name}\0{origin}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}".encode())
-        except OSError:
-            h.update(f"\0{name}\0{origin}".encode())
-    return Rendering(config, h.hexdigest())
 
 
 class Renderer:

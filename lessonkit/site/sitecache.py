@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import stat
 import sys
 import threading
 from collections.abc import Callable, Iterable
@@ -33,53 +32,18 @@ from lessonkit.evidence.spec import load_spec
 from lessonkit.pages.marks import Mark
 from lessonkit.pages.published import Published
 from lessonkit.pages.result import ClaimOutcome, PageResult
+from lessonkit.site.verdict import (
+    COMPILED,
+    Scan,
+    decode_errors,
+    encode_errors,
+    scans_digest,
+    settled_since,
+)
 
 DIRECTORY = "directory"
 
 
-Scan = dict[str, tuple[int, ...] | None]  # path under a root -> its stamp (None: a folder)
-
-
-COMPILED = (".pyc", ".pyo")
-
-
-def scan(root: Path | str, skip_compiled: bool = False) -> Scan:
-    """Every file and folder under `root` with its stat stamp, sorted; {} when there is no such
-    folder. A folder's name ends with the path separator; a file that cannot be stat'ed, or is
-    not a regular file, has the stamp (). `skip_compiled` leaves out compiled Python files
-    (under code/, where Python may write them at any time and no check reads them)."""
-    found: Scan = {}
-    top = os.path.realpath(root)
-    pending = [(os.fspath(root), "", top)]  # (folder, its name under root, its real path)
-    seen = {top}
-    while pending:
-        folder, rel, real_folder = pending.pop()
-        try:
-            entries = list(os.scandir(folder))
-        except OSError:
-            continue
-        for entry in entries:
-            name = rel + entry.name
-            try:
-                is_dir = entry.is_dir()
-            except OSError:
-                is_dir = False
-            if is_dir:  # a symlinked folder is read through, once
-                found[name + os.sep] = None
-                # A plain folder's real path is its parent's and its name: resolved only through a link.
-                real = (os.path.realpath(entry.path) if entry.is_symlink()
-                        else os.path.join(real_folder, entry.name))
-                if real not in seen:
-                    seen.add(real)
-                    pending.append((entry.path, name + os.sep, real))
-            elif not (skip_compiled and entry.name.endswith(COMPILED)):
-                try:
-                    st = entry.stat()
-                    # A fifo or device is never read (it could block); () never counts as settled.
-                    found[name] = cache.stamp(st) if stat.S_ISREG(st.st_mode) else ()
-                except OSError:
-                    found[name] = ()
-    return dict(sorted(found.items()))
 
 
 def contents(root: Path, listing: Scan) -> dict[str, str]:
@@ -105,8 +69,7 @@ def site_contents(store: cache.Store, repo: Path, scans: tuple[Scan, Scan], now_
     manifests beside hashing every recording); see `beside`."""
     key = None
     if store.folder is not None and all(settled_since(scan, now_ns) for scan in scans):
-        key = cache.digest("contents", str(repo), os.path.realpath(repo),
-                           tuple(scans[0].items()), tuple(scans[1].items()))
+        key = cache.digest("contents", str(repo), os.path.realpath(repo), scans_digest(scans))
         stored = store.get("site", "contents", key)
         if (isinstance(stored, tuple) and len(stored) == 2 and all(isinstance(d, dict) for d in stored)
                 and stored[0].keys() == scans[0].keys() and stored[1].keys() == scans[1].keys()):
@@ -193,12 +156,6 @@ def file_content(path: Path | str) -> str:
         return MISSING
 
 
-def settled_since(listing: Scan, now_ns: int) -> bool:
-    """Whether every file of a scan taken at `now_ns` had been unchanged for the racy window: its
-    stamp then identifies its bytes, so a later scan with the same stamps saw the same bytes."""
-    limit = now_ns - cache.RACY_NS
-    return all(stamp is None or (len(stamp) == 5 and max(stamp[3], stamp[4]) < limit)
-               for stamp in listing.values())
 
 
 def site_key(repo: Path, evidence: dict[str, str], code: dict[str, str]) -> str:
@@ -248,14 +205,6 @@ def entry_name(path: str) -> str:
 
 
 # -- results as plain data ---------------------------------------------------------------------
-
-def encode_errors(errors: Iterable[LessonError]) -> list[tuple[Any, ...]]:
-    """Errors as marshal-able data: each LessonError's fields, in the order it pickles them."""
-    return [e.__reduce__()[1] for e in errors]
-
-
-def decode_errors(data: Any) -> list[LessonError]:
-    return [LessonError(*fields) for fields in data]
 
 
 def _encode_error(error: LessonError | None) -> tuple[Any, ...] | None:

@@ -127,9 +127,7 @@ def repo_pages(site_dir: Path, repo: Path) -> tuple[list[str], list[LessonError]
     under docs/ and every page mkdocs.yml's nav names, whatever the engine's own search index
     says (a build that stopped half-way may write an index of the pages it reached); an error
     for each that `site_dir` lacks and each nav entry docs/ lacks."""
-    from lessonkit.site.check import (
-        docs_pages,  # the whole core: verify-site with a repository loads it anyway
-    )
+    from lessonkit.site.verdict import docs_pages
 
     if errors := _no_page(site_dir):
         return [], errors
@@ -326,11 +324,9 @@ def built_page(site_dir: Path, docs_path: str) -> Path | None:
 def audit_site(site_dir: Path, repo: Path) -> list[LessonError]:
     """The rendered-page audit (lessonkit.pages.audit) of every page of `repo`'s docs/, as the repository
     renders it, and an error for each page built under `site_dir` that is not that rendering."""
-    from lessonkit.site.check import (  # the whole core: only the audit needs it
-        CheckedSite,
-        docs_pages,
-    )
-    from lessonkit.site.rendered import Renderer, rendering_key
+    from lessonkit.site.check import CheckedSite  # the whole core: only the audit needs it
+    from lessonkit.site.rendered import Renderer
+    from lessonkit.site.verdict import docs_pages, rendering_key
 
     session = CheckedSite(repo)
     session.refresh()
