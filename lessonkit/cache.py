@@ -66,10 +66,22 @@ def core_version() -> str:
     return h.hexdigest()
 
 
+# marshal's format 2: its bytes are a function of the value alone. From format 3 on, marshal writes
+# an object met twice as a back-reference, and an interned string with another type code, so equal
+# values built differently (a result computed, or read back from an entry) gave different keys.
+KEY_FORMAT = 2
+
+
+def value_bytes(value: Any) -> bytes:
+    """`value` (strings, numbers, None, nested tuples, lists and dicts) as bytes that depend on what it
+    is, not on how it was built."""
+    return marshal.dumps(value, KEY_FORMAT)
+
+
 def digest(*parts: Any) -> str:
     """A key: sha256 over the core's version and `parts` (strings, numbers, None, nested tuples)."""
     h = hashlib.sha256(core_version().encode())
-    h.update(marshal.dumps(parts))
+    h.update(value_bytes(parts))
     return h.hexdigest()
 
 

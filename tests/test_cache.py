@@ -3,6 +3,7 @@ check without it reports, and no entry outlives the contents, the stat or the co
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -11,7 +12,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import PAGE, REPO, rehashed, wait_settled, write_tree
+from conftest import PAGE, REPO, mkdocs_build, rehashed, wait_settled, write_tree
 
 from lessonkit import cache
 from lessonkit.cache import FOLDER, HashStore, Store
@@ -348,6 +349,30 @@ def test_concurrent_writers_leave_whole_entries(tmp_path: Path):
         t.join()
     assert not bad
     assert [p.name for p in (tmp_path / FOLDER / "k").iterdir()] == ["shared"]  # no temporary files
+
+
+def test_a_key_depends_on_the_value_not_on_how_it_was_built():
+    """Equal values give equal keys whether their strings are interned or shared (marshal's newer
+    formats write both differently: a result read back from the cache got another key)."""
+    made = "DAY27-GLOBAL".lower()  # made at run time: not interned
+    assert made is not sys.intern("day27-global")
+    assert cache.digest((made, made), [1]) == cache.digest((sys.intern("day27-global"), made.upper().lower()), [1])
+    assert cache.digest("a") != cache.digest("b") and cache.digest(("a",)) != cache.digest(["a"])
+
+
+def test_a_second_build_checks_and_audits_nothing_and_loads_no_evidence(demo_repo: Path, tmp_path: Path,
+                                                                          monkeypatch):
+    """Every page's result and audit, stored by the first build, is found by the second under the
+    same key: the key of a result read back is the key of the result worked out."""
+    wait_settled(demo_repo)
+    timings = tmp_path / "timings.jsonl"
+    monkeypatch.setenv("LESSONKIT_TIMINGS", str(timings))
+    for _ in range(2):
+        done = mkdocs_build(demo_repo)
+        assert done.returncode == 0, done.stderr
+    first, second = (json.loads(line) for line in timings.read_text().splitlines())
+    assert first["page_checks"] >= 1 and first["evidence_loads"] == 1
+    assert (second["page_checks"], second["evidence_loads"]) == (0, 0)
 
 
 def test_page_key_covers_each_input(tmp_path: Path):
