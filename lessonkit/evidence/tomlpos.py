@@ -8,6 +8,7 @@ has already read, so it need not judge what is valid.
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -36,16 +37,11 @@ def locate(text: str, table: str, index: int | None = None, key: str | None = No
     seen = 0
     inside = False
     found: Position | None = None
-    delim: str | None = None  # the delimiter of the multi-line string being read, if any
-    for number, line in enumerate(text.splitlines(), start=1):
-        if delim is not None:
-            if line.count(delim) % 2 == 1:
-                delim = None
-            continue
-        if m := _HEADER_RE.match(line):
+    for number, header, line in _headers_and_keys(text):
+        if header is not None:
             if inside:
                 return found
-            if _name(m.group("name")) == table:
+            if header == table:
                 seen += 1
                 if index is None or seen == index:
                     inside, found = True, Position(number)
@@ -53,17 +49,14 @@ def locate(text: str, table: str, index: int | None = None, key: str | None = No
                         return found
             continue
         if inside and (k := _KEY_RE.match(line)) and k.group("key").strip("\"'") == key:
-            rest = line[k.end():].strip()
-            return Position(number, rest in _DELIMS)
-        for d in _DELIMS:
-            if line.count(d) % 2 == 1:
-                delim = d
-                break
+            return Position(number, line[k.end():].strip() in _DELIMS)
     return found if inside else None
 
 
-def _headers_and_keys(text: str) -> list[tuple[int, str | None, str]]:
-    """(line, header name or None, line text) for each line outside a multi-line string."""
+@functools.lru_cache(maxsize=16)
+def _headers_and_keys(text: str) -> tuple[tuple[int, str | None, str], ...]:
+    """(line, header name or None, line text) for each line outside a multi-line string; scanned
+    once per text (a runs.toml's every key is located when it is read)."""
     out: list[tuple[int, str | None, str]] = []
     delim: str | None = None
     for number, line in enumerate(text.splitlines(), start=1):
@@ -73,11 +66,13 @@ def _headers_and_keys(text: str) -> list[tuple[int, str | None, str]]:
             continue
         m = _HEADER_RE.match(line)
         out.append((number, _name(m.group("name")) if m else None, line))
+        if m:
+            continue  # a header opens no string
         for d in _DELIMS:
             if line.count(d) % 2 == 1:
                 delim = d
                 break
-    return out
+    return tuple(out)
 
 
 def key_line(text: str, table: str, index: int | None, key: str) -> int | None:
