@@ -159,6 +159,7 @@ def on_config(config, **kwargs):
         _state["audits"] = {}
     session.refresh()
     _state["results"] = {}
+    _state.pop("settings_shown", None)  # read again for this build's configuration
     return config
 
 
@@ -263,6 +264,7 @@ def on_page_content(html, *, page, config, files):
     return result.fill(html, lessonkit.pages.published.site_root(page.file.dest_uri))
 
 
+@_timed
 def on_nav(nav, *, config, files):
     """Note every title of the navigation: the theme shows them around every page's content."""
     pending, titles = list(nav.items), set()
@@ -415,14 +417,17 @@ def _write_timings(ok: bool) -> None:
     _state["spent"] = 0.0
 
 
+@_timed
 def on_post_page(output, *, page, config):
     """Read what the theme shows around the page's content (lessonkit.site.chrome); a lesson not recorded
     yet asks search engines not to index its page (lessonkit.evidence.unrecorded)."""
     if page.file.generated_by is None:
-        allowed = [*_settings_shown(config), *_state.get("nav_titles", ()), *_state.get("titles", ()),
+        if "settings_shown" not in _state:  # once a build
+            _state["settings_shown"] = _settings_shown(config)
+        allowed = [*_state["settings_shown"], *_state.get("nav_titles", ()), *_state.get("titles", ()),
                    *_toc_titles(page.toc)]
-        _state.setdefault("chrome", []).extend(lessonkit.site.chrome.chrome_errors(
-            output, page.content or "", _shown(page.file, config), allowed))
+        _state.setdefault("chrome", []).extend(_state["session"].chrome(
+            _shown(page.file, config), output, page.content or "", allowed))
     if page.meta.get("lessonkit_noindex"):
         return lessonkit.site.sitemap.noindex(output)
     return output
@@ -431,6 +436,16 @@ def on_post_page(output, *, page, config):
 def on_post_build(*, config):
     """Publish the lessons' programs; under `serve`, put the error page in place of every page;
     record lessonkit's time for the benchmark."""
+    errors = _finish_build(config)
+    if errors and not _state["serving"]:  # what the theme showed around a page: read only as pages were written
+        raise PluginError("lessonkit found problems:\n" + lessonkit.LessonErrors(errors).report())
+    _write_timings(not errors)
+
+
+@_timed
+def _finish_build(config) -> list:
+    """Publish the lessons' programs, keep the lessons not recorded yet out of the sitemap and the
+    search, and under `serve` put the error page in place of every page; the build's errors."""
     site_dir = Path(config.site_dir)
     publish = {}
     for lesson, program in _state.pop("programs", {}).items():  # each lesson's program, byte for byte
@@ -444,11 +459,9 @@ def on_post_build(*, config):
     lessonkit.site.sitemap.drop_from_sitemap(site_dir, config.site_url or "", unrecorded)
     lessonkit.site.sitemap.drop_from_search(site_dir, unrecorded)
     errors = _state.pop("errors", []) + _state.pop("chrome", [])
-    if errors and not _state["serving"]:  # what the theme showed around a page: read only as pages were written
-        raise PluginError("lessonkit found problems:\n" + lessonkit.LessonErrors(errors).report())
-    if errors:  # under serve, where on_env let a build with errors finish
+    if errors and _state["serving"]:  # under serve, where on_env let a build with errors finish
         _serve_error_page(site_dir, errors)
-    _write_timings(not errors)
+    return errors
 
 
 def on_build_error(*, error):

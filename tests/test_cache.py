@@ -375,6 +375,26 @@ def test_a_second_build_checks_and_audits_nothing_and_loads_no_evidence(demo_rep
     assert (second["page_checks"], second["evidence_loads"]) == (0, 0)
 
 
+def test_what_the_theme_shows_is_read_once_for_the_same_built_page(demo_repo: Path, monkeypatch):
+    """The chrome's errors (lessonkit.site.chrome) are a function of the built page, its content and
+    the texts it may show: a later build's session reads them back for the same three, and reads
+    the page again when any differs."""
+    import lessonkit.site.check as check_module
+    from lessonkit.site.chrome import chrome_errors
+
+    reads = []
+    monkeypatch.setattr(check_module, "chrome_errors", lambda *a: reads.append(a) or chrome_errors(*a))
+    page = "<html><title>Day 27</title><body><nav>Part 4</nav><main>x</main></body></html>"
+    want = [str(e) for e in chrome_errors(page, "x", "docs/a.md", ["Day 27"])]
+    assert len(want) == 1 and "'Part 4'" in want[0]
+    for allowed in (["Day 27"], ["Day 27", "Day 27"], ["Day 27"]):  # the same texts, however listed
+        assert [str(e) for e in CheckedSite(demo_repo).chrome("docs/a.md", page, "x", allowed)] == want
+    assert len(reads) == 1
+    assert CheckedSite(demo_repo).chrome("docs/a.md", page, "x", ["Day 27", "Part 4"]) == []
+    assert CheckedSite(demo_repo).chrome("docs/a.md", page.replace("4", "5"), "x", ["Day 27"]) != []
+    assert len(reads) == 3
+
+
 def test_page_key_covers_each_input(tmp_path: Path):
     base = {"repo": tmp_path, "path": "docs/p.md", "offset": 0, "markdown": "x", "catalog": "c",
             "sets": (("s", "1"),), "files": (("a.cu", "/r/a.cu", "h"),)}

@@ -10,6 +10,7 @@ import json
 import os
 import re
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -200,35 +201,38 @@ def parse_spec(text: str, source: str) -> LessonSpec:
         at = ("run", i)
         _known_keys(raw, RUN_KEYS, text, source, where, "run", i)
         name = need(raw, "name", str, where, at=at)
-        line = key_line(text, "run", i, "name")
+
+        def line(key: str, i: int = i) -> int | None:  # located only for a message
+            return key_line(text, "run", i, key)
+
         if not _NAME_RE.match(name):
-            raise LessonError(source, line, f"{where}: name {name!r} must be lowercase letters, digits and '-'")
+            raise LessonError(source, line("name"), f"{where}: name {name!r} must be lowercase letters, digits and '-'")
         if any(r.name == name for r in runs):
-            raise LessonError(source, line, f"{where}: duplicate run name {name!r}")
+            raise LessonError(source, line("name"), f"{where}: duplicate run name {name!r}")
         artifacts = []
         for j, art in enumerate(need(raw, "artifacts", list, where, [], at=at), start=1):
             _known_keys(art, ARTIFACT_KEYS, text, source, f"{where}, artifact {j}", "run", i)
             art_name, art_file = need(art, "name", str, where, at=at), need(art, "file", str, where, at=at)
             if not _NAME_RE.match(art_name) or "/" in art_file:
-                raise LessonError(source, key_line(text, "run", i, "artifacts"),
+                raise LessonError(source, line("artifacts"),
                                   f"{where}: artifact {art_name!r} needs a plain name and file")
             artifacts.append(Artifact(art_name, art_file, need(art, "format", str, where, "text", at=at)))
         sets = need(raw, "sets", (list, type(None)), where, at=at)
         if sets is not None and (not sets or not all(isinstance(v, str) and _SET_RE.match(v) for v in sets)):
-            raise LessonError(source, key_line(text, "run", i, "sets"), f"{where}: 'sets' must be a non-empty list "
+            raise LessonError(source, line("sets"), f"{where}: 'sets' must be a non-empty list "
                               "of evidence set names, e.g. [\"day62-racecheck\"]")
         runs.append(RunSpec(
             name=name,
             command=need(raw, "command", str, where, at=at),
             timeout=_timeout(need(raw, "timeout", (int, float), where, 300, at=at), source, where,
-                             key_line(text, "run", i, "timeout")),
+                             lambda: line("timeout")),
             gate=need(raw, "gate", bool, where, False, at=at),
             inputs=strings(need(raw, "inputs", list, where, [], at=at), where, "inputs", at),
             artifacts=tuple(artifacts),
-            repeat=_repeat(need(raw, "repeat", int, where, 1, at=at), source, where, key_line(text, "run", i, "repeat")),
+            repeat=_repeat(need(raw, "repeat", int, where, 1, at=at), source, where, lambda: line("repeat")),
             exclusive=need(raw, "exclusive", bool, where, False, at=at),
             max_output=_max_output(need(raw, "max_output", int, where, RunSpec.max_output, at=at), source, where,
-                                   key_line(text, "run", i, "max_output")),
+                                   lambda: line("max_output")),
             sets=tuple(sets) if sets is not None else None,
         ))
     compare = _compare(data.get("compare", []), text, source, need)
@@ -317,22 +321,23 @@ def _shown(value: object) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _timeout(value: float, source: str, where: str, line: int | None = None) -> float:
+# Each check below takes the line of its key as a function: a key is located only for a message.
+def _timeout(value: float, source: str, where: str, line: Callable[[], int | None]) -> float:
     if not 0 < value < float("inf"):
-        raise LessonError(source, line, f"{where}: 'timeout' must be a positive number of seconds, not {value!r}")
+        raise LessonError(source, line(), f"{where}: 'timeout' must be a positive number of seconds, not {value!r}")
     return float(value)
 
 
-def _max_output(value: int, source: str, where: str, line: int | None = None) -> int:
+def _max_output(value: int, source: str, where: str, line: Callable[[], int | None]) -> int:
     if value < 1:
-        raise LessonError(source, line, f"{where}: 'max_output' must be a positive number of bytes, "
+        raise LessonError(source, line(), f"{where}: 'max_output' must be a positive number of bytes, "
                           f"e.g. 16_777_216 (16 MiB), not {value}")
     return value
 
 
-def _repeat(value: int, source: str, where: str, line: int | None = None) -> int:
+def _repeat(value: int, source: str, where: str, line: Callable[[], int | None]) -> int:
     if not 1 <= value <= MAX_REPEAT:
-        raise LessonError(source, line, f"{where}: 'repeat' must be from 1 to {MAX_REPEAT}, not {value}")
+        raise LessonError(source, line(), f"{where}: 'repeat' must be from 1 to {MAX_REPEAT}, not {value}")
     return value
 
 

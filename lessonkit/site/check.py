@@ -39,6 +39,7 @@ from lessonkit.pages.page import process_page
 from lessonkit.pages.result import PageResult
 from lessonkit.pages.sources import SOURCES_FILE, load_sources
 from lessonkit.site import sitecache, verdict
+from lessonkit.site.chrome import chrome_errors
 from lessonkit.site.inputs import (
     MISSING,
     FileDigests,
@@ -525,6 +526,19 @@ class CheckedSite:
                 self.store.put("audit", sitecache.entry_name(path), key, verdict.encode_errors(errors))
         self._audits[path] = (key, errors)
         return errors
+
+    def chrome(self, path: str, page_html: str, content: str, allowed: Iterable[str]) -> list[LessonError]:
+        """The errors of what the theme shows around page `path`'s content (lessonkit.site.chrome):
+        read back from the cache on disk when the built page, its content and the texts it may show
+        are those of an earlier build (a pure function of them: no file is read, nothing can be racy)."""
+        texts = tuple(sorted(set(allowed)))
+        key = cache.digest("chrome", path, page_html, content, texts)
+        try:
+            return verdict.decode_errors(self.store.get("chrome", sitecache.entry_name(path), key))
+        except (TypeError, ValueError):
+            errors = chrome_errors(page_html, content, path, texts)
+            self.store.put("chrome", sitecache.entry_name(path), key, verdict.encode_errors(errors))
+            return errors
 
     def needs_check(self, path: str, source: Path) -> bool:
         """Whether page `path` must be read and checked again: new, its file edited, or inputs changed."""
