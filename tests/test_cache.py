@@ -124,6 +124,22 @@ def test_a_check_that_finds_its_verdict_loads_neither_the_evidence_nor_the_page_
                         "'lessonkit.site.check']")
 
 
+def test_no_verdict_is_kept_while_a_lesson_reads_an_input_outside_its_folder(demo_repo: Path):
+    """The verdict's key covers the files under evidence/ and code/ (lessonkit.site.verdict): a
+    runs.toml that names an input elsewhere keeps the check from storing one."""
+    (demo_repo / "shared").mkdir()
+    (demo_repo / "shared/common.h").write_text("#define N 4\n")
+    runs = demo_repo / "code/demo/runs.toml"
+    runs.write_text(runs.read_text().replace('inputs = ["demo.cu"]', 'inputs = ["demo.cu", "../../shared/common.h"]'))
+    wait_settled(demo_repo)
+    assert check(demo_repo) == uncached(demo_repo)
+    assert not verdict(demo_repo).exists()
+    runs.write_text(runs.read_text().replace(', "../../shared/common.h"', ""))
+    wait_settled(demo_repo)
+    check(demo_repo)
+    assert verdict(demo_repo).exists()
+
+
 def test_the_verdict_is_not_served_after_a_same_size_page_edit_with_its_mtime_restored(settled: Path):
     same_stat_rewrite(settled / "docs/index.md", "{{ 3 @ race:#reports }}", "{{ 2 @ race:#reports }}")
     assert uncached(settled) == []

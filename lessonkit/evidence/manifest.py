@@ -542,7 +542,8 @@ def sha256_text(text: str) -> str:
 def sha256_file(path: Path | str, st: os.stat_result | None = None) -> str:
     """Hex sha256 of a file's bytes, cached while its inode, size, mtime and ctime stay the same.
 
-    A file changed within the last two seconds is never served from a cache: a rewrite in
+    A file changed within the racy window (lessonkit.cache.RACY_NS: two seconds unless
+    LESSONKIT_RACY_MS sets it) is never served from a cache: a rewrite in
     the same clock tick, or one that restores the mtime (which still moves the ctime), would
     otherwise keep its old hash for the life of a `serve` process. The hash store on disk
     (lessonkit.cache), when one is in use, follows the same rule across processes. `st` is the

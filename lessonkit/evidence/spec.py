@@ -346,7 +346,8 @@ _spec_cache: dict[str, tuple[tuple[int, ...], LessonSpec]] = {}
 
 def load_spec(code_root: Path, lesson: str) -> LessonSpec:
     """Load code/<lesson>/runs.toml (parsed once while its inode, size, mtime and ctime stay the
-    same; a file changed in the last two seconds is parsed again every time)."""
+    same; a file changed within the racy window, lessonkit.cache.RACY_NS, is parsed again every
+    time)."""
     path = code_root / lesson / "runs.toml"
     shown = f"code/{lesson}/runs.toml"
     try:

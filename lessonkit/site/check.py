@@ -135,9 +135,6 @@ def check_lesson_readmes(repo: Path) -> list[LessonError]:
     return errors
 
 
-
-
-
 def missing_package(exc: ModuleNotFoundError) -> LessonError:
     """The error for a check run by a Python without the site's packages: it names that Python, the package, and
     the README's command (the project's virtual environment), not mkdocs.yml, which is right."""
@@ -145,7 +142,6 @@ def missing_package(exc: ModuleNotFoundError) -> LessonError:
     return LessonError(sys.executable, None, f"this Python lacks the package {name!r}, which the site's pages are "
                        "rendered with, so it cannot check them; run the check with the project's environment, as the "
                        "README sets it up: .venv/bin/python -m lessonkit check", rank=0)
-
 
 
 def check_site(repo: Path, docs: Path | None = None, store: Store | None = None, jobs: int | None = 1,
@@ -333,7 +329,6 @@ class CheckedSite:
         """Read every set's manifest for the first load of the evidence, while its files are
         hashed in another process (a check from cold, which loads the evidence next)."""
         self._manifests = read_evidence_sets(self.repo)
-
 
     def _inputs(self, markdown: str, offset: int, source: tuple[str, str], front: str = "") -> PageInputs:
         """A page's own inputs, taken before it is checked (a later edit shows as a change): its text,
@@ -698,5 +693,8 @@ class CheckedSite:
             return looked.errors
         self.refresh(looked.scanned)
         errors = sorted(self.errors(looked.pages), key=report_order)  # as a report lists them
-        verdict.keep(self.store, self.repo, looked, errors)
+        # A lesson whose runs.toml names an input outside code/<lesson>/ makes the verdict depend
+        # on a file the key does not cover: it is worked out afresh every time.
+        if sitecache.inputs_inside(self.repo, self._lessons.values()):
+            verdict.keep(self.store, self.repo, looked, errors)
         return errors
