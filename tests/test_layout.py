@@ -76,6 +76,12 @@ def imports_of(module: str, source: str, is_package: bool, modules: set[str]) ->
                     found.append(Import(module, f"{base}.{alias.name}", node.lineno))
                 elif base in modules:
                     found.append(Import(module, base, node.lineno, alias.name))
+        elif (isinstance(node, ast.AnnAssign | ast.Assign) and isinstance(node.value, ast.Dict)
+              and "COMMANDS" in [t.id for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+                                 if isinstance(t, ast.Name)]):
+            # the command line's table names a command's module, imported when that command runs
+            found += [Import(module, v.value, v.lineno) for v in node.value.values
+                      if isinstance(v, ast.Constant) and v.value in modules]
     return found
 
 
@@ -139,6 +145,8 @@ def test_the_graph_holds_every_kind_of_import():
     edges = {(imp.importer, imp.target) for imp in IMPORTS}
     assert ("lessonkit.cli.commands", "lessonkit.site.config") in edges  # written inside a function
     assert ("lessonkit.site.check", "lessonkit.site.verdict") in edges  # `from package import module`
+    assert ("lessonkit.cli.commands", "lessonkit.cli.accept") in edges  # named in the command table
+    assert ("lessonkit.cli.commands", "lessonkit.site.verify") in edges
     assert ("lessonkit.pages.tablerules", "lessonkit.pages.claimcheck") in edges
     assert len(SOURCES) >= 25 and len(IMPORTS) >= 60
 
