@@ -3,8 +3,9 @@
 
 `lessonkit check` renders each page it must check with this and audits the HTML
 (lessonkit.pages.audit) as the hooks and lessonkit.site.mdext audit the HTML of a build, so
-check finds what a build finds. `rendering_key` identifies what the rendering depends on besides
-the page (mkdocs.yml and the installed Markdown packages) without importing them, for the cache.
+check finds what a build finds. What the rendering depends on besides the page (`Rendering`:
+mkdocs.yml and the installed Markdown packages) is keyed without importing them by
+lessonkit.site.verdict.rendering_key.
 """
 
 from __future__ import annotations
@@ -52,8 +53,6 @@ def site_extensions(config_bytes: bytes) -> tuple[list[str], dict[str, Any]]:
     # MkDocs (and ProperDocs, Zensical) load these whatever mkdocs.yml lists, before its own.
     short = {n.removeprefix("markdown.extensions.") for n in names}
     return [n for n in _ALWAYS if n not in short] + names, options
-
-
 
 
 class Renderer:

@@ -35,6 +35,7 @@ from lessonkit.pages.result import ClaimOutcome, PageResult
 from lessonkit.site.verdict import (
     COMPILED,
     Scan,
+    Scans,
     decode_errors,
     encode_errors,
     scans_digest,
@@ -56,7 +57,7 @@ def contents(root: Path, listing: Scan) -> dict[str, str]:
     return out
 
 
-def site_contents(store: cache.Store, repo: Path, scans: tuple[Scan, Scan], now_ns: int,
+def site_contents(store: cache.Store, repo: Path, scans: Scans, now_ns: int,
                   meanwhile: Callable[[], None] | None = None) -> tuple[dict[str, str], dict[str, str]]:
     """`contents` of the scans of evidence/ and code/ taken at `now_ns`. When every file had
     settled by then, its stamp stands for its bytes (as in the hash store), so the answer an
@@ -83,7 +84,7 @@ def site_contents(store: cache.Store, repo: Path, scans: tuple[Scan, Scan], now_
     return found
 
 
-def _hash_scans(repo: Path, scans: tuple[Scan, Scan]) -> tuple[dict[str, str], dict[str, str]]:
+def _hash_scans(repo: Path, scans: Scans) -> tuple[dict[str, str], dict[str, str]]:
     return contents(repo / "evidence", scans[0]), contents(repo / "code", scans[1])
 
 

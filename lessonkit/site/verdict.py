@@ -14,8 +14,8 @@ kept only when the key is the same after the check as before it.
 
 This module imports the base layer alone, so a check that finds its verdict (`lookup`) loads
 neither the evidence nor the page modules: `lessonkit check` imports lessonkit.site.check, which
-checks the pages, only on a miss. At a hundred lessons the imports saved were a third of a warm
-check's time.
+checks the pages, only on a miss. At a hundred lessons that saved some 0.15 s of the 0.65 s a warm
+check took.
 """
 
 from __future__ import annotations
