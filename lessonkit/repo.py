@@ -9,6 +9,14 @@ from lessonkit.errors import LessonError
 
 COURSE_FILE = "narrative.yml"  # the course's narrative phrases (lessonkit.pages.narrative)
 SOURCES_FILE = "sources.yml"  # the works pages quote (lessonkit.pages.sources)
+# Other files an engine reads instead of mkdocs.yml (ProperDocs tries properdocs.yml,
+# properdocs.yaml, mkdocs.yml, mkdocs.yaml in that order), and when (lessonkit.site.config).
+OTHER_CONFIGS = {
+    "properdocs.yml": "ProperDocs reads it instead of mkdocs.yml",
+    "properdocs.yaml": "ProperDocs reads it instead of mkdocs.yml",
+    "mkdocs.yaml": "MkDocs and ProperDocs read it when mkdocs.yml is missing or named with -f",
+    "zensical.toml": "Zensical reads it instead of mkdocs.yml",
+}
 
 
 def find_repo(start: Path) -> Path:

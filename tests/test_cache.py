@@ -107,12 +107,13 @@ def test_a_warm_check_reads_back_the_whole_verdict_without_reading_a_page(settle
 # What a `check` process imported besides the base layer, printed after its report.
 LOADED = ("import sys; from lessonkit.cli.commands import main; status = main(['check', '--repo', sys.argv[1]]); "
           "print(sorted(m for m in sys.modules if m in ('lessonkit.site.check', 'lessonkit.pages.page', "
-          "'lessonkit.evidence.sets', 'lessonkit.evidence.manifest', 'lessonkit.cli.accept')))")
+          "'lessonkit.evidence.sets', 'lessonkit.evidence.manifest', 'lessonkit.cli.accept', "
+          "'lessonkit.site.config', 'yaml')))")
 
 
 def test_a_check_that_finds_its_verdict_loads_neither_the_evidence_nor_the_page_modules(settled: Path):
-    """The stored verdict is read with the base layer alone (lessonkit.site.verdict); a check that
-    must check a page imports the core."""
+    """The stored verdict is read with the base layer alone (lessonkit.site.verdict), mkdocs.yml's
+    part with it; a check that must check a page imports the core, and reads mkdocs.yml."""
     def loaded() -> str:
         done = subprocess.run([sys.executable, "-c", LOADED, str(settled)], capture_output=True, text=True,
                               cwd=settled, timeout=60, env=dict(os.environ, PYTHONPATH=str(REPO)))
@@ -121,7 +122,30 @@ def test_a_check_that_finds_its_verdict_loads_neither_the_evidence_nor_the_page_
     assert loaded() == "[]"
     verdict(settled).unlink()
     assert loaded() == ("['lessonkit.evidence.manifest', 'lessonkit.evidence.sets', 'lessonkit.pages.page', "
-                        "'lessonkit.site.check']")
+                        "'lessonkit.site.check', 'lessonkit.site.config', 'yaml']")
+
+
+def test_mkdocs_yml_part_of_the_verdict_is_read_again_when_a_file_its_rules_read_changes(settled: Path):
+    """The verdict keeps mkdocs.yml's errors; its key covers the other configurations' names and
+    the files under docs/ as well as mkdocs.yml, so a second configuration, or text written into
+    the core's stylesheet, is reported by the next check as by a check without the cache."""
+    second = "properdocs.yml: is a second site configuration"
+    (settled / "properdocs.yml").write_text("site_name: other\n")
+    wait_settled(settled)
+    assert check(settled) == uncached(settled) and any(line.startswith(second) for line in check(settled))
+    (settled / "properdocs.yml").unlink()
+    config = settled / "mkdocs.yml"
+    config.write_text(config.read_text() + "extra_css:\n  - assets/lessonkit.css\n")
+    css = settled / "docs/assets/lessonkit.css"
+    css.parent.mkdir()
+    css.write_text(".lk-v { color: red; }\n")
+    wait_settled(settled)
+    assert check(settled) == uncached(settled) and not any(second in line or "css" in line for line in check(settled))
+    assert verdict(settled).exists()
+    css.write_text('.lk-v::after { content: " (5 runs)"; }\n')
+    wait_settled(settled)
+    assert check(settled) == uncached(settled)
+    assert any(line.startswith("docs/assets/lessonkit.css:1: 'content:") for line in check(settled))
 
 
 def test_no_verdict_is_kept_while_a_lesson_reads_an_input_outside_its_folder(demo_repo: Path):

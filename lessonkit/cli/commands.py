@@ -121,19 +121,23 @@ def _check(args: argparse.Namespace) -> int:
     # Imported here: only `check` reads mkdocs.yml (with PyYAML); the other commands, run on a
     # GPU machine too, need the standard library alone.
     from lessonkit.site import verdict
-    from lessonkit.site.config import load_site_config_errors, site_is_strict
 
     store = Store(None) if args.no_cache else Store.for_repo(repo)
     looked = verdict.lookup(store, repo)  # the verdict stored for these files, read without the core
-    if looked.errors is None:
-        from lessonkit.site.check import check_site  # a page must be checked: the whole core
-        found = check_site(repo, store=store, jobs=args.jobs, looked=looked)
-    else:
-        found = looked.errors
-    found = load_site_config_errors(repo) + found
+    found, config = looked.errors, looked.config
+    if found is None:
+        # A page must be checked: the whole core.
+        from lessonkit.site.check import CheckedSite, available_cpus
+        site = CheckedSite(repo, store=store, keep="errors", jobs=args.jobs or available_cpus())
+        found = site.check(looked=looked)
+        config = site.config_checked and site.config_checked[:2]
+    if config is None:  # not kept with the verdict: mkdocs.yml is read (PyYAML, the rules)
+        from lessonkit.site.config import load_site_config_errors, site_is_strict
+        config = load_site_config_errors(repo), site_is_strict(repo)
+    found = config[0] + found
     found, notes = split_notes(found)
     errors, warnings = split_warnings(found)
-    strict = site_is_strict(repo) if args.strict is None else args.strict
+    strict = config[1] if args.strict is None else args.strict
     if found:
         print(LessonErrors(found).report(), file=sys.stderr)
     for note in notes:  # work in progress that fails nothing (a lesson not recorded yet)

@@ -40,6 +40,7 @@ from lessonkit.pages.result import PageResult
 from lessonkit.pages.sources import SOURCES_FILE, load_sources
 from lessonkit.site import sitecache, verdict
 from lessonkit.site.chrome import chrome_errors
+from lessonkit.site.config import ConfigVerdict, config_verdict
 from lessonkit.site.inputs import (
     MISSING,
     FileDigests,
@@ -214,6 +215,7 @@ class CheckedSite:
     cache_hits: int = 0           # results read from the cache on disk (site errors, pages)
     jobs: int = 1                 # processes that may check pages when many must be (`errors`)
     forked: int = 0               # worker processes started to check pages (for tests)
+    config_checked: ConfigVerdict | None = None  # mkdocs.yml's, when `check` worked it out to keep it
     _site: Site | None = None
     _site_sets: dict[str, str] = field(default_factory=dict)  # set digests when _site was loaded
     _tree: str = ""
@@ -695,6 +697,7 @@ class CheckedSite:
         errors = sorted(self.errors(looked.pages), key=report_order)  # as a report lists them
         # A lesson whose runs.toml names an input outside code/<lesson>/ makes the verdict depend
         # on a file the key does not cover: it is worked out afresh every time.
-        if sitecache.inputs_inside(self.repo, self._lessons.values()):
-            verdict.keep(self.store, self.repo, looked, errors)
+        if looked.key is not None and sitecache.inputs_inside(self.repo, self._lessons.values()):
+            self.config_checked = config = config_verdict(self.repo)
+            verdict.keep(self.store, self.repo, looked, errors, config[:2] if config.keepable else None)
         return errors

@@ -21,21 +21,15 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import yaml
 
 from lessonkit.errors import LessonError
+from lessonkit.repo import OTHER_CONFIGS
 from lessonkit.textio import read_text
 
 CONFIG = "mkdocs.yml"
-# Other files an engine reads instead of mkdocs.yml (ProperDocs tries properdocs.yml,
-# properdocs.yaml, mkdocs.yml, mkdocs.yaml in that order), and when.
-OTHER_CONFIGS = {
-    "properdocs.yml": "ProperDocs reads it instead of mkdocs.yml",
-    "properdocs.yaml": "ProperDocs reads it instead of mkdocs.yml",
-    "mkdocs.yaml": "MkDocs and ProperDocs read it when mkdocs.yml is missing or named with -f",
-    "zensical.toml": "Zensical reads it instead of mkdocs.yml",
-}
 DOCS_DIR = "docs"
 HOOKS_FILE = "hooks/lessonkit_hooks.py"
 # The hooks that ship beside this package: a site elsewhere (a test's) may name them by path.
@@ -559,6 +553,29 @@ def load_site_config_errors(folder: Path, config: Path | None = None) -> list[Le
         return [*errors, exc]
     return (errors + site_config_errors(read_site_config(text, shown, os.path.abspath(folder)))
             + missing_nav_pages(folder, text, shown))
+
+
+class ConfigVerdict(NamedTuple):
+    """What `lessonkit check` reports of mkdocs.yml: its errors, whether it sets strict, and whether
+    the two may be kept in the check's verdict (lessonkit.site.verdict). They may when there is no
+    error, for every file read then is one the verdict's key covers: mkdocs.yml, the names of the
+    other configurations, and the files under docs/ (the nav's pages, the core's stylesheet)."""
+
+    errors: list[LessonError]
+    strict: bool
+    keepable: bool
+
+
+def config_verdict(folder: Path) -> ConfigVerdict:
+    """The `ConfigVerdict` of the site in `folder`."""
+    errors = load_site_config_errors(folder)
+    try:
+        text = read_text(folder / CONFIG, CONFIG)
+    except (OSError, LessonError):
+        return ConfigVerdict(errors, False, False)
+    inside = all(not os.path.isabs(page) and not os.path.normpath(page).startswith(os.pardir)
+                 for page, _ in nav_pages(text))
+    return ConfigVerdict(errors, site_is_strict(folder), not errors and inside)
 
 
 def missing_nav_pages(folder: Path, text: str, shown: str = CONFIG) -> list[LessonError]:

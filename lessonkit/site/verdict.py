@@ -4,18 +4,23 @@ A check whose inputs did not change since a check that stored its verdict reads 
 as one entry (`check_site`). The key stands for everything a check reads:
 
 - every file and folder under evidence/ and code/, by its stat (`scan`);
-- every page under docs/, by its stat (`docs_pages`);
+- every page under docs/, by its stat (`docs_pages`), and every other file there (the core's
+  stylesheet, which mkdocs.yml's rules read);
+- which of the other site configurations an engine would read exist (lessonkit.repo.OTHER_CONFIGS);
 - the rendering (`rendering_key`): mkdocs.yml, narrative.yml and sources.yml by their bytes,
   and the installed Markdown packages by their files' stats.
 
 A stat stands for a file's bytes only once the file has settled (lessonkit.cache.RACY_NS, the
 window of every cache), so a file changed within that window gives no key; and a verdict is
-kept only when the key is the same after the check as before it.
+kept only when the key is the same after the check as before it. The verdict holds the site's
+errors, and mkdocs.yml's errors and strictness when mkdocs.yml has none (lessonkit.site.config.
+ConfigVerdict says when those may be kept).
 
 This module imports the base layer alone, so a check that finds its verdict (`lookup`) loads
 neither the evidence nor the page modules: `lessonkit check` imports lessonkit.site.check, which
-checks the pages, only on a miss. At a hundred lessons that saved some 0.15 s of the 0.65 s a warm
-check took.
+checks the pages, only on a miss, and neither PyYAML nor lessonkit.site.config when mkdocs.yml's
+part was kept. At a hundred lessons that saved some 0.15 s of the 0.65 s a warm check took, and
+mkdocs.yml's part some 0.1 s more.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from typing import Any, NamedTuple
 from lessonkit import cache
 from lessonkit.cache import Store
 from lessonkit.errors import LessonError
-from lessonkit.repo import COURSE_FILE, SOURCES_FILE
+from lessonkit.repo import COURSE_FILE, OTHER_CONFIGS, SOURCES_FILE
 
 Scan = dict[str, tuple[int, ...] | None]  # path under a root -> its stamp (None: a folder)
 Scans = tuple[Scan, Scan]  # evidence/ and code/
@@ -155,14 +160,19 @@ def decode_errors(data: Any) -> list[LessonError]:
     return [LessonError(*fields) for fields in data]
 
 
+ConfigPart = tuple[list[LessonError], bool]  # mkdocs.yml's errors, and whether it sets strict
+
+
 class Lookup(NamedTuple):
     """What `lookup` found: the pages, the scans and when they began, the verdict's key (None: it
-    may not be kept), and the verdict stored for it (None: there is none)."""
+    may not be kept), the site's errors stored for it (None: there is no verdict), and mkdocs.yml's
+    part of it (None: not kept)."""
 
     pages: list[tuple[str, Path]]
     scanned: tuple[int, Scans]
     key: str | None
     errors: list[LessonError] | None
+    config: ConfigPart | None = None
 
 
 def key(repo: Path, pages: list[tuple[str, Path]], scanned: tuple[int, Scans]) -> str | None:
@@ -180,8 +190,13 @@ def key(repo: Path, pages: list[tuple[str, Path]], scanned: tuple[int, Scans]) -
         if not stat.S_ISREG(st.st_mode) or not cache.settled(st, now):
             return None
         stamps.append((shown, os.fspath(path), cache.stamp(st)))
+    docs = scan(repo / "docs")  # what mkdocs.yml's rules read there
+    if not settled_since(docs, now):
+        return None
+    others = tuple(name for name in OTHER_CONFIGS if os.path.lexists(repo / name))
     return cache.digest("verdict", str(repo), os.path.realpath(repo), os.path.realpath(repo / "code"),
-                        scans_digest(scans), rendering_key(repo).key, tuple(stamps))
+                        scans_digest(scans), rendering_key(repo).key, tuple(stamps), scans_digest((docs,)),
+                        others)
 
 
 def lookup(store: Store | None, repo: Path, docs: Path | None = None) -> Lookup:
@@ -189,17 +204,22 @@ def lookup(store: Store | None, repo: Path, docs: Path | None = None) -> Lookup:
     pages = docs_pages(repo, docs)
     scanned = time.time_ns(), scan_tree(repo)
     found = key(repo, pages, scanned) if store is not None and store.folder is not None else None
-    errors = None
+    errors = config = None
     if found is not None:
         try:
-            errors = decode_errors(store.get("errors", "verdict", found))
-        except (TypeError, ValueError):
-            errors = None  # none stored, or not one this version reads
-    return Lookup(pages, scanned, found, errors)
+            stored = store.get("errors", "verdict", found)
+            errors = decode_errors(stored["site"])
+            config = None if stored["config"] is None else (decode_errors(stored["config"]), bool(stored["strict"]))
+        except (TypeError, ValueError, KeyError):
+            errors = config = None  # none stored, or not one this version reads
+    return Lookup(pages, scanned, found, errors, config)
 
 
-def keep(store: Store, repo: Path, looked: Lookup, errors: list[LessonError]) -> None:
-    """Store the verdict worked out for `looked`, if none of its inputs changed meanwhile."""
+def keep(store: Store, repo: Path, looked: Lookup, errors: list[LessonError], config: ConfigPart | None) -> None:
+    """Store the verdict worked out for `looked` (the site's errors, and mkdocs.yml's part unless
+    None), if none of its inputs changed meanwhile."""
     if looked.key is not None and key(repo, looked.pages, (time.time_ns(), scan_tree(repo))) == looked.key:
-        store.put("errors", "verdict", looked.key, encode_errors(errors))
+        store.put("errors", "verdict", looked.key, {
+            "site": encode_errors(errors), "config": None if config is None else encode_errors(config[0]),
+            "strict": config is not None and config[1]})
 
