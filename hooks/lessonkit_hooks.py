@@ -32,12 +32,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import lessonkit.pages.marks
 import lessonkit.pages.published
+import lessonkit.site.changes
 import lessonkit.site.check
 import lessonkit.site.chrome
 import lessonkit.site.config
 import lessonkit.site.errorpage
 import lessonkit.site.programs
 import lessonkit.site.sitemap
+import lessonkit.site.verdict
 import lessonkit.site.verify
 
 log = logging.getLogger("mkdocs.plugins.lessonkit")
@@ -45,7 +47,8 @@ log = logging.getLogger("mkdocs.plugins.lessonkit")
 _DIRTY_WARNING = "A 'dirty' build is being performed"
 
 # "audits": each page's audit errors, kept across rebuilds: a dirty rebuild renders only some pages.
-_state: dict = {"session": None, "spent": 0.0, "dirty": False, "serving": False, "builds": 0, "audits": {}}
+_state: dict = {"session": None, "spent": 0.0, "dirty": False, "serving": False, "builds": 0, "audits": {},
+                "changes": None, "links": True, "scans": 0}
 
 
 def _core_folder() -> Path:
@@ -157,7 +160,16 @@ def on_config(config, **kwargs):
     if session is None or session.repo != repo:
         session = _state["session"] = lessonkit.site.check.CheckedSite(repo)
         _state["audits"] = {}
-    session.refresh()
+    changes = _state["changes"]  # under `serve` with inotify: what it reported since the last build
+    taken = changes.take() if changes is not None else (None, [])
+    last = session.last_scan
+    if last is not None and lessonkit.site.changes.unchanged_since_last_scan(
+            taken, str(repo), config.docs_dir, _state["links"]):
+        session.refresh(last)  # only pages changed: the last scan of evidence/ and code/ stands
+    else:
+        links: list[str] = []
+        session.refresh((time.time_ns(), lessonkit.site.verdict.scan_tree(repo, links)))
+        _state["links"], _state["scans"] = bool(links), _state["scans"] + 1
     _state["results"] = {}
     _state.pop("settings_shown", None)  # read again for this build's configuration
     return config
@@ -331,17 +343,46 @@ def _watch_with_inotify() -> None:
         return
     changes = [events.FileCreatedEvent, events.FileModifiedEvent, events.FileDeletedEvent,
                events.FileMovedEvent, events.DirCreatedEvent, events.DirDeletedEvent,
-               events.DirMovedEvent]
+               events.DirMovedEvent, events.FileAttribEvent, events.EventsLostEvent]
+
+    noted = _state["changes"] = lessonkit.site.changes.Changes()
+
+    class Noting(events.FileSystemEventHandler):
+        """Tells `noted` each change before the server's handler sees it."""
+
+        def __init__(self, handler) -> None:
+            self.handler = handler
+
+        def dispatch(self, event) -> None:
+            self.handler.dispatch(_noted(noted, event))
 
     class ChangesObserver(inotify):
         def __init__(self, timeout: float = 1.0) -> None:
             super().__init__(timeout=timeout)
 
         def schedule(self, handler, path, *, recursive=False, event_filter=None, **kwargs):
-            return super().schedule(handler, path, recursive=recursive,
+            noted.watching(os.fspath(path), recursive)
+            return super().schedule(Noting(handler), path, recursive=recursive,
                                     event_filter=event_filter or changes, **kwargs)
 
+        def unschedule(self, watch) -> None:
+            noted.unwatched(watch.path, watch.is_recursive)
+            super().unschedule(watch)
+
     watchdog.observers.polling.PollingObserver = ChangesObserver
+
+
+def _noted(changes, event):
+    """Tell `changes` (lessonkit.site.changes.Changes) what the watcher's `event` reports; the
+    event for the server. A lost report (the kernel's queue overflowed) reaches the server as a
+    change, so that it rebuilds: it ignores a folder's lost report."""
+    from watchdog import events
+
+    if isinstance(event, events.EventsLostEvent):
+        changes.lost()
+        return events.FileModifiedEvent(event.src_path)
+    changes.reported([os.fsdecode(event.src_path), os.fsdecode(getattr(event, "dest_path", ""))])
+    return event
 
 
 def _share_compiled_templates() -> None:
@@ -413,8 +454,10 @@ def _write_timings(ok: bool) -> None:
         with open(target, "a", encoding="utf-8") as f:
             f.write(json.dumps({"lessonkit_s": round(_state["spent"], 6), "ok": ok,
                                 "page_checks": session.checks if session else 0,
-                                "evidence_loads": session.reloads if session else 0}) + "\n")
+                                "evidence_loads": session.reloads if session else 0,
+                                "tree_scans": _state["scans"]}) + "\n")
     _state["spent"] = 0.0
+    _state["scans"] = 0
 
 
 @_timed

@@ -4,6 +4,7 @@ reload re-checks the pages whose evidence changed, and an edit of the core takes
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -29,6 +30,7 @@ from conftest import (
     record_set,
     rehashed,
     sigint_as_at_a_terminal,
+    wait_settled,
     write_tree,
 )
 from hypothesis import given, settings
@@ -188,10 +190,10 @@ def free_port() -> int:
 class Serve:
     """`python -m mkdocs serve` in repo, its log read as it grows."""
 
-    def __init__(self, repo: Path, *args: str, engine: str = "mkdocs"):
+    def __init__(self, repo: Path, *args: str, engine: str = "mkdocs", **more_env: str):
         self.log_path = repo / "serve.log"
         self.log = open(self.log_path, "w")  # noqa: SIM115 (open while the server runs)
-        env = dict(os.environ, NO_MKDOCS_2_WARNING="1", PYTHONPATH=str(REPO))  # lessonkit.site.mdext
+        env = dict(os.environ, NO_MKDOCS_2_WARNING="1", PYTHONPATH=str(REPO), **more_env)  # lessonkit.site.mdext
         self.port = free_port()
         with sigint_as_at_a_terminal():  # close() sends Ctrl-C
             self.proc = subprocess.Popen([sys.executable, "-m", engine, "serve", *args, "-a",
@@ -290,5 +292,40 @@ def test_an_edit_of_the_core_takes_effect_on_the_next_rebuild(tmp_path: Path):
         report = serve.expect("errors found")
         assert ("docs/index.md:1: the edited core rejects every page\n"
                 "docs/other.md:1: the edited core rejects every page\n2 errors found") in report
+    finally:
+        serve.close()
+
+
+def test_a_rebuild_after_a_page_edit_takes_the_last_scan_and_one_after_a_recording_edit_scans(tmp_path: Path):
+    """Under `serve` (inotify), a rebuild whose watcher reported changes under docs/ alone does not
+    scan evidence/ and code/ again (lessonkit.site.changes); one after a recording was edited
+    does, and reports it."""
+    repo = two_lessons(tmp_path / "repo")
+    (repo / "mkdocs.yml").write_text(SERVED)
+    timings = tmp_path / "timings.jsonl"
+    wait_settled(repo)  # a scan of unsettled files is not taken again
+
+    def builds() -> list[dict]:
+        return [json.loads(line) for line in timings.read_text().splitlines()] if timings.exists() else []
+
+    def rebuilt(edit) -> dict:
+        done = len(builds())
+        edit()
+        serve.expect("Reloading browsers")
+        return builds()[done]
+
+    def edit_page() -> None:
+        page = repo / "docs/other.md"
+        page.write_text(page.read_text() + "\nOne more sentence.\n")
+
+    serve = Serve(repo, LESSONKIT_TIMINGS=str(timings))
+    try:
+        assert builds()[0]["tree_scans"] == 1
+        assert rebuilt(edit_page)["tree_scans"] == 1  # the first since the folders were watched
+        assert rebuilt(edit_page)["tree_scans"] == 0
+        assert rebuilt(edit_page)["tree_scans"] == 0
+        forged = rebuilt(lambda: retext_and_rehash(repo, "race.txt", "[120 hazards]", "[121 hazards]"))
+        assert forged["tree_scans"] == 1 and not forged["ok"]
+        assert FORGED.search(serve.log_path.read_text())
     finally:
         serve.close()

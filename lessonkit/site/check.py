@@ -221,6 +221,7 @@ class CheckedSite:
     _tree: str = ""
     _scanned: int = 0
     _scans: verdict.Scans = ({}, {})
+    _scans_settled: bool = False  # whether every file of _scans had settled by then
     _set_digests: dict[str, str] = field(default_factory=dict)
     _set_folders: dict[str, str] = field(default_factory=dict)
     _lessons: dict[str, str] = field(default_factory=dict)  # set name -> its lesson (code/<lesson>/runs.toml)
@@ -268,14 +269,14 @@ class CheckedSite:
         if self.keep == "errors":
             self._rendering = rendering_key(self.repo)
         now, scans = scanned or (time.time_ns(), verdict.scan_tree(self.repo))
-        if self._tree and scans == self._scans and all(
-                verdict.settled_since(scan, self._scanned) for scan in scans):
+        if self._tree and (scans is self._scans or scans == self._scans) and self._scans_settled:
             return  # no file changed since a scan that saw every file settled: their bytes are the same
         evidence, code = sitecache.site_contents(self.store, self.repo, scans, now, self._read_manifests
                                                  if self.jobs > 1 and self._site is None else None)
         tree = sitecache.site_key(self.repo, evidence, code)
+        settled = all(verdict.settled_since(scan, now) for scan in scans)
         if tree == self._tree:
-            self._scanned, self._scans = now, scans
+            self._scanned, self._scans, self._scans_settled = now, scans, settled
             return
         # A set may be read from another folder than its name (evidence/.old.<set> after a
         # refresh stopped mid-swap): its files count for the set.
@@ -288,7 +289,7 @@ class CheckedSite:
         specs = [(os.sep + rel, digest) for rel, digest in code.items() if rel.endswith(os.sep + "runs.toml")]
         self._set_digests = {name: combine(items + specs) for name, items in per_set.items()}
         self._set_folders = {name: top for top, name in folders.items()}
-        self._scanned, self._scans, self._tree = now, scans, tree
+        self._scanned, self._scans, self._tree, self._scans_settled = now, scans, tree, settled
         stored = self.store.get("site", "errors", tree)
         try:
             errors = verdict.decode_errors(stored["errors"])
@@ -303,7 +304,7 @@ class CheckedSite:
             unrecorded = {u.lesson: tuple(sorted(u.inputs)) for u in site.evidence.unrecorded.values()}
             lessons = {n: ev.lesson for n, ev in site.evidence.sets.items()}
             if (self.store.folder is not None
-                    and verdict.settled_since(scans[0], now) and verdict.settled_since(scans[1], now)
+                    and settled
                     and sitecache.inputs_inside(self.repo, lessons.values()) and verdict.scan_tree(self.repo) == scans):
                 self.store.put("site", "errors", tree, {
                     "errors": verdict.encode_errors(errors), "sets": sorted(names),
@@ -320,6 +321,13 @@ class CheckedSite:
                                     for name, files in sorted(unrecorded.items())]
                                  + [(folder, "folder") for folder in folders])
         self.hashes.save()
+
+    @property
+    def last_scan(self) -> tuple[int, verdict.Scans] | None:
+        """The scan of evidence/ and code/ the last refresh took, and when it began, if every file
+        had settled by then: given back to `refresh`, nothing is read (lessonkit.site.changes says
+        when the hooks may)."""
+        return (self._scanned, self._scans) if self._tree and self._scans_settled else None
 
     @property
     def set_lessons(self) -> Mapping[str, str]:

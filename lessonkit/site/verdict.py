@@ -46,11 +46,12 @@ COMPILED = (".pyc", ".pyo")
 PACKAGES = ("markdown", "pymdownx", "pygments")
 
 
-def scan(root: Path | str, skip_compiled: bool = False) -> Scan:
+def scan(root: Path | str, skip_compiled: bool = False, links: list[str] | None = None) -> Scan:
     """Every file and folder under `root` with its stat stamp, sorted; {} when there is no such
     folder. A folder's name ends with the path separator; a file that cannot be stat'ed, or is
     not a regular file, has the stamp (). `skip_compiled` leaves out compiled Python files
-    (under code/, where Python may write them at any time and no check reads them)."""
+    (under code/, where Python may write them at any time and no check reads them). The name of
+    each symbolic link met is added to `links`, if given."""
     found: Scan = {}
     top = os.path.realpath(root)
     pending = [(os.fspath(root), "", top)]  # (folder, its name under root, its real path)
@@ -63,6 +64,8 @@ def scan(root: Path | str, skip_compiled: bool = False) -> Scan:
             continue
         for entry in entries:
             name = rel + entry.name
+            if links is not None and entry.is_symlink():
+                links.append(name)
             try:
                 is_dir = entry.is_dir()
             except OSError:
@@ -85,9 +88,10 @@ def scan(root: Path | str, skip_compiled: bool = False) -> Scan:
     return dict(sorted(found.items()))
 
 
-def scan_tree(repo: Path) -> Scans:
-    """The scans of evidence/ and code/ (without compiled Python files)."""
-    return scan(repo / "evidence"), scan(repo / "code", skip_compiled=True)
+def scan_tree(repo: Path, links: list[str] | None = None) -> Scans:
+    """The scans of evidence/ and code/ (without compiled Python files); the symbolic links met
+    are added to `links`, if given."""
+    return scan(repo / "evidence", links=links), scan(repo / "code", skip_compiled=True, links=links)
 
 
 def settled_since(listing: Scan, now_ns: int) -> bool:
