@@ -361,9 +361,10 @@ def _watch_with_inotify() -> None:
             super().__init__(timeout=timeout)
 
         def schedule(self, handler, path, *, recursive=False, event_filter=None, **kwargs):
-            noted.watching(os.fspath(path), recursive)
-            return super().schedule(Noting(handler), path, recursive=recursive,
-                                    event_filter=event_filter or changes, **kwargs)
+            watch = super().schedule(Noting(handler), path, recursive=recursive,
+                                     event_filter=event_filter or changes, **kwargs)
+            noted.watching(os.fspath(path), recursive)  # once it watches: what came before is unknown
+            return watch
 
         def unschedule(self, watch) -> None:
             noted.unwatched(watch.path, watch.is_recursive)

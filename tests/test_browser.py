@@ -13,6 +13,7 @@ import os
 import re
 import textwrap
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -56,15 +57,40 @@ def artifact_name(path: str) -> str:
     return path.strip("/").replace("/", "-") or "index"
 
 
+class LoadProblems(list):
+    """A page's load problems (console errors, page errors, failed requests) as they come, and the
+    requests it made that have not ended."""
+
+    def __init__(self, page) -> None:
+        super().__init__()
+        self.open: set = set()
+        page.on("request", lambda r: self.open.add(r))
+        page.on("requestfinished", lambda r: self.open.discard(r))
+        page.on("requestfailed", lambda r: self._failed(r))
+        page.on("console", lambda m: self.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
+        page.on("pageerror", lambda e: self.append(f"page error: {e}"))
+
+    def _failed(self, request) -> None:
+        self.open.discard(request)
+        self.append(f"request failed: {request.url}")
+
+    def settle(self, page, timeout_s: float = 30.0) -> None:
+        """Poll until every request the page made so far has ended: what Playwright's
+        "networkidle" waits for, without its half second of quiet after the last one."""
+        deadline = time.monotonic() + timeout_s
+        while self.open:
+            assert time.monotonic() < deadline, f"still loading: {sorted(r.url for r in self.open)}"
+            page.wait_for_timeout(10)  # Playwright delivers the page's events while it waits
+
+
 def open_page(browser, url: str, width: int = DESKTOP, scheme: str = "light"):
-    """A page loaded at `width` px in `scheme`, and the list its load problems go to."""
+    """A page loaded at `width` px in `scheme` (its load event fired and every request it made by
+    then ended), and the list its load problems go to."""
     context = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=scheme)
     page = context.new_page()
-    problems: list[str] = []
-    page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
-    page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
-    page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url}"))
-    page.goto(url, wait_until="networkidle")
+    problems = LoadProblems(page)
+    page.goto(url, wait_until="load")
+    problems.settle(page)
     return page, problems
 
 
@@ -138,6 +164,7 @@ def test_every_page_in_both_schemes(shard, served_site, built_site, browser):
                 failures += [f"{where}: {p}" for p in page.evaluate(CODE_GEOMETRY_JS)]
                 if SCREENSHOTS:
                     page.screenshot(path=str(ARTIFACTS / f"{artifact_name(path)}-{scheme}-{width}.png"), full_page=True)
+                problems.settle(page)  # a request made since the load has ended too
                 failures += [f"{where}: {p}" for p in problems]
                 page.context.close()
     assert failures == []
@@ -298,26 +325,26 @@ def test_without_javascript_each_recording_links_its_file(served_site, built_sit
     link leads to the file's text; so does the first recording's note of its lines not shown."""
     context = browser.new_context(viewport={"width": DESKTOP, "height": 900}, java_script_enabled=False)
     page = context.new_page()
-    k, n = 0, None
-    while n is None or k <= n:  # row k+1 of n; k = n: the first recording's link to its whole text
-        page.goto(f"{served_site}/day62-racecheck/", wait_until="networkidle")
-        box = transcript_box(page, HAZARD_BOX)
-        box.locator("> summary").click()  # <details> opens without JavaScript
-        rows = box.locator("table.lk-recordings > tbody > tr")
-        n = rows.count()
-        assert box.locator("button").count() == 0 and box.locator("[role=status]").count() == 0
-        if k < n:
-            link = rows.nth(k).locator("a.lk-evidence")
-        else:
-            link = box.locator(".lk-transcript-more a.lk-evidence")
-        href = link.get_attribute("href")
-        assert link.is_visible()
-        link.click()
-        page.wait_for_load_state()
-        assert page.url == f"{served_site}/{href.removeprefix('../')}"
-        assert page.locator("body").inner_text().rstrip("\n") == recording_text(built_site, href)
-        k += 1
+    page.goto(f"{served_site}/day62-racecheck/", wait_until="load")
+    box = transcript_box(page, HAZARD_BOX)
+    box.locator("> summary").click()  # <details> opens without JavaScript
+    rows = box.locator("table.lk-recordings > tbody > tr")
+    n = rows.count()
     assert n >= 3
+    assert box.locator("button").count() == 0 and box.locator("[role=status]").count() == 0
+    # Row k+1 of n, then the first recording's link to its whole text.
+    links = [rows.nth(k).locator("a.lk-evidence") for k in range(n)] + [box.locator(".lk-transcript-more a.lk-evidence")]
+    assert [k for k, link in enumerate(links) if not link.is_visible()] == []
+    hrefs = [link.get_attribute("href") for link in links]
+    assert len(set(hrefs)) == n  # the first row and the note name the same file
+    # A link followed as a reader does, by a click; then each link's address, without loading the page again.
+    links[0].click()
+    page.wait_for_load_state()
+    assert page.url == f"{served_site}/{hrefs[0].removeprefix('../')}"
+    for href in hrefs:
+        if page.url != f"{served_site}/{href.removeprefix('../')}":
+            page.goto(f"{served_site}/{href.removeprefix('../')}", wait_until="load")
+        assert page.locator("body").inner_text().rstrip("\n") == recording_text(built_site, href)
     context.close()
 
 
@@ -350,7 +377,7 @@ def test_what_backs_a_figure_opens_by_keyboard_and_by_tap(served_site, browser, 
     context = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=scheme,
                                   has_touch=width == MOBILE)
     page = context.new_page()
-    page.goto(f"{served_site}/day62-racecheck/", wait_until="networkidle")
+    page.goto(f"{served_site}/day62-racecheck/", wait_until="load")
     figures = page.locator(".lk-v[data-lk-why]")
     assert figures.count() > 100  # claims, generated values and table cells alike
     figure = page.locator('span.lk-v[data-lk-why*="set day62-racecheck"]').nth(20)  # one of the page's own set, in its text
