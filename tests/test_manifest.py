@@ -278,7 +278,8 @@ def test_a_finished_run_has_an_exit_code():
 
 
 @pytest.mark.parametrize("date", ["2026-11-29 12:00:00", "2026-11-29T12:00:00+00:00", "2026-13-29T12:00:00Z",
-                                  "2026-11-29T1:00:00Z", "2026-11-29T12:00:00Z\n"])
+                                  "2026-11-29T1:00:00Z", "2026-11-29T12:00:00Z\n", "2026-02-30T12:00:00Z",
+                                  "2026-11-29T24:00:00Z", "2026-11-29T23:59:60Z"])
 def test_the_date_is_a_utc_time(date):
     assert refused(text_of(entry(date=date))) == (
         f"evidence/s/manifest.json: transcript 's1/a': date {date!r} is not a UTC time YYYY-MM-DDTHH:MM:SSZ; {FIX}")
