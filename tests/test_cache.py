@@ -111,17 +111,19 @@ LOADED = ("import sys; from lessonkit.cli.commands import main; status = main(['
           "'lessonkit.site.config', 'yaml')))")
 
 
+def loaded(repo: Path) -> str:
+    """The modules of LOADED that a `check` process of `repo` imported."""
+    done = subprocess.run([sys.executable, "-c", LOADED, str(repo)], capture_output=True, text=True,
+                          cwd=repo, timeout=60, env=dict(os.environ, PYTHONPATH=str(REPO)))
+    return done.stdout.splitlines()[-1]
+
+
 def test_a_check_that_finds_its_verdict_loads_neither_the_evidence_nor_the_page_modules(settled: Path):
     """The stored verdict is read with the base layer alone (lessonkit.site.verdict), mkdocs.yml's
     part with it; a check that must check a page imports the core, and reads mkdocs.yml."""
-    def loaded() -> str:
-        done = subprocess.run([sys.executable, "-c", LOADED, str(settled)], capture_output=True, text=True,
-                              cwd=settled, timeout=60, env=dict(os.environ, PYTHONPATH=str(REPO)))
-        return done.stdout.splitlines()[-1]
-
-    assert loaded() == "[]"
+    assert loaded(settled) == "[]"
     verdict(settled).unlink()
-    assert loaded() == ("['lessonkit.evidence.manifest', 'lessonkit.evidence.sets', 'lessonkit.pages.page', "
+    assert loaded(settled) == ("['lessonkit.evidence.manifest', 'lessonkit.evidence.sets', 'lessonkit.pages.page', "
                         "'lessonkit.site.check', 'lessonkit.site.config', 'yaml']")
 
 
@@ -141,7 +143,7 @@ def test_mkdocs_yml_part_of_the_verdict_is_read_again_when_a_file_its_rules_read
     css.write_text(".lk-v { color: red; }\n")
     wait_settled(settled)
     assert check(settled) == uncached(settled) and not any(second in line or "css" in line for line in check(settled))
-    assert verdict(settled).exists()
+    assert loaded(settled) == "[]"  # mkdocs.yml's part is read from the verdict, with the stylesheet as it is
     css.write_text('.lk-v::after { content: " (5 runs)"; }\n')
     wait_settled(settled)
     assert check(settled) == uncached(settled)
