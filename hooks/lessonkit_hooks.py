@@ -30,17 +30,15 @@ from mkdocs.structure.files import File
 # The core sits beside mkdocs.yml; make it importable without installing the project.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import lessonkit.pages.marks
-import lessonkit.pages.published
-import lessonkit.site.changes
-import lessonkit.site.check
-import lessonkit.site.chrome
-import lessonkit.site.config
-import lessonkit.site.errorpage
-import lessonkit.site.programs
-import lessonkit.site.sitemap
-import lessonkit.site.verdict
-import lessonkit.site.verify
+import lessonkit
+
+# The core's modules the hooks use, imported here and again, the same list, when the core changed.
+_CORE_MODULES = ("lessonkit.pages.marks", "lessonkit.pages.published", "lessonkit.site.changes",
+                 "lessonkit.site.check", "lessonkit.site.chrome", "lessonkit.site.config",
+                 "lessonkit.site.errorpage", "lessonkit.site.programs", "lessonkit.site.sitemap",
+                 "lessonkit.site.verify")
+for _name in _CORE_MODULES:
+    importlib.import_module(_name)
 
 log = logging.getLogger("mkdocs.plugins.lessonkit")
 
@@ -48,7 +46,7 @@ _DIRTY_WARNING = "A 'dirty' build is being performed"
 
 # "audits": each page's audit errors, kept across rebuilds: a dirty rebuild renders only some pages.
 _state: dict = {"session": None, "spent": 0.0, "dirty": False, "serving": False, "builds": 0, "audits": {},
-                "changes": None, "links": True, "scans": 0}
+                "changes": None, "scans": 0}
 
 
 def _core_folder() -> Path:
@@ -81,11 +79,8 @@ def reload_core_if_changed() -> bool:
             Path(importlib.util.cache_from_source(source)).unlink(missing_ok=True)
     importlib.invalidate_caches()
     lessonkit = importlib.import_module("lessonkit")
-    importlib.import_module("lessonkit.site.check")
-    importlib.import_module("lessonkit.site.errorpage")
-    importlib.import_module("lessonkit.site.config")
-    importlib.import_module("lessonkit.site.programs")
-    importlib.import_module("lessonkit.site.verify")
+    for name in _CORE_MODULES:
+        importlib.import_module(name)
     _state["core"] = digest
     _state["session"] = None  # results of the old core are not evidence of the new one
     log.info("lessonkit: the core changed; loaded it again and re-checking every page")
@@ -160,16 +155,11 @@ def on_config(config, **kwargs):
     if session is None or session.repo != repo:
         session = _state["session"] = lessonkit.site.check.CheckedSite(repo)
         _state["audits"] = {}
-    changes = _state["changes"]  # under `serve` with inotify: what it reported since the last build
-    taken = changes.take() if changes is not None else (None, [])
-    last = session.last_scan
-    if last is not None and lessonkit.site.changes.unchanged_since_last_scan(
-            taken, str(repo), config.docs_dir, _state["links"]):
-        session.refresh(last)  # only pages changed: the last scan of evidence/ and code/ stands
-    else:
-        links: list[str] = []
-        session.refresh((time.time_ns(), lessonkit.site.verdict.scan_tree(repo, links)))
-        _state["links"], _state["scans"] = bool(links), _state["scans"] + 1
+    # Under `serve` with inotify, _state["changes"] is what it reported since the last build: when
+    # only pages changed, the last scan of evidence/ and code/ stands.
+    scanned, fresh = lessonkit.site.changes.rebuild_scan(_state["changes"], repo, config.docs_dir, session.last_scan)
+    session.refresh(scanned)
+    _state["scans"] += fresh
     _state["results"] = {}
     _state.pop("settings_shown", None)  # read again for this build's configuration
     return config

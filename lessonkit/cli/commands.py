@@ -132,8 +132,8 @@ def _check(args: argparse.Namespace) -> int:
         found = site.check(looked=looked)
         config = site.config_checked and site.config_checked[:2]
     if config is None:  # not kept with the verdict: mkdocs.yml is read (PyYAML, the rules)
-        from lessonkit.site.config import load_site_config_errors, site_is_strict
-        config = load_site_config_errors(repo), site_is_strict(repo)
+        from lessonkit.site.config import config_verdict
+        config = config_verdict(repo)[:2]
     found = config[0] + found
     found, notes = split_notes(found)
     errors, warnings = split_warnings(found)

@@ -14,14 +14,19 @@ under docs/ alone may take the last scan as it is. `Changes` keeps what the watc
   while inotify reports changes to the link, not to what it points at.
 
 A change that lands while a scan runs is reported after the rebuild took the reports, so the next
-rebuild scans again. Nothing here imports the watcher: the hooks tell `Changes` what it said.
+rebuild scans again. Nothing here imports the watcher: the hooks tell `Changes` what it said, and
+take the scan a rebuild refreshes with from `rebuild_scan`.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Iterable
+from pathlib import Path
+
+from lessonkit.site import verdict
 
 # Reports kept between two rebuilds before they count as lost (a checkout of another branch).
 MOST_PATHS = 10_000
@@ -34,6 +39,7 @@ class Changes:
         self._lock = threading.Lock()
         self._paths: set[str] | None = None  # unknown until a rebuild has taken the reports once
         self._watched: list[tuple[str, bool]] = []  # (real path, recursive)
+        self.links = True  # whether the last scan met a symbolic link (True until a scan says)
 
     def watching(self, path: str, recursive: bool) -> None:
         """The watcher watches `path` from now on: what changed there before is unknown."""
@@ -85,3 +91,19 @@ def unchanged_since_last_scan(taken: tuple[set[str] | None, list[tuple[str, bool
     inside = os.path.abspath(docs).rstrip(os.sep) + os.sep
     return (all(os.path.abspath(p).startswith(inside) for p in paths)
             and _covered(os.path.join(repo, "evidence"), watched) and _covered(os.path.join(repo, "code"), watched))
+
+
+def rebuild_scan(changes: Changes | None, repo: Path, docs: str,
+                 last: tuple[int, verdict.Scans] | None) -> tuple[tuple[int, verdict.Scans], bool]:
+    """The scan of evidence/ and code/ a rebuild refreshes with, and whether it is a new one:
+    `last` (the last refresh's, lessonkit.site.check.CheckedSite.last_scan) when `changes`, what
+    the watcher reported, vouches that nothing there changed since; otherwise a scan now (without
+    a watcher, always)."""
+    taken = changes.take() if changes is not None else (None, [])
+    if last is not None and changes is not None and unchanged_since_last_scan(taken, str(repo), docs, changes.links):
+        return last, False
+    links: list[str] = []
+    scanned = time.time_ns(), verdict.scan_tree(repo, links)
+    if changes is not None:
+        changes.links = bool(links)
+    return scanned, True
