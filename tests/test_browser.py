@@ -89,7 +89,9 @@ def open_page(browser, url: str, width: int = DESKTOP, scheme: str = "light"):
     context = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=scheme)
     page = context.new_page()
     problems = LoadProblems(page)
-    page.goto(url, wait_until="load")
+    # networkidle: the favicon is asked for after the load event, and leaving the page before it
+    # came would abort it (a failed request no site change caused).
+    page.goto(url, wait_until="networkidle")
     problems.settle(page)
     return page, problems
 

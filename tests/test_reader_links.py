@@ -177,7 +177,7 @@ def test_the_source_link_leads_to_the_programs_bytes(course_site, browser, lesso
     page, problems = open_page(browser, page_url(url, name))
     page.locator("a.lk-source").click()
     page.wait_for_url(f"{url}code/{lesson}/")
-    page.wait_for_load_state()
+    page.wait_for_load_state("networkidle")
     problems.settle(page)
     assert page.locator("h1 code").inner_text() == f"code/{lesson}/"
     rows = page.locator("article table a").evaluate_all("links => links.map(a => [a.innerText, a.href])")
