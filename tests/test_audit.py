@@ -379,10 +379,11 @@ def test_check_fails_on_what_only_the_audit_sees(demo_repo: Path, typed: str, er
         assert done.returncode == 1 and done.stderr.splitlines() == [error, "1 error found"], done.stderr
 
 
-def test_a_row_label_bound_to_its_claims_is_checked(demo_repo: Path):
+def test_a_row_label_beside_a_claim_is_refused_with_the_table_and_without_claims_is_a_typed_figure(demo_repo: Path):
     table = ("| threads | mismatches |\n| ---: | ---: |\n"
              "| 256 | {{ 7 @ race:rows[threads=256,kernel=k].mismatches }} |\n")
-    assert audit(demo_repo, HEAD + table) == []
+    assert [e.split(": ", 1)[1][:35] for e in audit(demo_repo, HEAD + table)] == [
+        "a claim in a table written by hand:", "figure '256' is typed, not produced"]
     unbound = table.replace("{{ 7 @ race:rows[threads=256,kernel=k].mismatches }}", "some")
     assert [e.split(": ", 1)[1][:14] for e in audit(demo_repo, HEAD + unbound)] == ["figure '256' i"]
 

@@ -147,7 +147,7 @@ def test_the_graph_holds_every_kind_of_import():
     assert ("lessonkit.site.check", "lessonkit.site.verdict") in edges  # `from package import module`
     assert ("lessonkit.cli.commands", "lessonkit.cli.accept") in edges  # named in the command table
     assert ("lessonkit.cli.commands", "lessonkit.site.verify") in edges
-    assert ("lessonkit.pages.tablerules", "lessonkit.pages.claimcheck") in edges
+    assert ("lessonkit.pages.tables", "lessonkit.pages.claimcheck") in edges
     assert len(SOURCES) >= 25 and len(IMPORTS) >= 60
 
 

@@ -147,15 +147,6 @@ def test_a_label_names_what_it_labels_not_another(table: str, message: str):
     assert parse_spec(RUNS + "\n" + right, "x").display.label("kernel", "scanTileFixed") == "fixed scan"
 
 
-def test_a_declared_label_with_a_comma_binds_whole(demo_repo: Path):
-    runs = demo_repo / "code/demo/runs.toml"
-    runs.write_text(runs.read_text() + '\n[labels.kernel]\nk = "k, the demo"\n')
-    table = ("| kernel | mismatches |\n| --- | ---: |\n"
-             "| k, the demo | {{ 7 @ demo/race:rows[threads=256,kernel=k].mismatches }} |\n")
-    assert errs(demo_repo, table) == []
-    assert len(errs(demo_repo, table.replace("k, the demo |", "k, a demo |"))) == 1
-
-
 def test_large_figures_in_cells_read_as_a_reader_expects(demo_repo: Path):
     import json
 

@@ -118,14 +118,6 @@ class Display:
         fmt = self.formats.get(key)
         return fmt.replace("{}", value) if fmt else value
 
-    def labels_of(self, key: str, value: str) -> set[str]:
-        """Every text that binds to KEY=VALUE: the value itself and its label."""
-        return {value, self.label(key, value)}
-
-    def names_of(self, key: str) -> set[str]:
-        """Every text that names a key in a header: the key and its declared name."""
-        return {key, self.name(key)}
-
     def unit(self, key: str) -> str | None:
         """A field's unit: declared, else what its name says (`unit_by_name`), else None."""
         return self.units.get(key) or unit_by_name(key)

@@ -457,7 +457,7 @@ def audit_page(html: str | Callable[[], str], source: str, path: str, result: Pa
         errors.append(LessonError(file, at, message, rank=PAGE_RANK))
 
     for line, col, message, markup in text.refused:
-        report(_where_around(line, col, finder) or (finder.phrase(skeleton(markup), markup) if markup else None),
+        report(line.written_on(col) or _where_around(line, col, finder) or (finder.phrase(skeleton(markup), markup) if markup else None),
                message)
     split = _characters(text, finder, report)
     # The cause, once: what an invisible or look-alike character split is not refused again.

@@ -3,7 +3,7 @@ errors and result (lessonkit.pages.result) while lessonkit.pages.page processes 
 up (its set, its session), its query resolved, and its value judged against every recording
 (lessonkit.pages.claims), a program's constant or a published work's figure.
 
-The page rules (lessonkit.pages.tablerules, lessonkit.pages.directives) read and write a `PageState`;
+The page rules (lessonkit.pages.directives, lessonkit.pages.tables) read and write a `PageState`;
 lessonkit.pages.page builds it. Both import it from here, so neither imports the other.
 """
 
@@ -38,7 +38,7 @@ from lessonkit.pages.constants import (
     shown_value,
 )
 from lessonkit.pages.query import Query, QueryError, parse_query, resolve
-from lessonkit.pages.result import ClaimOutcome, PageResult, ShownClaim
+from lessonkit.pages.result import ClaimOutcome, PageResult
 from lessonkit.pages.sources import PREFIX as SOURCES_PREFIX
 from lessonkit.pages.sources import SOURCES_FILE, Sources, quoted
 from lessonkit.pages.units import shown_unit, split_transform
@@ -173,10 +173,12 @@ class PageState:
         self.citations.append((index, set_name, group))
 
     def check_claim(self, index: int, value: str, ref_query: str, start: int, end: int,
-                    whole_number: bool = False, file: str | None = None) -> ShownClaim:
+                    whole_number: bool = False, file: str | None = None) -> str | None:
         """Check `value` against every value REF:QUERY names; records the outcome and any error.
 
-        `whole_number`: only a plain integer can replace the value (a highlighted line).
+        `whole_number`: only a plain integer can replace the value (a highlighted line). Returns the unit
+        of what it shows, for the record of its produced text (lessonkit.pages.units): "" for none (a
+        count), None when not known.
         """
         written = value
         ref_query, value, transform = split_transform(ref_query, value)
@@ -203,12 +205,12 @@ class PageState:
         if not sep:
             outcome(self.error(index, f"claim {value!r} names {ref_query!r}; expected REF:QUERY, "
                                "e.g. day62-racecheck/bare-all:rows[threads=32,kernel=scanTileRacy].mismatches"))
-            return ShownClaim(None, None)
+            return None
         try:
             claim = parse_claim_value(value)
         except ClaimValueError as exc:
             outcome(self.error(index, f"claim {value!r} ({shown}): {exc}"))
-            return ShownClaim(None, parsed_query)
+            return None
         if is_source_ref(ref):
             return self._check_constant(index, claim, written, ref, query, transform, outcome, backing)
         if ref.startswith(SOURCES_PREFIX):
@@ -218,18 +220,17 @@ class PageState:
         if found is None:
             new = self.result.errors[errors_before:]
             outcome(new[0] if new else None, skipped=not new)
-            return ShownClaim(claim, parsed_query, unknowable=not new)
+            return None
         ev, group = found
         set_name.append(ev.name)
-        run = (ev.name, group) if group is not None else None
         try:
             sample = resolve(ev, group, query)
         except QueryError as exc:
             outcome(self.error(index, f"claim {written!r} ({shown}): {exc}"))
-            return ShownClaim(claim, parsed_query, run)
+            return None
         except LessonError as exc:  # a recording is missing or malformed
             outcome(self.error(index, f"claim {written!r} ({shown}) cannot be checked: {exc}"))
-            return ShownClaim(claim, parsed_query, run, unknowable=True)
+            return None
         field_name = (parsed_query.field or parsed_query.name) if parsed_query is not None else ""
         declared = self.display(ev).unit(field_name) if parsed_query is not None and not parsed_query.count else None
         unit = shown_unit(declared, transform)
@@ -237,11 +238,11 @@ class PageState:
             outcome(self.error(index, f"claim {written!r} ({shown}) asks for {transform.scale}, but {field_name!r} is "
                                f"not declared a fraction; declare it once, [units] {field_name} = \"fraction\" in the "
                                "lesson's runs.toml"))
-            return ShownClaim(claim, parsed_query, run, unit=unit)
+            return None
         scaled = transform.apply(sample)
         if isinstance(scaled, str):
             outcome(self.error(index, f"claim {written!r} ({shown}): {scaled}"))
-            return ShownClaim(claim, parsed_query, run, unit=unit)
+            return None
         if declared in TIME_UNITS and not scaled.timing:  # a time its name does not say: declared
             scaled = replace(scaled, timing=True)
         spread.append(recorded_spread(scaled))
@@ -253,7 +254,7 @@ class PageState:
         # Its unit is known when one is declared or named, and known to be none for a count; a
         # field that names none may be in any unit.
         known = not transform.ops and (unit is not None or (parsed_query is not None and parsed_query.count))
-        return ShownClaim(claim, parsed_query, run, unit=unit, unit_known=known)
+        return (unit or "") if known else None
 
     def source_lesson(self, index: int, ref: str) -> tuple[str, str] | None:
         """(lesson, path under code/) of a claim's source file: `LESSON/FILE`, or `FILE` of the lesson
@@ -283,12 +284,12 @@ class PageState:
         return problem is None
 
     def _check_quoted(self, index: int, claim: ClaimValue, written: str, ref: str, query: str, outcome,
-                      backing: list[str]) -> ShownClaim:
+                      backing: list[str]) -> str | None:
         """A claim on a figure a published work gives: `{{ 2,888 @ sources/alglave2015:t6-titan-mp-bank }}`."""
         found = quoted(self.sources, ref, query)
         if isinstance(found, str):
             outcome(self.error(index, f"claim {written!r} ({ref}:{query}): {found}"))
-            return ShownClaim(claim, None)
+            return None
         figure, work = found
         backing.append(f"quoted from {work.describe()}: {figure.where}; no recording of this course holds it")
         value = figure.value.replace(",", "") if _GROUPED_RE.fullmatch(figure.value) else figure.value
@@ -297,10 +298,10 @@ class PageState:
             outcome()
         else:
             outcome(self.error(index, f"claim {written!r} ({ref}:{query}) {verdict.problem}"), verdict.fix)
-        return ShownClaim(claim, None)
+        return None
 
     def _check_constant(self, index: int, claim: ClaimValue, written: str, ref: str, query: str, transform,
-                        outcome, backing: list[str]) -> ShownClaim:
+                        outcome, backing: list[str]) -> str | None:
         """A claim on a constant of a lesson's program: `{{ 4 @ racecheck.cu:kTilesPerBlock }}`."""
         errors_before = len(self.result.errors)
         core = core_source(ref)
@@ -310,12 +311,12 @@ class PageState:
             if ref.startswith(CORE_PREFIX):
                 outcome(self.error(index, f"claim {written!r} ({ref}:{query}): {ref} is no file of lessonkit's "
                                    f"source ({CORE_ROOT / 'lessonkit'})"))
-                return ShownClaim(claim, None)
+                return None
             found = self.source_lesson(index, ref)
             if found is None:
                 new = self.result.errors[errors_before:]
                 outcome(new[0] if new else None, skipped=not new)
-                return ShownClaim(claim, None, unknowable=not new)
+                return None
             _, relpath = found
             self.result.sources.add(relpath)
             shown_path, path = f"code/{relpath}", self.repo / "code" / relpath
@@ -324,29 +325,29 @@ class PageState:
         except (OSError, UnicodeDecodeError) as exc:
             outcome(self.error(index, f"claim {written!r} ({ref}:{query}) reads {shown_path}, which cannot be "
                                f"read: {getattr(exc, 'strerror', None) or exc}"))
-            return ShownClaim(claim, None)
+            return None
         if core is None and not self.check_input(index, relpath):
             outcome(self.result.errors[-1] if self.result.errors else None)
-            return ShownClaim(claim, None)
+            return None
         try:
             value, constant = constant_value(parse_constants(text, shown_path), query, shown_path)
         except ValueError as exc:
             outcome(self.error(index, f"claim {written!r} ({ref}:{query}): {exc}"))
-            return ShownClaim(claim, None)
+            return None
         backing.append(f"the constant {query.strip()} of {shown_path}, line {constant.line}: {constant.text}")
         sample = Sample((Found(shown_value(value), shown_path, constant.line),), shown_path, 1)
         if transform.ops or transform.scale:
             scaled = transform.apply(sample)
             if isinstance(scaled, str):
                 outcome(self.error(index, f"claim {written!r} ({ref}:{query}): {scaled}"))
-                return ShownClaim(claim, None)
+                return None
             sample = scaled
         verdict = judge(claim, sample)
         if verdict.holds:
             outcome()
         else:
             outcome(self.error(index, f"claim {written!r} ({ref}:{query}) {verdict.problem}"), verdict.fix)
-        return ShownClaim(claim, None, unit_known=not (transform.ops or transform.scale))
+        return None if transform.ops or transform.scale else ""  # a constant is a plain number
 
 
 def input_problem(relpath: str, sets: Mapping[str, EvidenceSet], unrecorded: Mapping[str, Unrecorded]) -> str | None:

@@ -42,8 +42,8 @@ from lessonkit.pages.claims import (
     parse_claim_value,
     recorded_spread,
 )
-from lessonkit.pages.query import QueryError, backing, keyed, parse_query, resolve
-from lessonkit.pages.result import ClaimOutcome, ShownClaim
+from lessonkit.pages.query import QueryError, backing, keyed, resolve
+from lessonkit.pages.result import ClaimOutcome
 
 if TYPE_CHECKING:
     from lessonkit.evidence.manifest import TranscriptEntry
@@ -87,12 +87,11 @@ class _Refused(Exception):
     """The claim cannot be checked; the error is recorded already."""
 
 
-def check_compound(page: PageState, index: int, value: str, form: Form, start: int, end: int) -> ShownClaim:
+def check_compound(page: PageState, index: int, value: str, form: Form, start: int, end: int) -> None:
     """Check a ratio or comparison claim; records its outcome (and error) on the page like any claim."""
     line = index + 1 + page.offset
     shown = form.shown()
     used: list[str] = []
-    query = _first_query(form)
 
     spread: list[str] = []
 
@@ -108,7 +107,7 @@ def check_compound(page: PageState, index: int, value: str, form: Form, start: i
         values = _values(value, form)
     except ClaimValueError as exc:
         outcome(page.error(index, f"claim {value!r} ({shown}): {exc}"))
-        return ShownClaim(None, query)
+        return
     errors_before = len(page.result.errors)
     try:
         if form.sets is None:
@@ -119,7 +118,7 @@ def check_compound(page: PageState, index: int, value: str, form: Form, start: i
                 outcome()
             else:
                 fail(verdict.problem, verdict.fix)
-            return ShownClaim(values[0], None)
+            return
         a, table_a = _sample(page, index, form.sets[0], form, used, f"{value} @ {shown}")
         b, table_b = _sample(page, index, form.sets[1], form, used, f"{value} @ {shown}")
         spread_a, spread_b = (recorded_spread(a), recorded_spread(b)) if form.op == "vs" else ("", "")
@@ -130,10 +129,10 @@ def check_compound(page: PageState, index: int, value: str, form: Form, start: i
         new = page.result.errors[errors_before:]
         outcome(new[0] if new else None, skipped=not new)
         # No error of its own: a set it names cannot be read, and what it cites is not known.
-        return ShownClaim(values[0] if len(values) == 1 else None, query, unknowable=not new)
+        return
     except (QueryError, LessonError) as exc:
         fail(f"cannot be checked: {exc}" if isinstance(exc, LessonError) else str(exc))
-        return ShownClaim(values[0] if len(values) == 1 else None, query)
+        return
     if form.op == "=":
         problem, fix = _check_same(values[0], form, a, b, table_a, table_b)
     elif len(values) == 1:
@@ -144,18 +143,7 @@ def check_compound(page: PageState, index: int, value: str, form: Form, start: i
         outcome()
     else:
         fail(problem, fix)
-    return ShownClaim(values[0] if len(values) == 1 and values[0].text != SAME else None, query)
-
-
-def _first_query(form: Form):
-    ref_query = form.operands[0]
-    _, sep, text = ref_query.partition(":")
-    if not sep or len(form.operands) > 1:
-        return None  # a ratio binds no row labels: its two queries select different records
-    try:
-        return parse_query(text.strip())
-    except QueryError:
-        return None
+    return
 
 
 # A direction word states which side of a `vs` comparison is the larger: `{{ fewer @ … in A vs B }}` holds

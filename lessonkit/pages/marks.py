@@ -31,6 +31,7 @@ _ERR_SPAN_RE = re.compile('<span class="err">([\U000F0000-\U000FFFFD]+)</span>')
 _ALONE_RE = re.compile('<p>([\U000F0000-\U000FFFFD]+)</p>\n?')  # a block's marks, on lines of their own
 
 
+VALUE = "value"  # a claim's value, or a figure generated inline (`{{ value … }}`)
 DIAGRAM = "diagram"  # a diagram's block: written by the core, its text the author's (not produced)
 
 
@@ -41,7 +42,7 @@ class Mark:
     "commands", "transcript", "provenance", or DIAGRAM, whose own text is not produced)."""
 
     why: str | None = None
-    kind: str = "value"
+    kind: str = VALUE
     runs: tuple[tuple[str, str], ...] = ()  # (set, run) of every run it was drawn from
     line: int | None = None  # the page file's line it is written on, when one claim wrote it
     unit: str | None = None  # the unit of the claim's figure when known ("" for none: a count, a ratio)
@@ -53,7 +54,7 @@ class Marks:
     def __init__(self, records: list[Mark] | None = None) -> None:
         self.records: list[Mark] = records if records is not None else []
 
-    def wrap(self, text: str, why: str | None = None, kind: str = "value",
+    def wrap(self, text: str, why: str | None = None, kind: str = VALUE,
              runs: tuple[tuple[str, str], ...] = (), line: int | None = None, unit: str | None = None) -> str:
         """`text` between the marks of a new record."""
         n = len(self.records)

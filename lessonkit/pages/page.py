@@ -9,9 +9,8 @@ Syntax, each inside double braces, which may span lines within a paragraph:
 REF is SET/RUN, RUN of the default set, or SET alone for the set's provenance. A `{{` that
 is never closed is an error; `\\{{` writes literal braces.
 
-A rule reads the expanded page (lessonkit.pages.tablerules): a table row's labels must be the
-filter values of the claims in that row (a sanitizer summary a reader sees is checked on the
-rendered page: lessonkit.pages.audit). A link the page writes to a published recording
+What a reader sees is checked on the rendered page (lessonkit.pages.audit): a sanitizer summary, a
+claim in a table the page wrote by hand (refused: lessonkit.pages.readertext). A link the page writes to a published recording
 (evidence/SET/FILE in the built site) must lead to one the evidence holds
 (lessonkit.pages.evidencelinks).
 """
@@ -22,7 +21,6 @@ import bisect
 import itertools
 import re
 from collections.abc import Mapping
-from dataclasses import replace
 from pathlib import Path
 
 from lessonkit.evidence.sets import EvidenceSet
@@ -36,7 +34,7 @@ from lessonkit.pages.meaning import describe, describe_generated, for_reader
 from lessonkit.pages.render import (
     produced,
 )
-from lessonkit.pages.result import PageResult, ShownClaim
+from lessonkit.pages.result import PageResult
 from lessonkit.pages.scan import (
     DIRECTIVES,
     LineIndex,
@@ -50,7 +48,6 @@ from lessonkit.pages.scan import (
     stands_alone,
 )
 from lessonkit.pages.sources import Sources
-from lessonkit.pages.tablerules import check_html_tables, check_table_labels
 from lessonkit.pages.values import is_value, render_value
 
 _DIRECTIVES = DIRECTIVES  # lessonkit.pages.scan
@@ -93,9 +90,7 @@ def process_page(markdown: str, path: str, repo: Path, sets: dict[str, EvidenceS
     page.result.default_set = page.default_set
     out = _expand(page, markdown, lines, tokens)
     in_fence = fenced(out)
-    check_html_tables(page, out, in_fence)
     check_escaped_directives(page, out, in_fence, markdown)
-    check_table_labels(page, out, in_fence)
     check_evidence_links(page, out, in_fence)
     page.result.errors.sort(key=lambda e: e.line or 0)
     if not errors_only:
@@ -266,13 +261,14 @@ def _inline(page: PageState, line: OutLine, token: Token, word: str | None, sour
         return
     cited = len(page.citations)  # the runs it reads, as it reads them
     if is_value(token.body):  # a figure generated from the evidence (lessonkit.pages.values)
-        figure, claim = render_value(page, token.line, token.body)
-        if claim is not None:
+        rendered = render_value(page, token.line, token.body)
+        if rendered is not None:
+            figure, unit = rendered
             query = " ".join(token.body.split()[1:])
             why = for_reader(describe_generated(query, page.default_set, page.sets), page.sets, page.default_set)
-            line.spans.append(Span(len(line.text), len(line.text) + len(figure), claim, why, _runs(page, cited),
-                                   token.line + 1 + page.offset, _unit(claim)))
-        line.text += figure
+            line.spans.append(Span(len(line.text), len(line.text) + len(figure), why, _runs(page, cited),
+                                   token.line + 1 + page.offset, unit))
+            line.text += figure
         return
     m = _last_at(token.body)
     if m is None:
@@ -287,31 +283,16 @@ def _inline(page: PageState, line: OutLine, token: Token, word: str | None, sour
     ref_query = _NEWLINE_RUN_RE.sub(" ", token.body[m.end():].strip())
     form = compound(ref_query)  # a ratio or a comparison of sets (lessonkit.pages.crossclaims)
     if form is not None:
-        shown = check_compound(page, token.line, value, form, start, end)
-        shown = replace(shown, run=_first_run(page, form.operands[0], form.sets), across=form.sets)
+        check_compound(page, token.line, value, form, start, end)
+        unit = None  # a ratio's or a comparison's: not held to one
     else:
-        shown = page.check_claim(token.line, value, ref_query, start, end)
+        unit = page.check_claim(token.line, value, ref_query, start, end)
     outcome = page.result.claims[-1] if page.result.claims and page.result.claims[-1].start == start else None
     why = (for_reader(describe(outcome, page.sets, page.default_set), page.sets, page.default_set)
            if outcome is not None and outcome.error is None else None)
-    line.spans.append(Span(len(line.text), len(line.text) + len(value), shown, why, _runs(page, cited),
-                           token.line + 1 + page.offset, _unit(shown)))
+    line.spans.append(Span(len(line.text), len(line.text) + len(value), why, _runs(page, cited),
+                           token.line + 1 + page.offset, unit))
     line.text += value
-
-
-def _unit(shown: ShownClaim) -> str | None:
-    """The unit a claim's figure shows, for the record of its produced text: "" for none (a count, a
-    ratio), None when not known (the audit then holds no unit typed after it to one)."""
-    return (shown.unit or "") if shown.unit_known else None
-
-
-def _first_run(page: PageState, ref_query: str, sets: tuple[str, str] | None) -> tuple[str, str] | None:
-    """The (set, run) a ratio's or comparison's first operand names (a summary rule's citation)."""
-    ref = ref_query.partition(":")[0].strip()
-    set_name, sep, group = ref.partition("/")
-    if not sep:
-        set_name, group = (sets[0] if sets else page.default_set or ""), ref
-    return (set_name, group) if set_name in page.sets and group in page.sets[set_name].groups else None
 
 
 def _one_line(source: str) -> str:

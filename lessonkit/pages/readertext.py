@@ -15,7 +15,8 @@ left open) is listed in `ReaderText.refused`, and so is what the browser shows o
 model reads it, outside the core's marks: an element that hides, styles or scripts text (`<style>`,
 `<script>`, `<template>`, `<noscript>`; a `hidden`, `aria-hidden`
 or `style` attribute), a claim inside an HTML comment (its marks are never shown), and a comment
-never closed (the browser hides the rest of the page). A filled slot is read like the rest of the page: a
+never closed (the browser hides the rest of the page), and a claim's value in a table cell the page wrote
+(its labels would be bound to nothing; a table drawn from the evidence marks its own cells). A filled slot is read like the rest of the page: a
 diagram's text is not produced, only its claims' values are. Text an element marked `data-lk-at="FILE:LINE"` holds (a
 diagram's, lessonkit.pages.diagrams) says where it is written, so that an error names that line.
 Code blocks are listed too, with their language, their title and whether a region made them.
@@ -35,7 +36,7 @@ from html.parser import HTMLParser
 from typing import Any, NamedTuple
 
 from lessonkit.pages.fold import shown
-from lessonkit.pages.marks import CLOSE, DIAGRAM, Mark, is_mark, opening, split
+from lessonkit.pages.marks import CLOSE, DIAGRAM, VALUE, Mark, is_mark, opening, split
 from lessonkit.pages.marks import strip as strip_marks
 
 _SKIPPED = frozenset({"script", "style", "template", "noscript"})
@@ -65,6 +66,9 @@ _HIDES = ("{!r} hides, styles or scripts text on the page, so a reader and the c
           "things; remove it (the site's stylesheet and script are in docs/assets/)")
 _COMMENT_CLAIM = ("a claim inside an HTML comment is checked but never shown, while the text beside the comment "
                   "is shown unchecked; take the claim out of the comment, or delete it")
+_HAND_TABLE = ("a claim in a table written by hand: nothing binds the table's row labels and column headers to "
+               "what the claim selects, so a label can name another row's records; draw the table from the "
+               "evidence, {{ table … }}, or state the figure in a sentence")
 _COMMENT_OPEN = ("an HTML comment '<!--' opened here is never closed, so everything after it is hidden from the "
                  "reader while the checks still read it; close it with '-->' where the note ends")
 _CORE_MARK = ("{!r} is a mark of what lessonkit produced from the evidence; a page's own markup may not use it "
@@ -163,6 +167,7 @@ class _Open:
     block: int | None  # the code block this element opened, if any
     title: bool = False  # a code block's title (pymdownx.highlight's span.filename)
     at: str | None = None  # where what it holds is written (data-lk-at), when not in the page
+    refused: bool = False  # a table the page wrote, refused for a claim in it
 
 
 _FORGED = ("a character of the range lessonkit marks its produced text with (U+F0000 to U+FFFFF) that lessonkit "
@@ -288,8 +293,18 @@ class _Reader(HTMLParser):
         elif n is None or n >= len(self.records) or n in self.seen:
             self.out.refused.append((line, col, _FORGED.format(f"mark {n} {'is used twice' if n in self.seen else 'has no record'}"), char))
         else:
+            if not stack and self.records[n].kind == VALUE:
+                self._hand_table(line, col)
             self.seen.add(n)
             stack.append(n)
+
+    def _hand_table(self, line: Line, col: int) -> None:
+        """A claim's value opens at `col`: refused once a table, at its first claim, in a cell of a table
+        the page wrote (lessonkit's tables mark their cells as theirs)."""
+        table = next((o for o in reversed(self.stack) if o.tag == "table"), None)
+        if table is not None and not table.refused and any(o.tag in ("td", "th") for o in self.stack):
+            table.refused = True
+            self.out.refused.append((line, col, _HAND_TABLE, ""))  # at the claim: its line is the cause
 
     def _produced(self, stack: list[int]) -> bool:
         """Whether text is produced under `stack`: inside a mark other than a diagram's (whose own text

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from lessonkit.evidence.sets import EvidenceSet, TranscriptEntry
-from lessonkit.pages.marks import Marks
+from lessonkit.pages.marks import VALUE, Marks
 from lessonkit.pages.published import Published, evidence_link, recordings_of
 from lessonkit.pages.regions import Region
 
@@ -36,7 +36,7 @@ PROVENANCE_CLASS = "lk-provenance"  # the provenance and sessions tables (proven
 BODY_CLASS = "lk-transcript-body"  # all of it but the summary line: kept out of the search index
 
 
-def produced(marks: Marks, text: str, why: str | None = None, kind: str = "value",
+def produced(marks: Marks, text: str, why: str | None = None, kind: str = VALUE,
              runs: tuple[tuple[str, str], ...] = (), line: int | None = None, unit: str | None = None) -> str:
     """`text` (HTML), which a claim or directive produced from the evidence, between the marks of a
     record of `marks` (lessonkit.pages.marks), which is what the rendered-page audit reads.

@@ -8,10 +8,8 @@ import re
 from dataclasses import dataclass, field
 
 from lessonkit.errors import LessonError
-from lessonkit.pages.claims import ClaimValue
 from lessonkit.pages.marks import Mark, Marks, strip
 from lessonkit.pages.published import Published, with_site_root
-from lessonkit.pages.query import Query
 
 _SLOT_RE = re.compile(r"""<div\ data-lk-slot="(?P<n>\d+)"></div>""", re.VERBOSE)
 _AT_RE = re.compile(r' data-lk-at="[^"]*"')  # where a diagram's text is written (lessonkit.pages.diagrams)
@@ -82,17 +80,3 @@ class PageResult:
             return text if origins else _AT_RE.sub("", text)
         filled = _SLOT_RE.sub(block, html)
         return filled if origins else strip(filled)
-
-
-@dataclass(frozen=True)
-class ShownClaim:
-    """A claim as the page rules see it: its parsed value and query (None when unreadable), the run
-    and set it names (None when it names none), and the unit of what it shows (lessonkit.pages.units)."""
-
-    value: ClaimValue | None
-    query: Query | None
-    run: tuple[str, str] | None = None  # (set, run) it cites, when its reference names a run
-    unknowable: bool = False  # its set cannot be read: what it cites is not known
-    unit: str | None = None  # the unit of what it shows (lessonkit.pages.units)
-    across: tuple[str, str] | None = None  # the two sets a comparison claim compares (lessonkit.pages.crossclaims)
-    unit_known: bool = False  # `unit` is known (None then means it has none: a count, a ratio)

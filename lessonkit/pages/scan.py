@@ -8,8 +8,6 @@ closes it within the same paragraph; a `{{` with no such `}}` is reported, never
 from __future__ import annotations
 
 import bisect
-import itertools
-import operator
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -133,11 +131,10 @@ def stands_alone(text: str, token: Token) -> bool:
 
 @dataclass
 class Span:
-    """Where a claim's shown value sits in an expanded line, and the claim (any object)."""
+    """Where a claim's shown value sits in an expanded line, and the record of its produced text."""
 
     start: int
     end: int
-    claim: object
     why: str | None = None  # what backs the value, in plain words (lessonkit.pages.meaning)
     runs: tuple[tuple[str, str], ...] = ()  # (set, run) of every run it was checked against
     line: int | None = None  # the page file's line (1-based, front matter counted) the claim is written on
@@ -161,7 +158,7 @@ class Lines:
     and a page of a million lines costs a few C-level passes, not a million objects.
 
     While the page is expanded only the last line's text changes (through its OutLine); `settle`
-    ends that, after which a line's text is fixed and only its spans grow (bound table labels)."""
+    ends that, after which a line's text is fixed."""
 
     def __init__(self, first: OutLine | None = None) -> None:
         first = first or OutLine(0)
@@ -170,9 +167,7 @@ class Lines:
         self.generated: set[int] = {0} if first.generated else set()
         self._made: dict[int, OutLine] = {0: first}
         self._joined: str | None = None
-        self._starts: list[int] | None = None
-        self._lowered: tuple[str | None] | None = None
-
+        
     @classmethod
     def of(cls, lines: list[OutLine]) -> Lines:
         """Lines holding these OutLines (tests, and what is built line by line)."""
@@ -227,13 +222,8 @@ class Lines:
         self._sync_last()
         return self
 
-    def spans(self, i: int) -> list[Span]:
-        """Line i's spans (made for no line that has none)."""
-        line = self._made.get(i)
-        return line.spans if line is not None else []
-
     def with_spans(self) -> list[int]:
-        """The lines that show claims (or bound labels), in order."""
+        """The lines that show claims, in order."""
         return sorted(i for i, line in self._made.items() if line.spans)
 
     @property
@@ -251,35 +241,6 @@ class Lines:
                     texts[i] = texts[i].replace("\n", " ")
             self._joined = "\n".join(texts)
         return self._joined
-
-    @property
-    def lowered(self) -> str | None:
-        """`joined` lower-cased with every character at its place, LONG S and DOTLESS I as s and i (Python's
-        re, ignoring case, takes them for s and i), so that a search for lower-case ASCII words finds
-        what one ignoring case would; None where lower-casing would move characters (U+0130 lowers to two)."""
-        if self._lowered is None:
-            joined = self.joined
-            self._lowered = (None if "\u0130" in joined
-                             else joined.lower().replace("\u017f", "s").replace("\u0131", "i"),)
-        return self._lowered[0]
-
-    def find_words(self, lowered: re.Pattern[str], ignoring_case: re.Pattern[str]) -> Iterator[int]:
-        """`find` for a form of lower-case ASCII words, over the lower-cased page (`lowered`), or
-        `ignoring_case` (the same form, compiled with re.IGNORECASE) where that cannot be made."""
-        text = self.lowered
-        return self.find(ignoring_case) if text is None else self.find(lowered, text)
-
-    @property
-    def starts(self) -> list[int]:
-        """Where each line starts in `joined`, and where the text ends (one past)."""
-        if self._starts is None:
-            lengths = map(len, self.joined.split("\n"))
-            self._starts = [0, *itertools.accumulate(map(operator.add, lengths, itertools.repeat(1)))]
-        return self._starts
-
-    def line_at(self, offset: int) -> int:
-        """The line holding offset `offset` of `joined`."""
-        return bisect.bisect_right(self.starts, offset) - 1
 
     def find(self, pattern: re.Pattern[str], text: str | None = None) -> Iterator[int]:
         """In order, the lines not generated in which `pattern` matches (a match that starts in the
@@ -322,23 +283,6 @@ def fenced(out: Lines) -> list[bool]:
     return in_fence
 
 
-# -- tables ------------------------------------------------------------------------------------
-
-def is_delimiter_row(text: str) -> bool:
-    """A table's `| --- | :-: |` row."""
-    stripped = text.strip()
-    return "|" in stripped and "-" in stripped and not re.sub(r"[|:\-\s]", "", stripped)
-
-
-@dataclass(frozen=True)
-class Cell:
-    """One cell of a table row: text[start:end] of its expanded line."""
-
-    start: int
-    end: int
-    text: str
-
-
 # A code span, as Python-Markdown reads one: backticks, text, and the same number of backticks (a
 # run of exactly as many), within one paragraph: the span may run over lines, not over a blank line
 # (Python-Markdown's pattern matches newlines, and a blank line ends the block it reads). CodeSpans
@@ -352,7 +296,7 @@ class CodeSpans:
     opened inside a run (the run's last L backticks) closes at the next run of exactly L backticks in
     the same paragraph. The regex itself tries every backtick and reads on to the paragraph's end
     from each, which takes minutes for a line of a million backticks. One scanner serves every
-    reader of code spans: a table row's cells, a page's links, the Markdown's visible text and the
+    reader of code spans: a page's links, the Markdown's visible text and the
     claims a paragraph's code spans hold."""
 
     def __init__(self, text: str) -> None:
@@ -396,41 +340,3 @@ class CodeSpans:
 def code_spans(text: str) -> list[tuple[int, int]]:
     """(start, end) of each code span of a text, in order."""
     return CodeSpans(text).spans() if "`" in text else []
-
-
-def split_cells(line: OutLine) -> list[Cell]:
-    """The cells of a table row: split at `|` outside code spans, claims and `\\|` escapes."""
-    text = line.text
-    protected: list[tuple[int, int]] = [(s.start, s.end) for s in line.spans] + code_spans(text)
-    bars = [i for i, c in enumerate(text) if c == "|" and (i == 0 or text[i - 1] != "\\")
-            and not any(a <= i < b for a, b in protected)]
-    edges = [-1] + bars + [len(text)]
-    cells = [Cell(a + 1, b, text[a + 1:b]) for a, b in itertools.pairwise(edges)]
-    if cells and not cells[0].text.strip() and bars and text[:bars[0]].strip() == "":
-        cells = cells[1:]
-    if cells and not cells[-1].text.strip() and bars and text[bars[-1] + 1:].strip() == "":
-        cells = cells[:-1]
-    return cells
-
-
-# A line that may be a table's delimiter row (`| --- | :-: |`): is_delimiter_row decides.
-_DELIMITER_LINE_RE = re.compile(r"""^(?=[^|\n]*\|)(?:[|:\-]|[^\S\n])+$""", re.MULTILINE)
-
-
-def tables(out: Lines, in_fence: list[bool]) -> list[list[int]]:
-    """The body rows of each Markdown table, as indexes into `out`."""
-    found: list[list[int]] = []
-    texts, generated = out.texts, out.generated
-    after = 1  # a delimiter row before this line is inside a table found already
-    for i in out.find(_DELIMITER_LINE_RE):
-        if i < after or i == 0 or i - 1 in generated or in_fence[i] or in_fence[i - 1] \
-                or not is_delimiter_row(texts[i]) or "|" not in texts[i - 1]:
-            continue
-        rows = []
-        j = i + 1
-        while j < len(texts) and j not in generated and not in_fence[j] and texts[j].strip() and "|" in texts[j]:
-            rows.append(j)
-            j += 1
-        found.append(rows)
-        after = j
-    return found

@@ -23,7 +23,6 @@ from lessonkit.pages.claimcheck import PageState
 from lessonkit.pages.claims import Sample
 from lessonkit.pages.crossclaims import compound, ratio
 from lessonkit.pages.query import QueryError, parse_query, resolve
-from lessonkit.pages.result import ShownClaim
 from lessonkit.pages.tables import Refused, figure, grouped, sig_digits
 from lessonkit.pages.units import DIED, Transform, generated
 
@@ -36,23 +35,24 @@ def is_value(body: str) -> bool:
     return bool(words) and words[0] == WORD and not re.search(r"\s@\s", body)
 
 
-def render_value(page: PageState, index: int, body: str) -> tuple[str, ShownClaim | None]:
-    """(the figure, the claim the page rules see), or ("", None) with the error recorded."""
+def render_value(page: PageState, index: int, body: str) -> tuple[str, str | None] | None:
+    """(the figure, its unit for the record of its produced text: "" for none, None when not known), or
+    None with the error recorded."""
     text = " ".join(body.split(None, 1)[1].split()) if len(body.split()) > 1 else ""
     try:
         return _render(page, index, text)
     except Refused as exc:
         page.error(index, f"value {text!r}: {exc}")
-        return "", None
+        return None
     except _Recorded:
-        return "", None
+        return None
 
 
 class _Recorded(Exception):
     """page.lookup already recorded the error (or a skip for an unreadable set)."""
 
 
-def _render(page: PageState, index: int, text: str) -> tuple[str, ShownClaim]:
+def _render(page: PageState, index: int, text: str) -> tuple[str, str | None]:
     asked = generated(text)
     sig = sig_digits(asked.sig)
     text, derive, within = asked.query, asked.derive, asked.within
@@ -89,7 +89,7 @@ def _render(page: PageState, index: int, text: str) -> tuple[str, ShownClaim]:
     if within is not None:
         _bound(sample, within)
     shown = html.escape(grouped(figure(sample, "the figure", sig)), quote=False)  # a transcript's text is data
-    return shown, ShownClaim(None, None, (resolved[0][0].name, resolved[0][1]), unit=unit, unit_known=known)
+    return shown, (unit or "") if known else None
 
 
 def _bound(sample: Sample, within: Transform) -> None:
