@@ -95,10 +95,18 @@ def course_lessons(lesson_pages: Iterable[str]) -> list[str]:
     return sorted(p for p in lesson_pages if p != "" and not p.startswith("reference/"))
 
 
-def dcl_ratios(dcl_ms: dict[str, float], lessons: Iterable[str]) -> dict[str, float]:
-    """Each page's DOMContentLoaded (`dcl_ms`, by URL path) over the lightest of `lessons`' in the same run."""
-    lightest = min(dcl_ms[p] for p in lessons)
-    return {p: round(ms / lightest, 2) for p, ms in dcl_ms.items()}
+def dcl_ratios(dcl_ms: dict[str, float], lessons: Iterable[str],
+               rounds: dict[str, list[float]] | None = None) -> dict[str, float]:
+    """Each page's DOMContentLoaded (`dcl_ms`, medians by URL path) over that of the lightest of `lessons`
+    (the smallest median) in the same run. With `rounds` (each page's loads, round by round, the pages
+    loaded in turn within a round), the ratios are paired: the median over rounds of a page's load over
+    the lightest's in the same round, so a slow moment of a shared machine, which falls on one round,
+    weighs on both sides of its ratio."""
+    lightest = min(lessons, key=lambda p: dcl_ms[p])
+    if rounds is None:
+        return {p: round(ms / dcl_ms[lightest], 2) for p, ms in dcl_ms.items()}
+    return {p: round(statistics.median(a / b for a, b in zip(rounds[p], rounds[lightest], strict=True)), 2)
+            for p in dcl_ms}
 
 
 def weights(site: Path) -> dict:
@@ -132,7 +140,8 @@ _DCL_ENDED_JS = "() => performance.getEntriesByType('navigation')[0].domContentL
 
 
 def browser_timings(site: Path, paths: list[str], rounds: int, lcp: bool = True) -> dict[str, dict[str, float | None]]:
-    """Median DOMContentLoaded and largest paint (ms) of each page, pages alternating round by round.
+    """Median DOMContentLoaded and largest paint (ms) of each page, pages alternating round by round, and
+    each page's DOMContentLoaded in each round (`dcl_rounds`, in order).
     With `lcp` false, only DOMContentLoaded: read as soon as its handlers have run (polled), without
     waiting for the page's load or a paint."""
     from playwright.sync_api import sync_playwright
@@ -164,7 +173,8 @@ def browser_timings(site: Path, paths: list[str], rounds: int, lcp: bool = True)
             browser.close()
     finally:
         server.shutdown()
-    return {p: {k: (round(statistics.median(v), 1) if v else None) for k, v in s.items()} for p, s in samples.items()}
+    return {p: {k: (round(statistics.median(v), 1) if v else None) for k, v in s.items()} | {"dcl_rounds": s["dcl"]}
+            for p, s in samples.items()}
 
 
 def measure(site: Path, rounds: int, browser: bool = True) -> dict:
@@ -173,10 +183,11 @@ def measure(site: Path, rounds: int, browser: bool = True) -> dict:
         timed = browser_timings(site, list(result["pages"]), rounds)
         for path, figures in timed.items():
             result["pages"][path].update(dcl_ms=figures["dcl"], lcp_ms=figures["lcp"])
+        per_round = {p: f["dcl_rounds"] for p, f in timed.items()}
         lessons = [p for p, f in result["pages"].items() if f["lesson"]]
         course = course_lessons(lessons)
         if course:
-            ratios = dcl_ratios({p: result["pages"][p]["dcl_ms"] for p in lessons}, course)
+            ratios = dcl_ratios({p: result["pages"][p]["dcl_ms"] for p in lessons}, course, per_round)
             for p in lessons:
                 result["pages"][p]["dcl_ratio"] = ratios[p]
             result["lightest_lesson"] = min(course, key=lambda p: result["pages"][p]["dcl_ms"])

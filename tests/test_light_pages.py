@@ -77,18 +77,26 @@ def test_the_search_index_holds_at_most_60_kb_per_lesson_page(built_site: Path):
 def test_each_lesson_loads_within_1_5x_of_the_lightest_lesson(built_site: Path):
     """Issue 29: DOMContentLoaded of each lesson in Chromium at 390 px with the CPU slowed 4x, as
     scripts/page_weight.py measures it (a fresh context a load, no cache): lessons loaded in turn,
-    round after round, so a slow moment of a shared machine falls on each alike; each figure is
-    the median of its rounds, and each over the lightest lesson's in this run at most 1.5x."""
+    round after round. Each lesson's ratio is paired by round: the median over rounds of its load
+    over the lightest lesson's (the smallest median) in the same round, so a slow moment of a shared
+    machine weighs on both sides of a ratio; each at most 1.5x."""
     assert page_weight.DCL_BUDGET == DCL_BUDGET
     lessons = page_weight.course_lessons(page_weight.lesson_paths(built_site))
     assert {"day27-global-reduction/", "day62-racecheck/", "deeper-weak-behaviours/"} <= set(lessons)
     timings = page_weight.browser_timings(built_site, lessons, DCL_ROUNDS, lcp=False)
     dcl = {path: t["dcl"] for path, t in timings.items()}
-    ratios = page_weight.dcl_ratios(dcl, lessons)
+    ratios = page_weight.dcl_ratios(dcl, lessons, {path: t["dcl_rounds"] for path, t in timings.items()})
     figures = {f"/{p}": f"{dcl[p]:,.0f} ms, {ratios[p]:.2f}x" for p in lessons}
     print(f"DOMContentLoaded at 390 px, CPU 4x slower, medians of {DCL_ROUNDS} rounds: {figures}")
-    assert min(ratios.values()) == 1.0
+    assert 1.0 in ratios.values()  # the lightest over itself (another may fall below it, round by round)
     assert {p: r for p, r in ratios.items() if r > DCL_BUDGET} == {}, figures
+
+
+def test_the_ratios_are_paired_by_round():
+    """A slow round weighs on both sides of its ratio: 3.0x by the medians, 1.5x paired."""
+    dcl, rounds = {"a/": 100.0, "b/": 300.0}, {"a/": [100.0, 300.0, 100.0], "b/": [300.0, 310.0, 150.0]}
+    assert page_weight.dcl_ratios(dcl, ["a/", "b/"]) == {"a/": 1.0, "b/": 3.0}
+    assert page_weight.dcl_ratios(dcl, ["a/", "b/"], rounds) == {"a/": 1.0, "b/": 1.5}
 
 
 _SUMMARY_RE = re.compile(r"""<details\ class="abstract\ lk-transcript"[^>]*>\n<summary>(?P<text>[^<]*)</summary>""",

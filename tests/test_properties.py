@@ -348,14 +348,6 @@ def test_page_processing_reports_instead_of_raising(parts):
 
 # -- fast paths that must say what their plain definitions say ---------------------------------------
 
-@given(st.lists(st.sampled_from(["a", "`x`", "&amp;", "&#8203;", "<br>", "<i>", "\u200b", "\u00e9", " ", "``y``",
-                                 "&nosuch;", "<"]), max_size=12).map("".join))
-def test_the_visible_text_alone_is_the_text_visible_gives(text):
-    from lessonkit.pages.markdowntext import visible, visible_text
-    shown, where = visible(text)
-    assert visible_text(text) == shown and len(where) == len(shown)
-
-
 # The page checks read a page in time linear in its length (tests/test_fuzz.py times a megabyte): each
 # fast path below is held to the plain definition it replaced, which read line by line or tried a
 # regular expression at every place.
@@ -370,8 +362,8 @@ def test_code_spans_are_those_the_regular_expression_finds(text):
     assert code_spans(text) == [m.span() for m in CODE_SPAN_RE.finditer(text)]
 
 
-def _visible_by_regex(text: str) -> tuple[str, list[int]]:
-    """visible() as it was first written: one regular expression, every form tried at every place."""
+def _visible_by_regex(text: str) -> str:
+    """visible_text() as it was first written: one regular expression, every form tried at every place."""
     import html
     import re
 
@@ -383,34 +375,28 @@ def _visible_by_regex(text: str) -> tuple[str, list[int]]:
           | (?P<link>\[(?=[^\]]*\]\([^()]*\))|\]\([^()]*\)) | (?P<tag><[^<>]*>) | (?P<mark>[*_`\\])
           | (?P<ref>{CHAR_REF_RE.pattern}) | (?P<other>[^\x00-\x7f])""", re.VERBOSE)
     shown: list[str] = []
-    where: list[int] = []
     i = 0
     for m in token.finditer(text):
         shown.append(text[i:m.start()])
-        where.extend(range(i, m.start()))
         i = m.end()
         kind = m.lastgroup
         if kind == "code":
             ticks = len(m.group("ticks"))
             shown.append(text[m.start() + ticks:m.end() - ticks])
-            where.extend(range(m.start() + ticks, m.end() - ticks))
         elif kind == "ref" and len(html.unescape(m.group())) == 1 and not is_invisible(html.unescape(m.group())):
             shown.append(html.unescape(m.group()))
-            where.append(m.start())
         elif kind == "tag" and _BREAKING_TAG_RE.match(m.group()) or kind == "other" and not is_invisible(m.group()):
             shown.append(" " if kind == "tag" else m.group())
-            where.append(m.start())
     shown.append(text[i:])
-    where.extend(range(i, len(text)))
-    return "".join(shown), where
+    return "".join(shown)
 
 
 @settings(max_examples=1000)
 @given(st.one_of(st.lists(st.sampled_from(_PAGE_ALPHABET), max_size=24).map("".join),
                  st.lists(st.sampled_from(["[", "]", "(", ")", "![", "](", "a", "*", "`"]), max_size=24).map("".join)))
 def test_the_visible_text_is_what_one_regular_expression_finds(text):
-    from lessonkit.pages.markdowntext import visible
-    assert visible(text) == _visible_by_regex(text)
+    from lessonkit.pages.markdowntext import visible_text
+    assert visible_text(text) == _visible_by_regex(text)
 
 
 def _lines(parts: list[tuple[str, bool]]):

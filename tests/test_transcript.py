@@ -9,7 +9,7 @@ from conftest import RACE, REPO
 from lessonkit.errors import LessonError
 from lessonkit.evidence.jsontranscript import parse_json_transcript
 from lessonkit.evidence.spec import load_spec
-from lessonkit.evidence.transcript import iter_summary_mentions, parse_summary, parse_transcript
+from lessonkit.evidence.transcript import parse_summary, parse_transcript
 
 DAY62 = load_spec(REPO / "code", "day62-racecheck").harness
 
@@ -329,12 +329,6 @@ def test_continuation_without_report():
     with pytest.raises(LessonError) as info:
         parse_transcript("=========     and Read access at k+0x1 in a.cu:1 [1 hazard]\n", "r.txt")
     assert str(info.value).startswith("r.txt:1: race continuation")
-
-
-def test_summary_mentions_in_prose():
-    text = "ends with `RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)`; the ERROR SUMMARY: line"
-    found = [m[2] for m in iter_summary_mentions(text)]
-    assert found == ["RACECHECK SUMMARY: 2 hazards displayed (1 error, 1 warning)", None]
 
 
 def test_json_transcript():

@@ -9,7 +9,6 @@ output is interleaved with the tool's.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
@@ -292,16 +291,6 @@ def parse_summary(text: str) -> tuple[str, tuple[tuple[str, int], ...]] | None:
             return m.group(0), tuple((name, int(m.group(group))) for name, group in names
                                      if m.group(group) is not None)
     return None
-
-
-def iter_summary_mentions(text: str) -> Iterator[tuple[int, int, str | None]]:
-    """(start, end, canonical text or None if unreadable) for each summary mention in `text`."""
-    for m in _ANY_SUMMARY_RE.finditer(text):
-        parsed = parse_summary(text[m.start():])
-        if parsed and text.startswith(parsed[0], m.start()):
-            yield m.start(), m.start() + len(parsed[0]), parsed[0]
-        else:
-            yield m.start(), m.end(), None
 
 
 def common_indent(lines: tuple[str, ...]) -> int:

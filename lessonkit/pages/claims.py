@@ -258,72 +258,99 @@ def _span(sample: Sample) -> tuple[str, str, list[Decimal]] | None:
 
 
 def _problem(claim: ClaimValue, sample: Sample) -> str | None:
-    values = sample.values
-    # The common case first, with nothing worked out for a message: every value agrees.
+    if _holds_at_a_glance(claim, sample):  # the common case, with nothing worked out for a message
+        return None
+    said = _Said(sample)
+    if claim.kind == "exact":
+        return _exact_problem(claim, sample, said)
+    if said.span is None:
+        bad = next(f for f in sample.values if number(f.text) is None)
+        at = sample.at(bad)
+        kind = "a range" if claim.kind == "range" else "a rounded figure"
+        return f"is {kind}, but {said.where} gives {bad.text!r}{f' ({at})' if at else ''}, which is not a number"
+    if claim.kind == "rounded":
+        return _rounded_problem(claim, said)
+    return _range_problem(claim, sample, said)
+
+
+def _holds_at_a_glance(claim: ClaimValue, sample: Sample) -> bool:
+    """Whether every value agrees with an exact claim (not a timing) or lies in a rounded one that is not
+    too loose."""
     if claim.kind == "exact" and not sample.timing:
         wanted = _wanted(claim.text, claim.separated)
-        if all(f.text == wanted for f in values):
-            return None
-    elif claim.kind == "rounded":
-        numbers = [number(f.text) for f in values]
-        if all(n is not None and claim.low <= n < claim.high for n in numbers) \
-                and claim.unit <= allowed_width(claim, numbers)[0]:  # type: ignore[arg-type]
-            return None
-    where = sample.where()
-    span = _span(sample)
-    distinct = list(dict.fromkeys(f.text for f in values))
-    if len(values) == 1:
-        gives = f"{where} says {values[0].text!r}"
-    elif len(distinct) == 1:
-        gives = f"{where} all say {values[0].text!r}"
-    else:
-        gives = f"{where} give {span[0]} to {span[1]}" if span else ""
-    if claim.kind == "exact":
-        wanted = _wanted(claim.text, claim.separated)
-        if sample.timing and span is not None:
-            return (f"is a timing, which changes from run to run even when nothing else does; quote it "
-                    f"rounded (~V) or as a range (LOW{EN_DASH}HIGH): {gives}")
-        if all(f.text == wanted for f in values):
-            return None
-        hint = _dash_hint(claim.text)
-        if len(distinct) == 1:
-            first = values[0]
-            at = sample.at(first)
-            if len(values) == 1:
-                return f"disagrees with {where}; it says {first.text!r}{f' ({at})' if at else ''}{hint}"
-            return f"disagrees with {where}; each says {first.text!r} ({at}){hint}"
-        if span is not None:
-            odd = next((f for f in values if f.text != wanted), values[0])
-            named = f" ({sample.at(odd)} says {odd.text!r})" if sample.sessions > 1 else ""
-            return f"varies across {where}: {span[0]} to {span[1]}{named}; quote a range{hint}"
-        shown = ", ".join(repr(t) for t in distinct[:4]) + (", …" if len(distinct) > 4 else "")
-        return f"varies across {where}: {shown}; no one value holds for all of them"
-    kind = "a range" if claim.kind == "range" else "a rounded figure"
-    if span is None:
-        bad = next(f for f in values if number(f.text) is None)
-        at = sample.at(bad)
-        return f"is {kind}, but {where} gives {bad.text!r}{f' ({at})' if at else ''}, which is not a number"
-    numbers = span[2]
+        return all(f.text == wanted for f in sample.values)
     if claim.kind == "rounded":
-        if not all(claim.low <= n < claim.high for n in numbers):
-            return f"does not hold: {gives}; {claim.text} means {claim.meaning()}"
-        widest, spread = allowed_width(claim, numbers)
-        if claim.unit > widest:
-            return (f"is too loose: {claim.text} admits {claim.meaning()}, {show_number(claim.unit)} wide, and a "
-                    f"rounded figure may admit at most {show_number(widest)} here, as a range may "
-                    f"({_width_rule(claim, spread)}); write it with two significant digits, or as a range; {gives}")
+        numbers = [number(f.text) for f in sample.values]
+        return all(n is not None and claim.low <= n < claim.high for n in numbers) \
+            and claim.unit <= allowed_width(claim, numbers)[0]  # type: ignore[arg-type]
+    return False
+
+
+class _Said:
+    """What a run's recordings say, for a message: where they are, their span and distinct texts, and
+    `gives`, the words that say it."""
+
+    def __init__(self, sample: Sample) -> None:
+        values = sample.values
+        self.where = sample.where()
+        self.span = _span(sample)
+        self.distinct = list(dict.fromkeys(f.text for f in values))
+        if len(values) == 1:
+            self.gives = f"{self.where} says {values[0].text!r}"
+        elif len(self.distinct) == 1:
+            self.gives = f"{self.where} all say {values[0].text!r}"
+        else:
+            self.gives = f"{self.where} give {self.span[0]} to {self.span[1]}" if self.span else ""
+
+
+def _exact_problem(claim: ClaimValue, sample: Sample, said: _Said) -> str | None:
+    values, where, span = sample.values, said.where, said.span
+    wanted = _wanted(claim.text, claim.separated)
+    if sample.timing and span is not None:
+        return (f"is a timing, which changes from run to run even when nothing else does; quote it "
+                f"rounded (~V) or as a range (LOW{EN_DASH}HIGH): {said.gives}")
+    if all(f.text == wanted for f in values):
         return None
+    hint = _dash_hint(claim.text)
+    if len(said.distinct) == 1:
+        first = values[0]
+        at = sample.at(first)
+        if len(values) == 1:
+            return f"disagrees with {where}; it says {first.text!r}{f' ({at})' if at else ''}{hint}"
+        return f"disagrees with {where}; each says {first.text!r} ({at}){hint}"
+    if span is not None:
+        odd = next((f for f in values if f.text != wanted), values[0])
+        named = f" ({sample.at(odd)} says {odd.text!r})" if sample.sessions > 1 else ""
+        return f"varies across {where}: {span[0]} to {span[1]}{named}; quote a range{hint}"
+    shown = ", ".join(repr(t) for t in said.distinct[:4]) + (", …" if len(said.distinct) > 4 else "")
+    return f"varies across {where}: {shown}; no one value holds for all of them"
+
+
+def _rounded_problem(claim: ClaimValue, said: _Said) -> str | None:
+    numbers = said.span[2]  # type: ignore[index]
+    if not all(claim.low <= n < claim.high for n in numbers):
+        return f"does not hold: {said.gives}; {claim.text} means {claim.meaning()}"
+    widest, spread = allowed_width(claim, numbers)
+    if claim.unit > widest:
+        return (f"is too loose: {claim.text} admits {claim.meaning()}, {show_number(claim.unit)} wide, and a "
+                f"rounded figure may admit at most {show_number(widest)} here, as a range may "
+                f"({_width_rule(claim, spread)}); write it with two significant digits, or as a range; {said.gives}")
+    return None
+
+
+def _range_problem(claim: ClaimValue, sample: Sample, said: _Said) -> str | None:
+    values, numbers = sample.values, said.span[2]  # type: ignore[index]
     outside = [f for f, n in zip(values, numbers) if not claim.low <= n <= claim.high]
     if outside:
         if len(values) == 1:
             at = sample.at(values[0])
-            return f"does not hold: {gives}{f' ({at})' if at else ''}"
-        return f"does not hold: {gives}; {outside[0].text} ({sample.at(outside[0])}) is outside it"
+            return f"does not hold: {said.gives}{f' ({at})' if at else ''}"
+        return f"does not hold: {said.gives}; {outside[0].text} ({sample.at(outside[0])}) is outside it"
     widest, spread = allowed_width(claim, numbers)
     width = claim.high - claim.low
     if width > widest:
         return (f"is too loose: it is {show_number(width)} wide, and a range may be at most "
-                f"{show_number(widest)} wide here ({_width_rule(claim, spread)}); {gives}")
+                f"{show_number(widest)} wide here ({_width_rule(claim, spread)}); {said.gives}")
     return None
 
 

@@ -1,7 +1,6 @@
-"""The text a reader sees of a line of Markdown, with each character's column on the page (`visible`):
-for the rules that read the words next to a claim in the page's source (a unit after it, the edges
-of its value), a table's labels, and the source map back from the rendered page. What the page as a
-whole shows is read from its HTML (lessonkit.pages.readertext).
+"""The text a reader sees of a line of Markdown (`visible_text`), for the source map back from the
+rendered page to the line an error names (lessonkit.pages.sourcemap). What the page shows is read
+from its HTML (lessonkit.pages.readertext).
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ from lessonkit.pages.fold import is_invisible
 from lessonkit.pages.scan import CodeSpans
 
 CHAR_REF_RE = re.compile(r"""&(?:\#[xX][0-9a-fA-F]{1,6}|\#[0-9]{1,7}|[A-Za-z][A-Za-z0-9]{1,31});""")
-# Everything visible() treats specially, tried in this order at each place; the rest is plain text.
+# Everything visible_text treats specially, tried in this order at each place; the rest is plain text.
 # A backtick is a mark unless a code span opens there (CodeSpans.opened).
 # An image `![ALT](TARGET)` (ALT up to the first ']'), a link's '[' (when its ']' is followed by a
 # target) and a link's `](TARGET)` start where _TOKEN_RE finds `![`, `[` or `](`, and are read by
@@ -34,16 +33,44 @@ _TOKEN_NO_LINK_START_RE = re.compile(r"""[<*_`\\&]|[^\x00-\x7f]""")  # where one
 _BREAKING_TAG_RE = re.compile(r"""</?(?:br|td|th|tr|p|div|li|dt|dd|h[1-6]|hr|table|pre|blockquote)\b""", re.IGNORECASE)
 
 
-def visible(text: str) -> tuple[str, list[int]]:
-    """The text a reader sees of a line (markup dropped, references decoded, code spans as typed),
-    and each character's column."""
-    where: list[int] = []
-    return _visible(text, where), where
-
-
 def visible_text(text: str) -> str:
-    """visible(text)'s text alone (no columns worked out)."""
-    return _visible(text, None)
+    """The text a reader sees of a line: markup dropped, references decoded, code spans as typed."""
+    shown: list[str] = []
+    i = 0  # the end of the last token: the plain text from here on is shown as it is
+    ticks = CodeSpans(text) if "`" in text else None
+    links = _Links(text) if "[" in text or "](" in text else None
+    m = _TOKEN_RE.search(text)
+    while m is not None:
+        kind, end = m.lastgroup, m.end()
+        if links is not None and kind in ("image", "link"):
+            if kind == "link" and m.group() == "[":
+                found = links.after(m.start() + 1)
+                end = m.end() if found != -1 else -1  # the '[' alone: its ']' and target follow
+            else:
+                end = links.after(m.start() + 2) if kind == "image" else links.target(m.start())
+            if end == -1:  # not a link or an image: shown as typed
+                m = links.next_token(m.start() + 1, kind)
+                continue
+        shown.append(text[i:m.start()])  # plain text up to the token, in one piece
+        i = end
+        if ticks is not None and m.group() == "`":
+            code = ticks.opened(m.start())
+            if code is None:  # no span opens in the rest of the run: each backtick is a mark
+                i = ticks.run_end(m.start())
+            else:  # the backticks before the span's are marks; the span shows its text as typed
+                start, i, width = code
+                shown.append(text[start + width:i - width])
+        elif kind == "ref":
+            char = html.unescape(m.group())
+            if len(char) == 1 and not is_invisible(char):
+                shown.append(char)
+        elif kind == "tag" and _BREAKING_TAG_RE.match(m.group()):
+            shown.append(" ")
+        elif kind == "other" and not is_invisible(m.group()):
+            shown.append(m.group())
+        m = _TOKEN_RE.search(text, i)
+    shown.append(text[i:])
+    return "".join(shown)
 
 
 _TARGET_RE = re.compile(r"""[^()]*\)""")
@@ -87,62 +114,3 @@ class _Links:
             close = self.text.find("]", at)
             self._close = (at, close)
         return -1 if close == -1 else self.target(close)
-
-
-def _visible(text: str, where: list[int] | None) -> str:
-    shown: list[str] = []
-    i = 0  # the end of the last token: the plain text from here on is shown as it is
-    ticks = CodeSpans(text) if "`" in text else None
-    links = _Links(text) if "[" in text or "](" in text else None
-    m = _TOKEN_RE.search(text)
-    while m is not None:
-        kind, end = m.lastgroup, m.end()
-        if links is not None and kind in ("image", "link"):
-            if kind == "link" and m.group() == "[":
-                found = links.after(m.start() + 1)
-                end = m.end() if found != -1 else -1  # the '[' alone: its ']' and target follow
-            else:
-                end = links.after(m.start() + 2) if kind == "image" else links.target(m.start())
-            if end == -1:  # not a link or an image: shown as typed
-                m = links.next_token(m.start() + 1, kind)
-                continue
-        if m.start() > i:  # plain text up to the token, in one piece
-            shown.append(text[i:m.start()])
-            if where is not None:
-                where.extend(range(i, m.start()))
-        i = end
-        at: int | range | None = None
-        if ticks is not None and m.group() == "`":
-            code = ticks.opened(m.start())
-            if code is None:  # no span opens in the rest of the run: each backtick is a mark
-                i = ticks.run_end(m.start())
-            else:  # the backticks before the span's are marks; the span shows its text as typed
-                start, i, width = code
-                shown.append(text[start + width:i - width])
-                at = range(start + width, i - width)
-        elif kind == "ref":
-            char = html.unescape(m.group())
-            if len(char) == 1 and not is_invisible(char):
-                shown.append(char)
-                at = m.start()
-        elif kind == "tag" and _BREAKING_TAG_RE.match(m.group()):
-            shown.append(" ")
-            at = m.start()
-        elif kind == "other" and not is_invisible(m.group()):
-            shown.append(m.group())
-            at = m.start()
-        if where is not None and at is not None:
-            if isinstance(at, range):
-                where.extend(at)
-            else:
-                where.append(at)
-        m = _TOKEN_RE.search(text, i)
-    if i < len(text):
-        shown.append(text[i:])
-        if where is not None:
-            where.extend(range(i, len(text)))
-    return "".join(shown)
-
-
-# -- tables written in HTML ---------------------------------------------------------------------
-

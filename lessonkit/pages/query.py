@@ -239,27 +239,8 @@ def keyed(ev: EvidenceSet, group: str, query: str) -> list[tuple[tuple[tuple[tup
 
 def _resolve(ev: EvidenceSet, group: str | None, query: str) -> Sample:
     q = parse_query(query)
-    manifest = f"{ev.shown}/manifest.json"
     if group is None:
-        if not q.is_value:
-            raise QueryError(f"set {ev.name!r} has no collections; name a run as {ev.name}/NAME")
-        # The set's own values: its build, what every session shares, and how many sessions it keeps.
-        values = {"arch": ev.arch, "build": ev.build, "sessions": len(ev.sessions), **ev.provenance}
-        if q.name in values:
-            return Sample((Found(show(values[q.name]), manifest),), ev.name, 1, q.timing)
-        per_session = [(s, s.provenance.get(q.name, _ABSENT)) for s in ev.sessions.values()]
-        if all(v is _ABSENT for _, v in per_session):
-            known = set(values) | {k for s in ev.sessions.values() for k in s.provenance if _scalar(s.provenance[k])}
-            raise QueryError(f"set {ev.name!r} records no {q.name!r}; it records: {_known(known)}")
-        missing = [s.id for s, v in per_session if v is _ABSENT]
-        if missing:
-            raise QueryError(f"{q.name!r} is recorded in some sessions of set {ev.name!r} and not in "
-                             f"{', '.join(missing)}; a claim on it holds for every session")
-        if not all(_scalar(v) for _, v in per_session):
-            raise QueryError(f"{q.name!r} of set {ev.name!r} is not one value a session; a page quotes its "
-                             "values, not a structure")
-        found = tuple(Found(show(v), f"{manifest} ({s.label()})", session_id=s.id) for s, v in per_session)
-        return Sample(found, ev.name, len(found), q.timing, sessions=len(found), per_session=True)
+        return _set_value(ev, q)
     names = ev.recordings(group)
     sessions = len({ev.entries[n].session for n in names})
     if q.is_value:
@@ -269,32 +250,73 @@ def _resolve(ev: EvidenceSet, group: str | None, query: str) -> Sample:
     paths, indexes = _group_indexes(ev, group, q.name)
     _checked_filters(ev, group, q, indexes)
     found_list: list[Found] = []
-    filters, wanted, wildcard = q.filters or (), q.field, q.wildcard
-    kernel = next((v for k, v in filters if k == KERNEL and v != WILDCARD), None) if q.count else None
     for name, path, index in zip(names, paths, indexes):
-        note, sid = session_note(ev, name), ev.session_of(name).id
-        chosen = index.select(filters)
-        if q.count:
-            if not chosen and kernel is not None and kernel not in (named := launched(ev.transcript(name))):
-                raise NotLaunched(f"{q.selection()} counts the records of kernel {kernel!r}, which {path} never "
-                                  f"names: the run did not launch it there (it names {_known(named)}), so a "
-                                  f"count of 0 says nothing about {kernel}; cite a run that launched it")
-            found_list.append(Found(str(len(chosen)), path, session=note, session_id=sid))
-            continue
-        if not wildcard and len(chosen) != 1:
-            raise QueryError(f"{q.selection()} selects {len(chosen)} records in {path}, not exactly one; "
-                             "add filters that single one out, or write KEY=* to claim every record it selects")
-        records = index.records
-        for i in chosen:
-            record = records[i]
-            if wanted not in record:
-                raise QueryError(f"records of {q.name!r} in {path} have no field {q.field!r}; they have: "
-                                 f"{_known(k for k in record if not k.startswith('_'))}")
-            found_list.append(Found(show(record[wanted]), path, record.get("_line"), note, sid))
+        found_list += _records_found(ev, name, path, index, q)
     if not found_list:
         where = ev.transcript_path(names[0]) if len(names) == 1 else f"{len(names)} recordings of {group}"
         raise QueryError(f"{q.selection()} selects no record in {where}")
     return Sample(tuple(found_list), group, len(names), q.timing, sessions=sessions)
+
+
+def _set_value(ev: EvidenceSet, q: Query) -> Sample:
+    """A value of the set itself: its build, what every session shares, how many sessions it keeps, or a
+    provenance value that each session records (one value a session)."""
+    manifest = f"{ev.shown}/manifest.json"
+    if not q.is_value:
+        raise QueryError(f"set {ev.name!r} has no collections; name a run as {ev.name}/NAME")
+    values = {"arch": ev.arch, "build": ev.build, "sessions": len(ev.sessions), **ev.provenance}
+    if q.name in values:
+        return Sample((Found(show(values[q.name]), manifest),), ev.name, 1, q.timing)
+    per_session = _per_session(ev, q, values)
+    found = tuple(Found(show(v), f"{manifest} ({s.label()})", session_id=s.id) for s, v in per_session)
+    return Sample(found, ev.name, len(found), q.timing, sessions=len(found), per_session=True)
+
+
+def _per_session(ev: EvidenceSet, q: Query, values: dict[str, Any]) -> list[tuple[Any, Any]]:
+    """(session, value) of a provenance value every session records, one value each; QueryError otherwise."""
+    per_session = [(s, s.provenance.get(q.name, _ABSENT)) for s in ev.sessions.values()]
+    if all(v is _ABSENT for _, v in per_session):
+        known = set(values) | {k for s in ev.sessions.values() for k in s.provenance if _scalar(s.provenance[k])}
+        raise QueryError(f"set {ev.name!r} records no {q.name!r}; it records: {_known(known)}")
+    missing = [s.id for s, v in per_session if v is _ABSENT]
+    if missing:
+        raise QueryError(f"{q.name!r} is recorded in some sessions of set {ev.name!r} and not in "
+                         f"{', '.join(missing)}; a claim on it holds for every session")
+    if not all(_scalar(v) for _, v in per_session):
+        raise QueryError(f"{q.name!r} of set {ev.name!r} is not one value a session; a page quotes its "
+                         "values, not a structure")
+    return per_session
+
+
+def _launched_or_refused(ev: EvidenceSet, name: str, path: str, q: Query) -> None:
+    """NotLaunched when a count of no records names a kernel the recording never names."""
+    kernel = next((v for k, v in q.filters or () if k == KERNEL and v != WILDCARD), None)
+    if kernel is not None and kernel not in (named := launched(ev.transcript(name))):
+        raise NotLaunched(f"{q.selection()} counts the records of kernel {kernel!r}, which {path} never "
+                          f"names: the run did not launch it there (it names {_known(named)}), so a "
+                          f"count of 0 says nothing about {kernel}; cite a run that launched it")
+
+
+def _records_found(ev: EvidenceSet, name: str, path: str, index: Any, q: Query) -> list[Found]:
+    """What query `q` finds in one recording's records: their count, or the field of each record it selects."""
+    note, sid = session_note(ev, name), ev.session_of(name).id
+    filters = q.filters or ()
+    chosen = index.select(filters)
+    if q.count:
+        if not chosen:
+            _launched_or_refused(ev, name, path, q)
+        return [Found(str(len(chosen)), path, session=note, session_id=sid)]
+    if not q.wildcard and len(chosen) != 1:
+        raise QueryError(f"{q.selection()} selects {len(chosen)} records in {path}, not exactly one; "
+                         "add filters that single one out, or write KEY=* to claim every record it selects")
+    found = []
+    for i in chosen:
+        record = index.records[i]
+        if q.field not in record:
+            raise QueryError(f"records of {q.name!r} in {path} have no field {q.field!r}; they have: "
+                             f"{_known(k for k in record if not k.startswith('_'))}")
+        found.append(Found(show(record[q.field]), path, record.get("_line"), note, sid))
+    return found
 
 
 def launched(parsed: Transcript) -> frozenset[str]:

@@ -108,6 +108,62 @@ def render_table(page: PageState, index: int, parts: list[str]) -> str:
 
 
 def _table(page: PageState, index: int, parts: list[str]) -> str:
+    options, cells, sources = _parts(page, index, parts)
+    draw = _Drawing(page, sources, options)
+    for cell in cells:
+        _check_template(cell, draw.display)
+    row_key, row_values = _axis(options["rows"], sources)
+    col_key, col_values = _axis(options["cols"], sources) if "cols" in options else (None, [])
+    head = [html.escape(draw.display.name(row_key), quote=False)]
+    if col_key is None:
+        head += [html.escape(draw.display.name(_field(c)), quote=False) for c in cells]
+        columns = [(None, c) for c in cells]
+    else:
+        head += [draw.label(col_key, v, "a column") for v in col_values]
+        columns = [(v, cells[0]) for v in col_values]
+    body = [[draw.label(row_key, rv, "a row")] + [draw.cell(row_key, rv, col_key, cv, cell) for cv, cell in columns]
+            for rv in row_values]
+    numeric = [all(r[k + 1] == draw.empty or _numeric(r[k + 1]) for r in body) for k in range(len(columns))]
+    lines = ["| " + " | ".join(_escape(h) for h in head) + " |",
+             "| --- | " + " | ".join("---:" if n else "---" for n in numeric) + " |"]
+    lines += ["| " + " | ".join(_escape(c) for c in row) + " |" for row in body]
+    return "\n".join(lines)
+
+
+class _Drawing:
+    """One table being drawn: its sources, their display declarations, `empty=` and `sig=`."""
+
+    def __init__(self, page: PageState, sources: list[_Source], options: dict[str, str]) -> None:
+        self.page, self.sources = page, sources
+        self.display = page.display(sources[0].ev)
+        self.empty = _empty(options.get("empty", "\u2013"))
+        self.sig = sig_digits(options.get("sig"))
+        self.runs = list(dict.fromkeys(source.run for source in sources))
+
+    def label(self, key: str, value: str, what: str) -> str:
+        """A row's or column's label, produced from the evidence."""
+        return _shown(self.page, self.sources, _label(self.display, self.sources, key, value),
+                      f"generated from every recording: a value of the key {key} in "
+                      f"{', '.join('run ' + s.run for s in self.sources)}, {what} of the table")
+
+    def cell(self, row_key: str, rv: str, col_key: str | None, cv: str | None, template: str) -> str:
+        """The cell of row `rv` and column `cv` (None: a column of its own template)."""
+        where = f"({_label(self.display, self.sources, row_key, rv)}" + \
+            ("" if cv is None else f", {_label(self.display, self.sources, col_key, cv)}") + ")"
+        chosen = {row_key: rv} | ({} if cv is None else {col_key: cv})
+        pieces = _cell(self.page, self.sources, chosen, template, where, self.sig)
+        if pieces is None:
+            return self.empty
+        session = chosen.get(SESSION)  # a session's row or column: its recordings alone back the cell
+        backing = self.sources[0].ev if session is None else self.sources[0].ev.view(frozenset({session}))
+        why = for_reader(describe_table(backing, self.runs, _field(template)), self.page.sets, self.page.default_set) + \
+            ("" if session is None else f", session {session} only") + f"; the cell {where}"
+        return _shown_cell(self.page, self.sources, pieces, why)
+
+
+def _parts(page: PageState, index: int, parts: list[str]) -> tuple[dict[str, str], list[str], list[_Source]]:
+    """A table directive's options, its `cell=` templates and its sources; Refused unless it names at
+    least one source, the rows' key and a cell, and at most one cell with `cols=`."""
     options: dict[str, str] = {}
     cells: list[str] = []
     sources: list[_Source] = []
@@ -127,50 +183,23 @@ def _table(page: PageState, index: int, parts: list[str]) -> str:
         raise Refused("say which key makes the rows (rows=KEY) and what a cell shows (cell=FIELD)")
     if "cols" in options and len(cells) > 1:
         raise Refused("with cols=KEY a table shows one cell=; without cols, one column per cell=")
-    display = page.display(sources[0].ev)
-    for cell in cells:
-        _check_template(cell, display)
-    row_key, row_values = _axis(options["rows"], sources)
-    col_key, col_values = _axis(options["cols"], sources) if "cols" in options else (None, [])
-    empty = options.get("empty", "\u2013")
+    return options, cells, sources
+
+
+def _empty(empty: str) -> str:
+    """An `empty=` text; Refused when it states a count or says "not run"."""
     if m := _EMPTY_COUNT_RE.search(empty):
         raise Refused(f"empty={empty!r} states a count ({m.group()!r}) in a cell that selects no record: no record "
                       "is not a count of zero; say what happened, or keep the default empty=\u2013")
     if m := _EMPTY_NOT_RUN_RE.search(empty):
         raise Refused(f"empty={empty!r} says {m.group()!r}: the table writes {NOT_RUN!r} itself in a cell whose run "
                       "never launched its kernel; empty= is for the cells of a kernel the run launched")
-    sig = sig_digits(options.get("sig"))
-    head = [html.escape(display.name(row_key), quote=False)]
-    if col_key is None:
-        head += [html.escape(display.name(_FIELD_RE.search(c).group("field") if "{" in c else c), quote=False)
-                 for c in cells]
-        columns = [(None, c) for c in cells]
-    else:
-        head += [_shown(page, sources, _label(display, sources, col_key, v), f"generated from every recording: a value of the key {col_key} "
-                        f"in {', '.join('run ' + s.run for s in sources)}, a column of the table") for v in col_values]
-        columns = [(v, cells[0]) for v in col_values]
-    body = []
-    runs = list(dict.fromkeys(source.run for source in sources))
-    for rv in row_values:
-        row = [_shown(page, sources, _label(display, sources, row_key, rv), f"generated from every recording: a value of the key {row_key} in "
-                      f"{', '.join('run ' + s.run for s in sources)}, a row of the table")]
-        for cv, cell in columns:
-            where = f"({_label(display, sources, row_key, rv)}" + \
-                ("" if cv is None else f", {_label(display, sources, col_key, cv)}") + ")"
-            chosen = {row_key: rv} | ({} if cv is None else {col_key: cv})
-            pieces = _cell(page, sources, chosen, cell, where, sig)
-            field = _FIELD_RE.search(cell).group("field") if "{" in cell else cell
-            session = chosen.get(SESSION)  # a session's row or column: its recordings alone back the cell
-            backing = sources[0].ev if session is None else sources[0].ev.view(frozenset({session}))
-            why = for_reader(describe_table(backing, runs, field), page.sets, page.default_set) + \
-                ("" if session is None else f", session {session} only") + f"; the cell {where}"
-            row.append(empty if pieces is None else _shown_cell(page, sources, pieces, why))
-        body.append(row)
-    numeric = [all(r[k + 1] == empty or _numeric(r[k + 1]) for r in body) for k in range(len(columns))]
-    lines = ["| " + " | ".join(_escape(h) for h in head) + " |",
-             "| --- | " + " | ".join("---:" if n else "---" for n in numeric) + " |"]
-    lines += ["| " + " | ".join(_escape(c) for c in row) + " |" for row in body]
-    return "\n".join(lines)
+    return empty
+
+
+def _field(cell: str) -> str:
+    """The field a `cell=` shows: its first `{FIELD}`, or the whole of a plain FIELD."""
+    return _FIELD_RE.search(cell).group("field") if "{" in cell else cell
 
 
 def sig_digits(written: str | None) -> int | None:
