@@ -37,6 +37,7 @@ Markdown that holds its text.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Callable, Mapping
@@ -897,108 +898,154 @@ def _figures(text: ReaderText, cited: _Cited, narrative: list[_Narrative], versi
              finder: SourceFinder, report: Any, collect: Collect | None = None) -> None:
     """Figures a reader sees that nothing produced and no phrase declares (an allow-list); `collect`
     hears what backs each other one that no claim produced."""
-    def note(line: Line, m: re.Match[str], what: str) -> None:
-        if collect is None:
-            return
-        generated = what.startswith("generated")
-        run = _RUN_OF_RE.search(what) if generated else None
-        where: Where = line.origin(m.start())
-        if where is None and run is not None and "the cell (" in what:  # a table's cell: the table directive that names its run
-            where = next((k + 1 for k, text in enumerate(finder.lines) if "{{ table" in text
-                          and run.group(1) in text), None)
-        if where is None and not generated:
-            where = finder.figure(m.group(), line.text, m.start(), m.end())
-        if where is None:  # a generated value: its Markdown holds the directive, found by the words before it
-            before = line.text[:m.start()].rstrip()
-            words = [w for w in before.split() if any(c.isalnum() for c in w)][-3:]
-            where = finder.phrase(skeleton(" ".join(words)), " ".join(words)) if words else None
-        if where is None:
-            where = finder.figure(m.group(), line.text, m.start(), m.end())
-        collect(where, m.group(), what)
-
+    audit = _FigureAudit(text, cited, narrative, versions, finder, report, collect)
     for line in text.lines:
-        if line.text.isascii() and not any(c.isdigit() for c in line.text):
-            continue
-        if line.code is not None and _sketch_code(text.blocks[line.code], finder):
-            if collect is not None:
-                for m in FIGURE_RE.finditer(line.text):
-                    note(line, m, "in a code block the reader is told is not the lesson's program")
-            continue  # the reader is told, above the block, that it is not the lesson's program
-        skel = None
-        examples = None
-        phrases: list[tuple[int, int, _Narrative]] = []
+        if not line.text.isascii() or any(c.isdigit() for c in line.text):
+            audit.line(line)
+
+
+def _ends_at(found: re.Match[str] | None, at: int) -> bool:
+    """Whether a search found something that ends just where a figure starts."""
+    return found is not None and found.end() == at
+
+
+class _LineView:
+    """One line as the allow-list reads it, its examples and declared phrases worked out when first asked."""
+
+    def __init__(self, line: Line, narrative: list[_Narrative]) -> None:
+        self.line, self._narrative = line, narrative
+
+    @functools.cached_property
+    def examples(self) -> list[tuple[int, int]]:
+        """Where directives shown as examples, braces and all, stand."""
+        return [(t.start, t.end) for t in tokens(self.line.text)]
+
+    @functools.cached_property
+    def skeleton(self) -> str:
+        return skeleton(self.line.text)
+
+    @functools.cached_property
+    def phrases(self) -> list[tuple[int, int, _Narrative]]:
+        return _phrases_in(self._narrative, self.skeleton)
+
+
+class _FigureAudit:
+    """The allow-list over one page's lines: each figure a reader sees is produced, drawn by the browser,
+    shown in an example, declared, or a recorded toolkit's version; anything else is an error."""
+
+    def __init__(self, text: ReaderText, cited: _Cited, narrative: list[_Narrative], versions: dict[str, set[str]],
+                 finder: SourceFinder, report: Any, collect: Collect | None) -> None:
+        self.text, self.cited, self.narrative, self.versions = text, cited, narrative, versions
+        self.finder, self.report, self.collect = finder, report, collect
+
+    def line(self, line: Line) -> None:
+        if line.code is not None and _sketch_code(self.text.blocks[line.code], self.finder):
+            for m in FIGURE_RE.finditer(line.text):
+                self.note(line, m, "in a code block the reader is told is not the lesson's program")
+            return  # the reader is told, above the block, that it is not the lesson's program
+        view = _LineView(line, self.narrative)
         for m in FIGURE_RE.finditer(line.text):
-            item = line.item(m.start(), m.end())
-            if item is not None:  # a link's text that names the numbered item it leads to, produced or typed
-                problem = _item_problem(line, item, canonical(m.group()))
-                if problem is None:
-                    note(line, m, f"the number the browser draws for the list item its link leads to (#{item.target})")
-                else:
-                    report(line.origin(m.start()) or finder.figure(m.group(), line.text, m.start(), m.end()), problem)
-                continue
-            if line.is_produced(m.start(), m.end()):
-                why = line.backing(m.start(), m.end())
-                if why is not None and why.startswith(("generated", "quoted verbatim")):  # a claim: with its sentence
-                    note(line, m, why)
-                continue
-            numbered = _NUMBERED_ONLY_RE.search(line.text, 0, m.start())
-            if numbered is not None and numbered.end() == m.start():  # no phrase covers "Prediction 4"
-                report(line.origin(m.start()) or finder.figure(m.group(), line.text, m.start(), m.end()),
-                       _numbered_message(line.text[numbered.start():m.end()]))
-                continue
-            if examples is None:
-                examples = [(t.start, t.end) for t in tokens(line.text)]
-            if any(a <= m.start() and m.end() <= b for a, b in examples):
-                note(line, m, "inside a directive shown as an example, braces and all")
-                continue
-            if skel is None:
-                skel = skeleton(line.text)
-                phrases = _phrases_in(narrative, skel)
-            phrase = _declared(m.start(), m.end(), phrases)
-            if phrase is not None:  # a release the page names on purpose (a later one, cited) is declared so
-                note(line, m, f"the constant {phrase.bound}, read from the program (phrase {phrase.key!r})"
-                     if phrase.bound else f"declared {'by the course' if phrase.course else 'by the page'} "
-                     f"(phrase {phrase.key!r}): {phrase.reason}")
-                continue
-            named, wrong = _toolkit(line.text, skel, m.start(), m.end(), versions)
-            if named and not wrong:
-                note(line, m, "the version of a toolkit an evidence set was recorded with")
-                continue
-            where_line = line.origin(m.start()) or finder.figure(m.group(), line.text, m.start(), m.end())
-            if wrong:
-                report(where_line, wrong + "; if the page names a release it did not record on purpose, "
-                       f"declare the phrase in the front matter: {NARRATIVE}: {{\"{line.text[max(0, m.start() - 20):m.end()].strip()}\": \"why\"}}")
-                continue
-            if named:
-                continue
-            figure = canonical(m.group())
-            said = cited.hint(figure, line.text[max(0, m.start() - 60):m.end() + 60])
-            if line.code is not None and SKETCH_MARK in text.blocks[line.code].title.translate(_APOSTROPHES).lower():
-                said += (f" (a title saying {SKETCH_MARK!r} exempts code, and this block's language is "
-                         f"{_language(text.blocks[line.code], finder) or 'none'}: output and text are read as any "
-                         "text is)")
-            ref = _LINE_REF_RE.search(line.text, 0, m.end())
-            if ref is not None and ref.end() == m.end():
-                report(where_line, f"{ref.group()!r} is a line reference typed by hand, which goes stale when the "
-                       "file's lines move; write it as a claim on what names that line, e.g. "
-                       f"{{{{ {ref.group()} @ RUN:reports[...].location }}}}")
-                continue
-            numbered = _NUMBERED_RE.search(line.text, 0, m.start())
-            if numbered is not None and numbered.end() == m.start():
-                report(where_line, _numbered_message(line.text[numbered.start():m.end()]))
-                continue
-            report(where_line,
-                   f"figure {m.group()!r} is typed, not produced: {said}; write it as a claim, "
-                   f"{{{{ {m.group()} @ RUN:QUERY }}}}, or on the program's constant that fixes it, "
-                   f"{{{{ {m.group()} @ FILE:NAME }}}}, or, if it names or numbers something rather than "
-                   f"measuring it, declare the words around it in the front matter: {NARRATIVE}: "
-                   f'{{"{_around(line.text, m.start(), m.end())}": "why"}}')
-        if not line.text.isascii():
-            odd = next((c for c in line.text if unicodedata.category(c) == "Nd" and not c.isascii()), None)
-            if odd is not None:
-                report(line.origin(line.text.index(odd)) or finder.phrase(skeleton(odd), odd),
-                       f"the digit {odd!r} ({unicodedata.name(odd, 'a digit')}) is of another script: a reader "
-                       f"may read it as another figure; write the figure in the digits 0 to 9")
+            self.figure(view, m)
+        odd = next((c for c in line.text if unicodedata.category(c) == "Nd" and not c.isascii()), None)
+        if odd is not None:
+            self.report(line.origin(line.text.index(odd)) or self.finder.phrase(skeleton(odd), odd),
+                        f"the digit {odd!r} ({unicodedata.name(odd, 'a digit')}) is of another script: a reader "
+                        f"may read it as another figure; write the figure in the digits 0 to 9")
+
+    def note(self, line: Line, m: re.Match[str], what: str) -> None:
+        """Tell `collect` what backs a figure no claim produced, at the page's line that writes it."""
+        if self.collect is not None:
+            self.collect(self._noted_where(line, m, what), m.group(), what)
+
+    def _noted_where(self, line: Line, m: re.Match[str], what: str) -> Where:
+        """The page's line that writes a figure: where its text is written, a generated cell's table
+        directive, a typed figure's line, or a generated value's directive, found by the words before it."""
+        where: Where = line.origin(m.start())
+        if where is None and what.startswith("generated"):
+            where = self._table_line(what)
+        elif where is None:
+            where = self.finder.figure(m.group(), line.text, m.start(), m.end())
+        if where is None:
+            words = [w for w in line.text[:m.start()].split() if any(c.isalnum() for c in w)][-3:]
+            where = self.finder.phrase(skeleton(" ".join(words)), " ".join(words)) if words else None
+        return where or self.finder.figure(m.group(), line.text, m.start(), m.end())
+
+    def _table_line(self, what: str) -> int | None:
+        """A generated table cell's page line: the table directive that names its run."""
+        run = _RUN_OF_RE.search(what)
+        if run is None or "the cell (" not in what:
+            return None
+        return next((k + 1 for k, text in enumerate(self.finder.lines) if "{{ table" in text and run.group(1) in text),
+                    None)
+
+    def figure(self, view: _LineView, m: re.Match[str]) -> None:
+        line = view.line
+        item = line.item(m.start(), m.end())
+        if item is not None:  # a link's text that names the numbered item it leads to, produced or typed
+            self._item(line, m, item)
+        elif line.is_produced(m.start(), m.end()):
+            why = line.backing(m.start(), m.end()) or ""
+            if why.startswith(("generated", "quoted verbatim")):  # a claim: with its sentence
+                self.note(line, m, why)
+        elif _ends_at(numbered := _NUMBERED_ONLY_RE.search(line.text, 0, m.start()), m.start()):
+            # no phrase covers "Prediction 4"
+            self.report(self._where(line, m), _numbered_message(line.text[numbered.start():m.end()]))  # type: ignore[union-attr]
+        elif any(a <= m.start() and m.end() <= b for a, b in view.examples):
+            self.note(line, m, "inside a directive shown as an example, braces and all")
+        elif (phrase := _declared(m.start(), m.end(), view.phrases)) is not None:
+            # a release the page names on purpose (a later one, cited) is declared so
+            self.note(line, m, f"the constant {phrase.bound}, read from the program (phrase {phrase.key!r})"
+                      if phrase.bound else f"declared {'by the course' if phrase.course else 'by the page'} "
+                      f"(phrase {phrase.key!r}): {phrase.reason}")
+        else:
+            self._typed(line, m, view.skeleton)
+
+    def _where(self, line: Line, m: re.Match[str]) -> Where:
+        return line.origin(m.start()) or self.finder.figure(m.group(), line.text, m.start(), m.end())
+
+    def _item(self, line: Line, m: re.Match[str], item: ItemLink) -> None:
+        problem = _item_problem(line, item, canonical(m.group()))
+        if problem is None:
+            self.note(line, m, f"the number the browser draws for the list item its link leads to (#{item.target})")
+        else:
+            self.report(self._where(line, m), problem)
+
+    def _typed(self, line: Line, m: re.Match[str], skel: str) -> None:
+        """A figure typed into the page that nothing declares: a recorded toolkit's version, or an error."""
+        named, wrong = _toolkit(line.text, skel, m.start(), m.end(), self.versions)
+        if named and not wrong:
+            self.note(line, m, "the version of a toolkit an evidence set was recorded with")
+            return
+        where_line = self._where(line, m)
+        if wrong:
+            self.report(where_line, wrong + "; if the page names a release it did not record on purpose, declare the "
+                        f"phrase in the front matter: {NARRATIVE}: "
+                        f"{{\"{line.text[max(0, m.start() - 20):m.end()].strip()}\": \"why\"}}")
+            return
+        if named:
+            return
+        self.report(where_line, self._typed_message(line, m))
+
+    def _typed_message(self, line: Line, m: re.Match[str]) -> str:
+        said = self.cited.hint(canonical(m.group()), line.text[max(0, m.start() - 60):m.end() + 60])
+        block = self.text.blocks[line.code] if line.code is not None else None
+        if block is not None and SKETCH_MARK in block.title.translate(_APOSTROPHES).lower():
+            said += (f" (a title saying {SKETCH_MARK!r} exempts code, and this block's language is "
+                     f"{_language(block, self.finder) or 'none'}: output and text are read as any "
+                     "text is)")
+        ref = _LINE_REF_RE.search(line.text, 0, m.end())
+        if ref is not None and ref.end() == m.end():
+            return (f"{ref.group()!r} is a line reference typed by hand, which goes stale when the "
+                    "file's lines move; write it as a claim on what names that line, e.g. "
+                    f"{{{{ {ref.group()} @ RUN:reports[...].location }}}}")
+        numbered = _NUMBERED_RE.search(line.text, 0, m.start())
+        if _ends_at(numbered, m.start()):
+            return _numbered_message(line.text[numbered.start():m.end()])  # type: ignore[union-attr]
+        return (f"figure {m.group()!r} is typed, not produced: {said}; write it as a claim, "
+                f"{{{{ {m.group()} @ RUN:QUERY }}}}, or on the program's constant that fixes it, "
+                f"{{{{ {m.group()} @ FILE:NAME }}}}, or, if it names or numbers something rather than "
+                f"measuring it, declare the words around it in the front matter: {NARRATIVE}: "
+                f'{{"{_around(line.text, m.start(), m.end())}": "why"}}')
 
 
 def _title(source: str, path: str, skip: int, narrative: list[_Narrative], report: Any) -> None:
