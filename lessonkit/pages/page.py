@@ -20,7 +20,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from lessonkit.evidence.sets import EvidenceSet
@@ -71,23 +71,13 @@ def process_page(markdown: str, path: str, repo: Path, sets: dict[str, EvidenceS
     page = PageState(path, line_offset, repo, sets, set(broken_sets), dict(unrecorded or {}),
                      transcripts=transcripts, sources=sources or Sources())
     page.result.looked_up = sets.names
-    for m in RESERVED_RE.finditer(markdown):  # one error a line: the cause is the same
-        if m.start() == 0 or RESERVED_RE.search(markdown, markdown.rfind("\n", 0, m.start()) + 1, m.start()) is None:
-            page.error(markdown.count("\n", 0, m.start()), f"U+{ord(m.group()):X} is a character of the range "
-                       "lessonkit marks the text it produced with (U+F0000 to U+FFFFF, lessonkit.pages.marks), which "
-                       "a page may not write; delete it")
+    _refuse_marks(page, markdown)
     lines = LineIndex(markdown)
     tokens, unclosed = scan(markdown, lines)
     for u in unclosed:
         page.error(u.line, f"{u.snippet!r} is never closed: no '}}}}' before {u.before(page.offset)}; close it, "
                    "or write \\{{ for literal braces")
-    for token in tokens:
-        if _directive_word(token) == "evidence" and stands_alone(markdown, token):
-            page.default_set = token.body.split(None, 1)[1].strip() if len(token.body.split()) > 1 else ""
-            if (page.default_set not in sets and page.default_set not in page.broken_sets
-                    and page.default_set not in page.unrecorded):
-                page.lookup(token.line, page.default_set)
-    page.result.default_set = page.default_set
+    _default_set(page, markdown, tokens)
     out = _expand(page, markdown, lines, tokens)
     in_fence = fenced(out)
     check_escaped_directives(page, out, in_fence, markdown)
@@ -96,6 +86,26 @@ def process_page(markdown: str, path: str, repo: Path, sets: dict[str, EvidenceS
     if not errors_only:
         page.result.markdown = _marked_markdown(out, in_fence, page.result.marker)
     return page.result
+
+
+def _refuse_marks(page: PageState, markdown: str) -> None:
+    """An error for each line that writes a character of the range the core marks produced text with."""
+    for m in RESERVED_RE.finditer(markdown):  # one error a line: the cause is the same
+        if m.start() == 0 or RESERVED_RE.search(markdown, markdown.rfind("\n", 0, m.start()) + 1, m.start()) is None:
+            page.error(markdown.count("\n", 0, m.start()), f"U+{ord(m.group()):X} is a character of the range "
+                       "lessonkit marks the text it produced with (U+F0000 to U+FFFFF, lessonkit.pages.marks), which "
+                       "a page may not write; delete it")
+
+
+def _default_set(page: PageState, markdown: str, tokens: list[Token]) -> None:
+    """The set the page's `{{ evidence SET }}` names (the last one), looked up when it is no set known."""
+    for token in tokens:
+        if _directive_word(token) == "evidence" and stands_alone(markdown, token):
+            page.default_set = token.body.split(None, 1)[1].strip() if len(token.body.split()) > 1 else ""
+            if (page.default_set not in page.sets and page.default_set not in page.broken_sets
+                    and page.default_set not in page.unrecorded):
+                page.lookup(token.line, page.default_set)
+    page.result.default_set = page.default_set
 
 
 _TAG_RE = re.compile(r"""<[^<>]*>""")
@@ -121,25 +131,38 @@ def _paragraph_code_spans(out: Lines, in_fence: list[bool]) -> dict[int, list[tu
     may run over the paragraph's lines (Python-Markdown reads a block's text whole), so each
     paragraph (lines that are not blank, not in a code block and not a directive's output) is
     scanned at once (lessonkit.pages.scan.CodeSpans) and its spans cut at the line ends."""
-    texts, generated = out.texts, out.generated
+    texts = out.texts
     found: dict[int, list[tuple[int, int]]] = {}
+    for i, j in _paragraphs(out, in_fence):
+        block = "\n".join(texts[i:j])
+        if "`" not in block:
+            continue
+        starts = list(itertools.accumulate((len(t) + 1 for t in texts[i:j - 1]), initial=0))
+        for a, b in code_spans(block):
+            first, last = bisect.bisect_right(starts, a) - 1, bisect.bisect_right(starts, b - 1) - 1
+            for k in range(first, last + 1):
+                found.setdefault(i + k, []).append((max(a - starts[k], 0), min(b - starts[k], len(texts[i + k]))))
+    return found
+
+
+def _paragraphs(out: Lines, in_fence: list[bool]) -> Iterator[tuple[int, int]]:
+    """(first, one past the last) line of each run of lines that are not blank, not in a code block and
+    not a directive's output."""
+    texts, generated = out.texts, out.generated
+
+    def prose(k: int) -> bool:
+        return not in_fence[k] and k not in generated and bool(texts[k].strip())
+
     i, n = 0, len(texts)
     while i < n:
-        if in_fence[i] or i in generated or not texts[i].strip():
+        if not prose(i):
             i += 1
             continue
         j = i
-        while j < n and not in_fence[j] and j not in generated and texts[j].strip():
+        while j < n and prose(j):
             j += 1
-        block = "\n".join(texts[i:j])
-        if "`" in block:
-            starts = list(itertools.accumulate((len(t) + 1 for t in texts[i:j - 1]), initial=0))
-            for a, b in code_spans(block):
-                first, last = bisect.bisect_right(starts, a) - 1, bisect.bisect_right(starts, b - 1) - 1
-                for k in range(first, last + 1):
-                    found.setdefault(i + k, []).append((max(a - starts[k], 0), min(b - starts[k], len(texts[i + k]))))
+        yield i, j
         i = j
-    return found
 
 
 # What Markdown's inline syntax, and the site's extensions (attr_list, tables), read in a paragraph: in a
