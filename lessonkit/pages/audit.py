@@ -946,7 +946,8 @@ class _FigureAudit:
         view = _LineView(line, self.narrative)
         for m in FIGURE_RE.finditer(line.text):
             self.figure(view, m)
-        odd = next((c for c in line.text if unicodedata.category(c) == "Nd" and not c.isascii()), None)
+        odd = None if line.text.isascii() else next(
+            (c for c in line.text if unicodedata.category(c) == "Nd" and not c.isascii()), None)
         if odd is not None:
             self.report(line.origin(line.text.index(odd)) or self.finder.phrase(skeleton(odd), odd),
                         f"the digit {odd!r} ({unicodedata.name(odd, 'a digit')}) is of another script: a reader "
