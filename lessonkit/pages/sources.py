@@ -97,40 +97,54 @@ def parse_sources(text: str) -> Sources:
         return Sources(errors=(_error(1, "must map each work's key to its cite, year, url and figures"),), text=text)
     works, errors = {}, []
     for key_node, value in root.value:
-        line = key_node.start_mark.line + 1
-        key = key_node.value if isinstance(key_node, yaml.ScalarNode) else ""
-        if not key or not isinstance(value, yaml.MappingNode):
-            errors.append(_error(line, f"work {key!r} must map cite, year, url and figures"))
+        try:
+            work = _work(key_node, value, errors)
+        except LessonError as exc:
+            errors.append(exc)
             continue
-        parts = {k.value: v for k, v in value.value if isinstance(k, yaml.ScalarNode)}
-        unknown = sorted(set(parts) - set(_FIELDS))
-        missing = [f for f in ("cite", "url") if not (isinstance(parts.get(f), yaml.ScalarNode)
-                                                           and parts[f].value.strip())]
-        if unknown or missing:
-            said = (f"has no {', '.join(missing)}" if missing else "") + (
-                ("; " if missing else "") + f"has unknown field {', '.join(unknown)} (it may have {', '.join(_FIELDS)})"
-                if unknown else "")
-            errors.append(_error(line, f"work {key!r} {said}"))
-            continue
-        figures: dict[str, Quoted] = {}
-        node = parts.get("figures")
-        if node is not None and not isinstance(node, yaml.MappingNode):
-            errors.append(_error(node.start_mark.line + 1, f"work {key!r}: figures must map each figure's name to "
-                                 "{value: ..., where: ...}"))
-            continue
-        for name_node, figure in (node.value if node is not None else []):
-            at = name_node.start_mark.line + 1
-            entry = {k.value: v.value for k, v in figure.value
-                     if isinstance(k, yaml.ScalarNode) and isinstance(v, yaml.ScalarNode)} if isinstance(
-                figure, yaml.MappingNode) else {}
-            if not str(entry.get("value", "")).strip() or not str(entry.get("where", "")).strip():
-                errors.append(_error(at, f"figure {name_node.value!r} of {key!r} needs a value and where the work "
-                                     "gives it: {value: \"2,888\", where: \"Table 6: ...\"}"))
-                continue
-            figures[name_node.value] = Quoted(str(entry["value"]), str(entry["where"]), at)
-        year = parts["year"].value if isinstance(parts.get("year"), yaml.ScalarNode) else ""
-        works[key] = Work(key, parts["cite"].value, year, parts["url"].value, line, figures)
+        works[work.key] = work
     return Sources(works, tuple(errors), text)
+
+
+def _work(key_node: yaml.Node, value: yaml.Node, errors: list[LessonError]) -> Work:
+    """One entry of the list: a work's cite, year, url and figures (a figure it cannot read is an error
+    in `errors`, the work kept); LessonError naming its line when the work itself cannot be read."""
+    line = key_node.start_mark.line + 1
+    key = key_node.value if isinstance(key_node, yaml.ScalarNode) else ""
+    if not key or not isinstance(value, yaml.MappingNode):
+        raise _error(line, f"work {key!r} must map cite, year, url and figures")
+    parts = {k.value: v for k, v in value.value if isinstance(k, yaml.ScalarNode)}
+    unknown = sorted(set(parts) - set(_FIELDS))
+    missing = [f for f in ("cite", "url") if not (isinstance(parts.get(f), yaml.ScalarNode) and parts[f].value.strip())]
+    if unknown or missing:
+        said = (f"has no {', '.join(missing)}" if missing else "") + (
+            ("; " if missing else "") + f"has unknown field {', '.join(unknown)} (it may have {', '.join(_FIELDS)})"
+            if unknown else "")
+        raise _error(line, f"work {key!r} {said}")
+    year = parts["year"].value if isinstance(parts.get("year"), yaml.ScalarNode) else ""
+    return Work(key, parts["cite"].value, year, parts["url"].value, line, _figures(key, parts.get("figures"), errors))
+
+
+def _figures(key: str, node: yaml.Node | None, errors: list[LessonError]) -> dict[str, Quoted]:
+    """A work's figures, each with its value and where the work gives it; one that lacks either is an
+    error in `errors`; LessonError when they are not a mapping."""
+    if node is None:
+        return {}
+    if not isinstance(node, yaml.MappingNode):
+        raise _error(node.start_mark.line + 1, f"work {key!r}: figures must map each figure's name to "
+                     "{value: ..., where: ...}")
+    figures: dict[str, Quoted] = {}
+    for name_node, figure in node.value:
+        at = name_node.start_mark.line + 1
+        entry = {k.value: v.value for k, v in figure.value
+                 if isinstance(k, yaml.ScalarNode) and isinstance(v, yaml.ScalarNode)} if isinstance(
+            figure, yaml.MappingNode) else {}
+        if not str(entry.get("value", "")).strip() or not str(entry.get("where", "")).strip():
+            errors.append(_error(at, f"figure {name_node.value!r} of {key!r} needs a value and where the work "
+                                 "gives it: {value: \"2,888\", where: \"Table 6: ...\"}"))
+            continue
+        figures[name_node.value] = Quoted(str(entry["value"]), str(entry["where"]), at)
+    return figures
 
 
 def quoted(sources: Sources, ref: str, query: str) -> tuple[Quoted, Work] | str:

@@ -52,24 +52,38 @@ def verdict_records(parsed: Transcript, timed_out: bool, tool: bool,
 def _verdict(findings: list[dict[str, Any]], rows: list[dict[str, Any]], timed_out: bool, tool: bool,
              exit_code: int | None) -> str:
     if findings:
-        said = [_count(sum(r.get("severity") == s for r in findings), s.lower())
-                for s in _SEVERITIES if any(r.get("severity") == s for r in findings)]
-        said += list(dict.fromkeys(r["what"] if "what" in r else f"uninitialized {r['space']} read"
-                                   for r in findings if not r.get("severity") and ("what" in r or "space" in r)))
-        lines = sorted({r["line"] for r in findings if isinstance(r.get("line"), int)})
-        text = ", ".join(said)
-        if lines:
-            text += f" at line{'s' if len(lines) > 1 else ''} {_and([str(n) for n in lines])}"
-        return text + (", then hung" if timed_out else "")
+        return _found(findings) + (", then hung" if timed_out else "")
     if timed_out:
         return "hung"
     if exit_code and not rows:
         return f"failed, exit code {exit_code}"  # the tool or the program stopped before any result
-    if tool:
-        return "silent"
-    wrong = [str(r.get("threads")) for r in rows if r.get("mismatches")]
+    return "silent" if tool else _rows_verdict(rows)
+
+
+def _found(findings: list[dict[str, Any]]) -> str:
+    """What a tool's findings say: a count of each severity, each other finding's kind, and their lines."""
+    severities = [r.get("severity") for r in findings]
+    said = [_count(severities.count(s), s.lower()) for s in _SEVERITIES if s in severities]
+    said += list(dict.fromkeys(_kind(r) for r in findings if not r.get("severity") and _kind(r) is not None))
+    lines = sorted({r["line"] for r in findings if isinstance(r.get("line"), int)})
+    text = ", ".join(said)
+    if lines:
+        text += f" at line{'s' if len(lines) > 1 else ''} {_and([str(n) for n in lines])}"
+    return text
+
+
+def _kind(finding: dict[str, Any]) -> str | None:
+    """What a finding without a severity is: its `what`, or an uninitialized read of its memory space."""
+    if "what" in finding:
+        return finding["what"]
+    return f"uninitialized {finding['space']} read" if "space" in finding else None
+
+
+def _rows_verdict(rows: list[dict[str, Any]]) -> str:
+    """A bare run's verdict from its result rows: right, or wrong at the block sizes with mismatches."""
     if not rows:
         return "-"
+    wrong = [str(r.get("threads")) for r in rows if r.get("mismatches")]
     return f"wrong at {_and(wrong)} threads" if wrong else "right"
 
 
