@@ -1030,7 +1030,7 @@ class _FigureAudit:
     def _typed_message(self, line: Line, m: re.Match[str]) -> str:
         said = self.cited.hint(canonical(m.group()), line.text[max(0, m.start() - 60):m.end() + 60])
         block = self.text.blocks[line.code] if line.code is not None else None
-        if block is not None and SKETCH_MARK in block.title.translate(_APOSTROPHES).lower():
+        if block is not None and _says_sketch(block.title):
             said += (f" (a title saying {SKETCH_MARK!r} exempts code, and this block's language is "
                      f"{_language(block, self.finder) or 'none'}: output and text are read as any "
                      "text is)")
@@ -1138,26 +1138,42 @@ def _recording_links(html: str, sets: Mapping[str, EvidenceSet], finder: SourceF
         if entry is None:
             continue  # a link to a file the evidence does not hold is refused where the page is checked
         text = " ".join(html_unescape(_TAG_RE.sub(" ", m.group("text"))).split())
-        if not text:
-            continue
-        wrong = None
-        others = sorted({g for g in ev.groups if g != entry.group and re.search(
-            rf"(?<![\w-]){re.escape(g)}(?![\w-])", text, re.IGNORECASE)}, key=len, reverse=True)
-        if others and not re.search(rf"(?<![\w-]){re.escape(entry.group)}(?![\w-])", text, re.IGNORECASE):
-            wrong = f"names the run {others[0]!r}, and it opens a recording of {entry.group!r}"
-        for n in _RECORDING_NUMBER_RE.finditer(text):
-            said = _ORDINALS[n.group("ordinal").lower()] if n.group("ordinal") else int(n.group("number") or
-                                                                                      n.group("short"))
-            if said != entry.repeat and wrong is None:
-                wrong = f"names recording {said} ({n.group().strip()!r}), and it opens recording {entry.repeat}"
-        for n in _SESSION_NUMBER_RE.finditer(text):
-            said = int(n.group("number") or n.group("short"))
-            if f"s{said}" != entry.session and wrong is None:
-                wrong = f"names session {said} ({n.group().strip()!r}), and it opens one of session {entry.session}"
+        wrong = (_names_another_run(text, ev, entry) or _names_another_recording(text, entry)
+                 or _names_another_session(text, entry)) if text else None
         if wrong is not None:
             report(finder.phrase(skeleton(text), text),
                    f"the link {text!r} {wrong} ({entry.file} of {ev.name}); make its text say what it opens, or "
                    "link the recording it names")
+
+
+def _named(name: str, text: str) -> bool:
+    return re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text, re.IGNORECASE) is not None
+
+
+def _names_another_run(text: str, ev: EvidenceSet, entry: Any) -> str | None:
+    """Why a link's text names another run of the set than the recording it opens, if it does."""
+    others = sorted({g for g in ev.groups if g != entry.group and _named(g, text)}, key=len, reverse=True)
+    if others and not _named(entry.group, text):
+        return f"names the run {others[0]!r}, and it opens a recording of {entry.group!r}"
+    return None
+
+
+def _names_another_recording(text: str, entry: Any) -> str | None:
+    """Why a link's text names another recording (`the third recording`, `recording 2`, `r2`), if it does."""
+    for n in _RECORDING_NUMBER_RE.finditer(text):
+        said = _ORDINALS[n.group("ordinal").lower()] if n.group("ordinal") else int(n.group("number") or n.group("short"))
+        if said != entry.repeat:
+            return f"names recording {said} ({n.group().strip()!r}), and it opens recording {entry.repeat}"
+    return None
+
+
+def _names_another_session(text: str, entry: Any) -> str | None:
+    """Why a link's text names another session (`session 2`, `s2`), if it does."""
+    for n in _SESSION_NUMBER_RE.finditer(text):
+        said = int(n.group("number") or n.group("short"))
+        if f"s{said}" != entry.session:
+            return f"names session {said} ({n.group().strip()!r}), and it opens one of session {entry.session}"
+    return None
 
 
 def _around(text: str, start: int, end: int) -> str:
@@ -1197,33 +1213,44 @@ def _language(block: CodeBlock, finder: SourceFinder) -> str:
 
 def _sketch_code(block: CodeBlock, finder: SourceFinder) -> bool:
     """Whether a code block is titled as not the lesson's program, and is code (SKETCH_LANGUAGES)."""
-    return (SKETCH_MARK in block.title.translate(_APOSTROPHES).lower()
+    return (_says_sketch(block.title)
             and _language(block, finder) in SKETCH_LANGUAGES)
 
 
 def _code_blocks(text: ReaderText, cited: _Cited, finder: SourceFinder, report: Any) -> None:
     """Code in a recorded input's language comes from a region, or says it is not the program."""
     for k, block in enumerate(text.blocks):
-        if block.produced or block.language not in cited.languages:
+        if block.produced or block.language not in cited.languages or _says_sketch(block.title):
             continue
-        if SKETCH_MARK in block.title.translate(_APOSTROPHES).lower():
-            continue
-        lines = [line for line in text.lines if line.code == k]
-        for line in lines:
-            line.produced.append((0, len(line.text)))  # one error for the block, not for its figures
+        lines = _one_error_for(text, k)
         first = next((line.text for line in lines if line.text.strip() and not line.text.strip().isdigit()), "")
         report(finder.code(first, block.language), _code_message(block.language))
-    # A fence names its language in the Markdown whether or not the HTML keeps it (pymdownx.highlight
-    # writes `language-X` only with pygments_lang_class): read the author's fences too.
+    _fenced_code(text, cited, finder, report)
+
+
+def _fenced_code(text: ReaderText, cited: _Cited, finder: SourceFinder, report: Any) -> None:
+    """A fence names its language in the Markdown whether or not the HTML keeps it (pymdownx.highlight
+    writes `language-X` only with pygments_lang_class): the author's fences are read too."""
     for k, language in finder.fences():
-        if language in cited.languages and SKETCH_MARK not in finder.lines[k].translate(_APOSTROPHES).lower():
+        if language in cited.languages and not _says_sketch(finder.lines[k]):
             report(k + 1, _code_message(language))
             first = finder.lines[k + 1].strip() if k + 1 < len(finder.lines) else ""
-            for line in text.lines:  # the block as rendered: one error for it, not for its figures
-                if line.code is not None and first and line.text.strip() == first:
-                    for other in text.lines:
-                        if other.code == line.code:
-                            other.produced.append((0, len(other.text)))
+            for code in {line.code for line in text.lines if line.code is not None and first and line.text.strip() == first}:
+                _one_error_for(text, code)  # the block as rendered
+
+
+def _says_sketch(title: str) -> bool:
+    """Whether a code block's title (or its fence's line) tells the reader it is not the lesson's program."""
+    return SKETCH_MARK in title.translate(_APOSTROPHES).lower()
+
+
+def _one_error_for(text: ReaderText, code: int) -> list[Line]:
+    """Code block `code`'s lines, each marked as produced: one error for the block, not one for each
+    figure in it."""
+    lines = [line for line in text.lines if line.code == code]
+    for line in lines:
+        line.produced.append((0, len(line.text)))
+    return lines
 
 
 def _code_message(language: str) -> str:
