@@ -24,6 +24,23 @@ _HIGHLIGHT_RE = re.compile(r"""^(?P<line>\d+)(?:@(?P<claim>.+))?$""")
 _MARKER_LINE_RE = re.compile(r"""^@(?P<name>[A-Za-z0-9][A-Za-z0-9_.-]*?)\+(?P<offset>\d+)$""")
 
 
+def _after_marker(page: PageState, index: int, relpath: str, item: str, marker: re.Match[str]) -> int | None:
+    """The file line `@MARKER+N` names: the Nth line after the marker, inside the region it opens; None with
+    the error recorded otherwise."""
+    where = LessonError(page.path, index + 1 + page.offset, f"asked for by highlight {item!r}")
+    try:
+        named = load_region(page.repo / "code", relpath, marker.group("name"), where)
+    except (LessonError, LessonErrors) as exc:
+        page.result.errors.extend(exc.errors if isinstance(exc, LessonErrors) else [exc])
+        return None
+    line = named.first - 1 + int(marker.group("offset"))
+    if not named.contains(line):
+        page.error(index, f"highlight {item!r} is line {line}, past the end of region {named.name!r} "
+                   f"(lines {named.first}-{named.last}); count from its marker: +1 is its first line")
+        return None
+    return line
+
+
 def highlighted(page: PageState, token: Token, relpath: str, region: Region, item: str, source: str) -> int | None:
     """The file line a highlight names, bound so that it follows the line when the file changes:
     `52@REF:QUERY` (a claim: every recording names line 52; accept rewrites it) or `@MARKER+N` (the
@@ -31,16 +48,8 @@ def highlighted(page: PageState, token: Token, relpath: str, region: Region, ite
     index = token.line
     marker = _MARKER_LINE_RE.match(item)
     if marker:
-        where = LessonError(page.path, index + 1 + page.offset, f"asked for by highlight {item!r}")
-        try:
-            named = load_region(page.repo / "code", relpath, marker.group("name"), where)
-        except (LessonError, LessonErrors) as exc:
-            page.result.errors.extend(exc.errors if isinstance(exc, LessonErrors) else [exc])
-            return None
-        line = named.first - 1 + int(marker.group("offset"))
-        if not named.contains(line):
-            page.error(index, f"highlight {item!r} is line {line}, past the end of region {named.name!r} "
-                       f"(lines {named.first}-{named.last}); count from its marker: +1 is its first line")
+        line = _after_marker(page, index, relpath, item, marker)
+        if line is None:
             return None
     else:
         m = _HIGHLIGHT_RE.match(item)

@@ -145,16 +145,21 @@ def _course(text: str) -> Course:
                       text=text)
     phrases, errors = [], []
     for key, value in root.value:
-        line = key.start_mark.line + 1
-        if not isinstance(key, yaml.ScalarNode) or key.tag != "tag:yaml.org,2002:str":
-            errors.append(LessonError(COURSE_FILE, line, "a phrase must be text; quote it", rank=0))
-            continue
-        problem = phrase_problem(key.value, placeholder=True)
-        if problem is None and not (isinstance(value, yaml.ScalarNode) and value.value.strip()):
-            problem = "needs a reason: what the figure names, and why no recording holds it"
-        if problem:
-            errors.append(LessonError(COURSE_FILE, line, f"narrative phrase {key.value!r} {problem}", rank=0))
-            continue
-        phrases.append(Phrase(key.value, value.value, COURSE_FILE, line,
-                              compile_phrase(key.value, placeholder=True), course=True))
+        try:
+            phrases.append(_course_phrase(key, value))
+        except LessonError as exc:
+            errors.append(exc)
     return Course(tuple(phrases), tuple(errors), text)
+
+
+def _course_phrase(key: yaml.Node, value: yaml.Node) -> Phrase:
+    """One phrase of the course's list and its reason; LessonError naming its line when either is unreadable."""
+    line = key.start_mark.line + 1
+    if not isinstance(key, yaml.ScalarNode) or key.tag != "tag:yaml.org,2002:str":
+        raise LessonError(COURSE_FILE, line, "a phrase must be text; quote it", rank=0)
+    problem = phrase_problem(key.value, placeholder=True)
+    if problem is None and not (isinstance(value, yaml.ScalarNode) and value.value.strip()):
+        problem = "needs a reason: what the figure names, and why no recording holds it"
+    if problem:
+        raise LessonError(COURSE_FILE, line, f"narrative phrase {key.value!r} {problem}", rank=0)
+    return Phrase(key.value, value.value, COURSE_FILE, line, compile_phrase(key.value, placeholder=True), course=True)

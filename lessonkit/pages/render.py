@@ -169,6 +169,12 @@ def _status(entries: Sequence[TranscriptEntry]) -> str:
     if len(entries) == 1:
         e = entries[0]
         return f"{'stopped by its timeout' if e.timed_out else f'exit code {e.exit_code}'}, {e.wall_s:.1f} s"
+    walls = [e.wall_s for e in entries]
+    return f"{len(entries)} recordings, {_ends(entries)}, {min(walls):.1f}\u2013{max(walls):.1f} s"
+
+
+def _ends(entries: Sequence[TranscriptEntry]) -> str:
+    """How several recordings ended: their exit codes, and how many their timeout stopped."""
     codes = sorted({e.exit_code for e in entries if not e.timed_out}, key=str)
     stopped = sum(e.timed_out for e in entries)
     said = []
@@ -177,8 +183,7 @@ def _status(entries: Sequence[TranscriptEntry]) -> str:
                     else "exit codes " + ", ".join(str(c) for c in codes))
     if stopped:
         said.append(f"{stopped} stopped by their timeout")
-    walls = [e.wall_s for e in entries]
-    return f"{len(entries)} recordings, " + ", ".join(said) + f", {min(walls):.1f}\u2013{max(walls):.1f} s"
+    return ", ".join(said)
 
 
 def _session_values(ev: EvidenceSet, sessions: Sequence[str]) -> dict[str, str]:
@@ -188,13 +193,16 @@ def _session_values(ev: EvidenceSet, sessions: Sequence[str]) -> dict[str, str]:
     keys = dict.fromkeys(k for sid in sessions for k, v in ev.sessions[sid].provenance.items()
                          if isinstance(v, (str, int, float)) and not isinstance(v, bool))
     for key in keys:
-        seen = {sid: ev.sessions[sid].provenance.get(key) for sid in sessions}
-        if len({str(v) for v in seen.values()}) == 1:
-            values.setdefault(key, str(next(iter(seen.values()))))
-        else:
-            values.setdefault(key, ", ".join(f"{v if v is not None else 'not recorded'} in {sid}"
-                                             for sid, v in seen.items()))
+        values.setdefault(key, _session_value(ev, sessions, key))
     return values
+
+
+def _session_value(ev: EvidenceSet, sessions: Sequence[str], key: str) -> str:
+    """A provenance value of the sessions: the one they share, or each session's in turn."""
+    seen = {sid: ev.sessions[sid].provenance.get(key) for sid in sessions}
+    if len({str(v) for v in seen.values()}) == 1:
+        return str(next(iter(seen.values())))
+    return ", ".join(f"{v if v is not None else 'not recorded'} in {sid}" for sid, v in seen.items())
 
 
 def _run_provenance(ev: EvidenceSet, entries: Sequence[TranscriptEntry]) -> str:
@@ -202,7 +210,21 @@ def _run_provenance(ev: EvidenceSet, entries: Sequence[TranscriptEntry]) -> str:
     sessions its recordings come from."""
     sessions = list(dict.fromkeys(e.session for e in entries))
     p = _session_values(ev, sessions)
-    command = entries[0].command
+    gpu = html.escape(str(p.get("gpu", "an unnamed GPU")))
+    if "compute_capability" in p:
+        gpu += f" (compute capability {html.escape(str(p['compute_capability']))})"
+    sentence = f"Recorded {html.escape(_when(entries, sessions))} on {gpu}; {_versions(p, entries[0].command)}."
+    if len(entries) > 1:
+        alone = ", each with the GPU to itself" if all(e.exclusive for e in entries) else ""
+        sentence += f" Recorded {len(entries)} times{alone}; claims on this run hold for every recording."
+    elif entries[0].exclusive:
+        sentence += " Recorded with the GPU to itself."
+    return sentence
+
+
+def _versions(p: dict[str, str], command: str) -> str:
+    """The versions that bear on a command: the driver and nvcc, compute-sanitizer when it runs, the
+    toolkit's folder, and Python's with NumPy and CuPy for a Python command."""
     keys = ["driver", "nvcc"]
     if "compute-sanitizer" in command:
         keys.append("compute_sanitizer")
@@ -210,22 +232,16 @@ def _run_provenance(ev: EvidenceSet, entries: Sequence[TranscriptEntry]) -> str:
     if _PYTHON_RE.search(command + " "):
         keys += ["python", "numpy", "cupy"]
     labels = dict(_PROVENANCE_ORDER)
-    versions = ", ".join(f"{labels[k]} {html.escape(str(p[k]))}" for k in keys if k in p)
-    gpu = html.escape(str(p.get("gpu", "an unnamed GPU")))
-    if "compute_capability" in p:
-        gpu += f" (compute capability {html.escape(str(p['compute_capability']))})"
-    dates = sorted(e.date for e in entries)
-    when = dates[0] if dates[0] == dates[-1] else f"{dates[0]} to {dates[-1]}"
+    return ", ".join(f"{labels[k]} {html.escape(str(p[k]))}" for k in keys if k in p)
+
+
+def _when(entries: Sequence[TranscriptEntry], sessions: list[str]) -> str:
+    """When a run's recordings were made: a date, a span of dates, or each session's first date."""
     if len(sessions) > 1:
         starts = [f"{sid} from {min(e.date for e in entries if e.session == sid)}" for sid in sessions]
-        when = f"in {len(sessions)} sessions ({', '.join(starts)})"
-    sentence = f"Recorded {html.escape(when)} on {gpu}; {versions}."
-    if len(entries) > 1:
-        alone = ", each with the GPU to itself" if all(e.exclusive for e in entries) else ""
-        sentence += f" Recorded {len(entries)} times{alone}; claims on this run hold for every recording."
-    elif entries[0].exclusive:
-        sentence += " Recorded with the GPU to itself."
-    return sentence
+        return f"in {len(sessions)} sessions ({', '.join(starts)})"
+    dates = sorted(e.date for e in entries)
+    return dates[0] if dates[0] == dates[-1] else f"{dates[0]} to {dates[-1]}"
 
 
 def _spread_table(entries: Sequence[TranscriptEntry], figures: Sequence[dict[str, Any]],
