@@ -125,19 +125,7 @@ def _c_constants(text: str) -> dict[str, Constant]:
             value = "(" + value.strip().removeprefix("{").removesuffix("}") + ",)"
         definitions.append((m.start(), m.group("name"), value, m.group()))
     for m in _C_ENUM_RE.finditer(top):
-        following = 0
-        for part in m.group("body").split(","):
-            name, _, expr = part.partition("=")
-            name = name.strip()
-            if not re.fullmatch(r"[A-Za-z_]\w*", name):
-                continue
-            at = m.start("body") + m.group("body").find(part)
-            expr = expr.strip() or str(following)
-            definitions.append((at, name, expr, f"{name} = {expr}" if "=" in part else name))
-            try:
-                following = int(_evaluate(_c_expression(expr), _known(found))) + 1
-            except (NotAConstant, TypeError, ValueError):
-                following += 1
+        definitions += _enumerators(m, found)
     for offset, name, expr, definition in sorted(definitions):
         try:
             value = _evaluate(_c_expression(expr), _known(found))
@@ -145,6 +133,26 @@ def _c_constants(text: str) -> dict[str, Constant]:
             value = UNREAD  # defined, in a form not read: a claim on it says so
         found[name] = Constant(name, value, _line_of(text, offset), _one_line(definition))
     return found
+
+
+def _enumerators(m: re.Match[str], found: dict[str, Constant]) -> list[tuple[int, str, str, str]]:
+    """(offset, name, expression, definition) of each enumerator of an enum: one without a value is the
+    one before it plus one, from 0."""
+    definitions = []
+    following = 0
+    for part in m.group("body").split(","):
+        name, _, expr = part.partition("=")
+        name = name.strip()
+        if not re.fullmatch(r"[A-Za-z_]\w*", name):
+            continue
+        at = m.start("body") + m.group("body").find(part)
+        expr = expr.strip() or str(following)
+        definitions.append((at, name, expr, f"{name} = {expr}" if "=" in part else name))
+        try:
+            following = int(_evaluate(_c_expression(expr), _known(found))) + 1
+        except (NotAConstant, TypeError, ValueError):
+            following += 1
+    return definitions
 
 
 def _known(found: dict[str, Constant]) -> dict[str, object]:
@@ -200,18 +208,22 @@ def _value(node: ast.AST, names: dict[str, object]) -> object:
     if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
         return _UNARY[type(node.op)](_number(_value(node.operand, names)))
     if isinstance(node, ast.BinOp):
-        left, right = _number(_value(node.left, names)), _number(_value(node.right, names))
-        if isinstance(node.op, ast.Div):  # C's division: integers truncate toward zero
-            if isinstance(left, int) and isinstance(right, int):
-                if right == 0:
-                    raise NotAConstant("division by zero")
-                q = abs(left) // abs(right)
-                return q if (left >= 0) == (right >= 0) else -q
-            return left / right
-        if isinstance(node.op, ast.FloorDiv):
-            return left // right
-        if type(node.op) in _OPERATORS:
-            return _OPERATORS[type(node.op)](left, right)
+        return _binary(node, _number(_value(node.left, names)), _number(_value(node.right, names)))
+    raise NotAConstant(ast.dump(node))
+
+
+def _binary(node: ast.BinOp, left: float, right: float) -> object:
+    if isinstance(node.op, ast.Div):  # C's division: integers truncate toward zero
+        if isinstance(left, int) and isinstance(right, int):
+            if right == 0:
+                raise NotAConstant("division by zero")
+            q = abs(left) // abs(right)
+            return q if (left >= 0) == (right >= 0) else -q
+        return left / right
+    if isinstance(node.op, ast.FloorDiv):
+        return left // right
+    if type(node.op) in _OPERATORS:
+        return _OPERATORS[type(node.op)](left, right)
     raise NotAConstant(ast.dump(node))
 
 
