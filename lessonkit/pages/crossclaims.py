@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lessonkit.errors import LessonError
 from lessonkit.pages.claimcheck import PageState
@@ -229,11 +229,7 @@ def ratio(ev: EvidenceSet, num: str, num_query: str, den: str, den_query: str) -
     view = backing(ev, num, top.timing or bottom.timing)
     view = backing(view, den, top.timing or bottom.timing)
     tops, bottoms = _by_session(view, num, top), _by_session(view, den, bottom)
-    for sid in [*tops, *(b for b in bottoms if b not in tops)]:
-        if sid not in tops or sid not in bottoms:
-            has, lacks = (num, den) if sid in tops else (den, num)
-            raise QueryError(f"{view.sessions[sid].label()} holds {has} and not {lacks}; a ratio compares runs "
-                             f"recorded together: re-record both: {ev.refresh_command([num, den])}")
+    _same_sessions(ev, view, num, den, tops, bottoms)
     found = []
     for sid, pairs_top in tops.items():
         pairs_bottom = bottoms[sid]
@@ -242,25 +238,43 @@ def ratio(ev: EvidenceSet, num: str, num_query: str, den: str, den_query: str) -
             raise QueryError(f"{num} has {n} recordings and {den} {m} in {view.sessions[sid].label()}; a ratio "
                              "pairs them by repeat number, so they need as many recordings each (or one of them one)")
         for i in range(max(n, m)):
-            (first, a_found), (second, b_found) = pairs_top[i if n > 1 else 0], pairs_bottom[i if m > 1 else 0]
-            if first.refresh_id is None or first.refresh_id != second.refresh_id:
-                if first.refresh_id is None or second.refresh_id is None:
-                    old = first if first.refresh_id is None else second
-                    why = f"{old.name} was recorded before the refresh noted which recordings it made together"
-                else:
-                    why = f"{first.name} and {second.name} come from different refreshes"
-                raise QueryError(f"{why}; a ratio compares runs recorded together: "
-                                 f"re-record both: {ev.refresh_command([num, den])}")
-            a, b = number(a_found.text), number(b_found.text)
-            if a is None or b is None:
-                bad = a_found if a is None else b_found
-                raise QueryError(f"a ratio needs numbers; {bad.path} gives {bad.text!r}")
-            if b == 0:
-                raise QueryError(f"{second.name} gives 0 for {den_query}; a ratio cannot divide by it")
-            found.append(Found(_ratio_text(a / b), f"{ev.shown}/manifest.json ({view.sessions[sid].label()})",
-                               session_id=sid))
+            top_pair, bottom_pair = pairs_top[i if n > 1 else 0], pairs_bottom[i if m > 1 else 0]
+            value = _pair_ratio(ev, num, den, den_query, top_pair, bottom_pair)
+            found.append(Found(value, f"{ev.shown}/manifest.json ({view.sessions[sid].label()})", session_id=sid))
     group = f"{num} / {den} (paired by repeat)"
     return Sample(tuple(found), group, len(found), top.timing or bottom.timing, sessions=len(tops))
+
+
+def _same_sessions(ev: EvidenceSet, view: EvidenceSet, num: str, den: str, tops: dict[str, Any],
+                   bottoms: dict[str, Any]) -> None:
+    """QueryError when a session holds one of a ratio's runs and not the other."""
+    for sid in [*tops, *(b for b in bottoms if b not in tops)]:
+        if sid not in tops or sid not in bottoms:
+            has, lacks = (num, den) if sid in tops else (den, num)
+            raise QueryError(f"{view.sessions[sid].label()} holds {has} and not {lacks}; a ratio compares runs "
+                             f"recorded together: re-record both: {ev.refresh_command([num, den])}")
+
+
+def _pair_ratio(ev: EvidenceSet, num: str, den: str, den_query: str, top: tuple[TranscriptEntry, Found],
+                bottom: tuple[TranscriptEntry, Found]) -> str:
+    """One pair's ratio, as text; QueryError when the two were not recorded together, a value is not a
+    number, or the bottom one is 0."""
+    (first, a_found), (second, b_found) = top, bottom
+    if first.refresh_id is None or first.refresh_id != second.refresh_id:
+        if first.refresh_id is None or second.refresh_id is None:
+            old = first if first.refresh_id is None else second
+            why = f"{old.name} was recorded before the refresh noted which recordings it made together"
+        else:
+            why = f"{first.name} and {second.name} come from different refreshes"
+        raise QueryError(f"{why}; a ratio compares runs recorded together: "
+                         f"re-record both: {ev.refresh_command([num, den])}")
+    a, b = number(a_found.text), number(b_found.text)
+    if a is None or b is None:
+        bad = a_found if a is None else b_found
+        raise QueryError(f"a ratio needs numbers; {bad.path} gives {bad.text!r}")
+    if b == 0:
+        raise QueryError(f"{second.name} gives 0 for {den_query}; a ratio cannot divide by it")
+    return _ratio_text(a / b)
 
 
 def _by_session(view: EvidenceSet, group: str, sample: Sample) -> dict[str, list[tuple[TranscriptEntry, Found]]]:
@@ -298,13 +312,7 @@ def _check_same(claim: ClaimValue, form: Form, a: Sample, b: Sample, table_a: Ta
     """(problem, fix) of `VALUE @ … in A = B`: the same values, record for record, in every recording of both."""
     set_a, set_b = form.sets
     tables = {set_a: table_a, set_b: table_b}
-    by_key: dict[tuple, dict[str, list[str]]] = {}
-    for name, per_recording in tables.items():
-        for rows in per_recording:
-            counted: dict[tuple, int] = {}
-            for key, text in rows:
-                counted[key] = counted.get(key, 0) + 1
-                by_key.setdefault((key, counted[key]), {}).setdefault(name, []).append(text)
+    by_key = _by_record(tables)
     for (key, _) in sorted(by_key, key=lambda k: (_natural(k[0]), k[1])):
         sides = by_key[(key, _)]
         everyone = [t for texts in sides.values() for t in texts]
@@ -323,6 +331,19 @@ def _check_same(claim: ClaimValue, form: Form, a: Sample, b: Sample, table_a: Ta
     union = Sample(a.values + b.values, f"{a.group} in {set_a} and {set_b}", a.recordings + b.recordings, a.timing)
     verdict = judge(claim, union)
     return (None, None) if verdict.holds else (verdict.problem, verdict.fix)
+
+
+def _by_record(tables: dict[str, Table]) -> dict[tuple, dict[str, list[str]]]:
+    """Each record (its key, and which of the records with that key it is in its recording) with the texts
+    each set's recordings give for it."""
+    by_key: dict[tuple, dict[str, list[str]]] = {}
+    for name, per_recording in tables.items():
+        for rows in per_recording:
+            counted: dict[tuple, int] = {}
+            for key, text in rows:
+                counted[key] = counted.get(key, 0) + 1
+                by_key.setdefault((key, counted[key]), {}).setdefault(name, []).append(text)
+    return by_key
 
 
 def _natural(key: tuple[tuple[str, str], ...]) -> tuple:
@@ -368,10 +389,10 @@ def _check_direction(word: str, form: Form, a: Sample, b: Sample) -> tuple[str |
     (more, higher, …) every value of B; the fix is the word that holds now, if one does."""
     set_a, set_b = form.sets
     texts_a, texts_b = [f.text for f in a.values], [f.text for f in b.values]
-    nums_a, nums_b = [number(t) for t in texts_a], [number(t) for t in texts_b]
-    if not nums_a or not nums_b or None in nums_a + nums_b:
+    side = _side(texts_a, texts_b)
+    if side is None:
         return f"{word!r} compares numbers, and the values are not all numbers", None
-    below, above = max(nums_a) < min(nums_b), min(nums_a) > max(nums_b)
+    below, above = side
     if (word.lower() in BELOW and below) or (word.lower() in ABOVE and above):
         return None, None
     now = ("below" if below else "above" if above else None)
@@ -384,6 +405,14 @@ def _check_direction(word: str, form: Form, a: Sample, b: Sample) -> tuple[str |
             "comparison runs the other way; rewrite the sentence around it"), None
 
 
+def _side(texts_a: list[str], texts_b: list[str]) -> tuple[bool, bool] | None:
+    """(every value of A below every value of B, every one above), or None when they are not all numbers."""
+    nums_a, nums_b = [number(t) for t in texts_a], [number(t) for t in texts_b]
+    if not nums_a or not nums_b or None in nums_a + nums_b:
+        return None
+    return max(nums_a) < min(nums_b), min(nums_a) > max(nums_b)
+
+
 def _check_differs(value: str, values: list[ClaimValue], form: Form, a: Sample,
                    b: Sample) -> tuple[str | None, str | None]:
     """(problem, fix) of `VA vs VB @ … in A vs B`: each side holds in its set, and the sides do not meet."""
@@ -393,12 +422,7 @@ def _check_differs(value: str, values: list[ClaimValue], form: Form, a: Sample,
         return (f"states two values that overlap ({va.text} and {vb.text}), so it states no difference; "
                 "write values that do not meet, or state sameness with 'in A = B'"), None
     texts_a, texts_b = [f.text for f in a.values], [f.text for f in b.values]
-    nums_a, nums_b = [number(t) for t in texts_a], [number(t) for t in texts_b]
-    if all(n is not None for n in nums_a + nums_b):
-        met = not (max(nums_a) < min(nums_b) or max(nums_b) < min(nums_a))
-    else:
-        met = bool(set(texts_a) & set(texts_b))
-    if met:
+    if _meet(texts_a, texts_b):
         shared = set(texts_a) | set(texts_b)
         if len(shared) == 1:
             hint = (f"they are the same now: say so in the prose and write the claim as "
@@ -414,15 +438,27 @@ def _check_differs(value: str, values: list[ClaimValue], form: Form, a: Sample,
     problems = [f"{side} ({name}) {v.problem}" for side, name, v in
                 (("its first side", set_a, verdicts[0]), ("its second side", set_b, verdicts[1])) if not v.holds]
     new = [v.fix if not v.holds else old.text for v, old in zip(verdicts, values)]
-    fix = None
-    if None not in new:
-        try:
-            fixed = [parse_claim_value(t) for t in new]
-        except ClaimValueError:
-            fixed = []
-        if fixed and not _overlap(*fixed):
-            fix = f"{new[0]} vs {new[1]}"
+    fix = _sides_fix(new)
     problem = "; ".join(problems)
     if fix is None and None not in new:
         problem += f"; the values that would hold ({new[0]}, {new[1]}) overlap: narrow them by hand"
     return problem, fix
+
+
+def _meet(texts_a: list[str], texts_b: list[str]) -> bool:
+    """Whether two sets' values meet: numbers whose spans overlap, or any text the two share."""
+    nums_a, nums_b = [number(t) for t in texts_a], [number(t) for t in texts_b]
+    if all(n is not None for n in nums_a + nums_b):
+        return not (max(nums_a) < min(nums_b) or max(nums_b) < min(nums_a))
+    return bool(set(texts_a) & set(texts_b))
+
+
+def _sides_fix(new: list[str | None]) -> str | None:
+    """`A vs B` from the values that would hold on each side, when both are known and do not overlap."""
+    if None in new:
+        return None
+    try:
+        fixed = [parse_claim_value(t) for t in new]  # type: ignore[arg-type]
+    except ClaimValueError:
+        return None
+    return f"{new[0]} vs {new[1]}" if not _overlap(*fixed) else None
