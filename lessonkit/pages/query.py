@@ -249,9 +249,7 @@ def _resolve(ev: EvidenceSet, group: str | None, query: str) -> Sample:
         return Sample(found, group, len(names), q.timing, sessions=sessions)
     paths, indexes = _group_indexes(ev, group, q.name)
     _checked_filters(ev, group, q, indexes)
-    found_list: list[Found] = []
-    for name, path, index in zip(names, paths, indexes):
-        found_list += _records_found(ev, name, path, index, q)
+    found_list = _records_found(ev, names, paths, indexes, q)
     if not found_list:
         where = ev.transcript_path(names[0]) if len(names) == 1 else f"{len(names)} recordings of {group}"
         raise QueryError(f"{q.selection()} selects no record in {where}")
@@ -297,25 +295,28 @@ def _launched_or_refused(ev: EvidenceSet, name: str, path: str, q: Query) -> Non
                           f"count of 0 says nothing about {kernel}; cite a run that launched it")
 
 
-def _records_found(ev: EvidenceSet, name: str, path: str, index: Any, q: Query) -> list[Found]:
-    """What query `q` finds in one recording's records: their count, or the field of each record it selects."""
-    note, sid = session_note(ev, name), ev.session_of(name).id
+def _records_found(ev: EvidenceSet, names: list[str], paths: list[str], indexes: list[Any], q: Query) -> list[Found]:
+    """What query `q` finds in each recording's records (one loop, not a call a recording: a cold check of
+    a large course resolves hundreds of thousands): their count, or the field of each record it selects."""
+    found: list[Found] = []
     filters = q.filters or ()
-    chosen = index.select(filters)
-    if q.count:
-        if not chosen:
-            _launched_or_refused(ev, name, path, q)
-        return [Found(str(len(chosen)), path, session=note, session_id=sid)]
-    if not q.wildcard and len(chosen) != 1:
-        raise QueryError(f"{q.selection()} selects {len(chosen)} records in {path}, not exactly one; "
-                         "add filters that single one out, or write KEY=* to claim every record it selects")
-    found = []
-    for i in chosen:
-        record = index.records[i]
-        if q.field not in record:
-            raise QueryError(f"records of {q.name!r} in {path} have no field {q.field!r}; they have: "
-                             f"{_known(k for k in record if not k.startswith('_'))}")
-        found.append(Found(show(record[q.field]), path, record.get("_line"), note, sid))
+    for name, path, index in zip(names, paths, indexes):
+        note, sid = session_note(ev, name), ev.session_of(name).id
+        chosen = index.select(filters)
+        if q.count:
+            if not chosen:
+                _launched_or_refused(ev, name, path, q)
+            found.append(Found(str(len(chosen)), path, session=note, session_id=sid))
+            continue
+        if not q.wildcard and len(chosen) != 1:
+            raise QueryError(f"{q.selection()} selects {len(chosen)} records in {path}, not exactly one; "
+                             "add filters that single one out, or write KEY=* to claim every record it selects")
+        for i in chosen:
+            record = index.records[i]
+            if q.field not in record:
+                raise QueryError(f"records of {q.name!r} in {path} have no field {q.field!r}; they have: "
+                                 f"{_known(k for k in record if not k.startswith('_'))}")
+            found.append(Found(show(record[q.field]), path, record.get("_line"), note, sid))
     return found
 
 

@@ -410,25 +410,13 @@ class _Reader(HTMLParser):
             self._authored(tag, values, classes)
         if not skipped:
             self._list_item(tag, values)
-            self._link_opened(tag, values)
+            if tag == "a" and values.get("href", "").startswith("#") and len(values["href"]) > 1:
+                self.links.append((self.line, len(self.line.text), values["href"][1:]))
         block = self._code_block_opened(tag, classes, skipped)
         if not skipped:
-            self._attributes(tag, values, at)
-        self._push(tag, skipped, block, classes, at)
-
-    def _link_opened(self, tag: str, values: dict[str, str]) -> None:
-        """A link to an element of this page (`#ID`): where its text starts, to read it when it closes."""
-        if tag == "a" and values.get("href", "").startswith("#") and len(values["href"]) > 1:
-            self.links.append((self.line, len(self.line.text), values["href"][1:]))
-
-    def _attributes(self, tag: str, values: dict[str, str], at: str | None) -> None:
-        """Each attribute whose text the browser shows, as a line of its own."""
-        for name in _ATTRIBUTES + _SHOWN_BY.get(tag, ()):
-            if strip_marks(values.get(name, "")).strip():
-                self.out.lines.append(self._attribute(name, values[name], at))
-
-    def _push(self, tag: str, skipped: bool, block: int | None, classes: set[str], at: str | None) -> None:
-        """The element is open (a void one is not; a <br> ends the line)."""
+            for name in _ATTRIBUTES + _SHOWN_BY.get(tag, ()):
+                if strip_marks(values.get(name, "")).strip():
+                    self.out.lines.append(self._attribute(name, values[name], at))
         if tag not in _VOID:
             title = "filename" in classes and self._code_block() is not None
             self.stack.append(_Open(tag, skipped, block, title, at))
