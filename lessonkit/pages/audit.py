@@ -940,7 +940,7 @@ class _FigureAudit:
 
     def line(self, line: Line) -> None:
         if line.code is not None and _sketch_code(self.text.blocks[line.code], self.finder):
-            for m in FIGURE_RE.finditer(line.text):
+            for m in FIGURE_RE.finditer(line.text) if self.collect is not None else ():
                 self.note(line, m, "in a code block the reader is told is not the lesson's program")
             return  # the reader is told, above the block, that it is not the lesson's program
         view = _LineView(line, self.narrative)

@@ -446,11 +446,10 @@ def _check_differs(value: str, values: list[ClaimValue], form: Form, a: Sample,
 
 
 def _meet(texts_a: list[str], texts_b: list[str]) -> bool:
-    """Whether two sets' values meet: numbers whose spans overlap, or any text the two share."""
-    nums_a, nums_b = [number(t) for t in texts_a], [number(t) for t in texts_b]
-    if all(n is not None for n in nums_a + nums_b):
-        return not (max(nums_a) < min(nums_b) or max(nums_b) < min(nums_a))
-    return bool(set(texts_a) & set(texts_b))
+    """Whether two sets' values meet: numbers whose spans overlap (neither side wholly below the other),
+    or any text the two share."""
+    side = _side(texts_a, texts_b)
+    return not any(side) if side is not None else bool(set(texts_a) & set(texts_b))
 
 
 def _sides_fix(new: list[str | None]) -> str | None:

@@ -1,6 +1,5 @@
 """What processing a page yields (`PageResult`: the expanded Markdown, its errors, citations, claims and
-the records of its produced text), and a page's claims as the rules see them (`ShownClaim`) and as
-they were judged (`ClaimOutcome`)."""
+the records of its produced text), and a page's claims as they were judged (`ClaimOutcome`)."""
 
 from __future__ import annotations
 

@@ -139,12 +139,13 @@ class _Drawing:
         self.empty = _empty(options.get("empty", "\u2013"))
         self.sig = sig_digits(options.get("sig"))
         self.runs = list(dict.fromkeys(source.run for source in sources))
+        self.runs_named = ", ".join("run " + s.run for s in sources)
 
     def label(self, key: str, value: str, what: str) -> str:
         """A row's or column's label, produced from the evidence."""
         return _shown(self.page, self.sources, _label(self.display, self.sources, key, value),
-                      f"generated from every recording: a value of the key {key} in "
-                      f"{', '.join('run ' + s.run for s in self.sources)}, {what} of the table")
+                      f"generated from every recording: a value of the key {key} in {self.runs_named}, "
+                      f"{what} of the table")
 
     def cell(self, row_key: str, rv: str, col_key: str | None, cv: str | None, template: str) -> str:
         """The cell of row `rv` and column `cv` (None: a column of its own template)."""

@@ -64,7 +64,7 @@ def _found(findings: list[dict[str, Any]]) -> str:
     """What a tool's findings say: a count of each severity, each other finding's kind, and their lines."""
     severities = [r.get("severity") for r in findings]
     said = [_count(severities.count(s), s.lower()) for s in _SEVERITIES if s in severities]
-    said += list(dict.fromkeys(_kind(r) for r in findings if not r.get("severity") and _kind(r) is not None))
+    said += list(dict.fromkeys(kind for r in findings if not r.get("severity") and (kind := _kind(r)) is not None))
     lines = sorted({r["line"] for r in findings if isinstance(r.get("line"), int)})
     text = ", ".join(said)
     if lines:
