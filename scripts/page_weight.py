@@ -11,8 +11,9 @@ with the CPU slowed 4x (the DevTools protocol's Emulation.setCPUThrottlingRate),
 HTTP server, with a fresh browser context each time (no cache): DOMContentLoaded (the navigation
 timing's domContentLoadedEventEnd) and the largest contentful paint, both in ms from the start
 of the navigation. The pages are loaded in turn, round after round (`--rounds`), so a slow
-moment of a shared machine falls on every page alike; each figure is the median of its rounds,
-and `dcl_ratio` divides a lesson page's median by the lightest lesson's median in the same run.
+moment of a shared machine falls on every page alike; each figure is the median of its rounds.
+`dcl_ratio` is paired by round: the median, over rounds, of a lesson page's load over the lightest
+lesson's (the smallest median) in the same round.
 
 A lesson page is a page of mkdocs.yml's nav that cites evidence (lessonkit's check of it cites a
 run), as tests/test_light_pages.py defines it; its share of the search index is the bytes of

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import shutil
@@ -310,6 +311,35 @@ markdown_extensions:
   - pymdownx.highlight
   - lessonkit.site.mdext
 {extra}"""
+
+
+# Tests marked `alone` time something, so they run with the machine's CPUs to themselves: while one
+# runs, the other pytest-xdist workers of the run wait between tests. Every test holds a shared lock
+# on one file for the whole of its run (setup, call, teardown, so the session fixtures it sets up
+# too); an `alone` test holds it exclusively. A second lock, taken to queue for the first and let go
+# at once, keeps a worker that is between two tests from taking the shared lock again ahead of an
+# `alone` test that is waiting for it. Both files are in pytest's folder of the run, which holds
+# each worker's own (and which pytest removes with its old runs). Without workers there is nothing
+# to wait for.
+def _locked(folder: Path, name: str, mode: int) -> int:
+    fd = os.open(folder / f"{name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, mode)
+    return fd
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    if not hasattr(item.config, "workerinput"):
+        yield
+        return
+    folder = Path(item.config.option.basetemp).parent
+    queue = _locked(folder, "queue", fcntl.LOCK_EX)
+    held = _locked(folder, "cpus", fcntl.LOCK_EX if item.get_closest_marker("alone") else fcntl.LOCK_SH)
+    os.close(queue)
+    try:
+        yield
+    finally:
+        os.close(held)
 
 
 @pytest.fixture(scope="session", autouse=True)

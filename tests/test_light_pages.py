@@ -18,6 +18,7 @@ import re
 from functools import cache
 from pathlib import Path
 
+import pytest
 from conftest import BARE, RACE, REPO, record_set, run_page
 
 from lessonkit.site.check import CheckedSite
@@ -74,6 +75,7 @@ def test_the_search_index_holds_at_most_60_kb_per_lesson_page(built_site: Path):
     assert {name: size for name, size in sizes.items() if size > INDEX_BUDGET} == {}, sizes
 
 
+@pytest.mark.alone
 def test_each_lesson_loads_within_1_5x_of_the_lightest_lesson(built_site: Path):
     """Issue 29: DOMContentLoaded of each lesson in Chromium at 390 px with the CPU slowed 4x, as
     scripts/page_weight.py measures it (a fresh context a load, no cache): lessons loaded in turn,
