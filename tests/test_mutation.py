@@ -263,6 +263,7 @@ def mutate_page(check: CheckedSite, repo: Path, path: Path, shown_path: str) -> 
             new = absent(source[fstart:fend], held)
             jobs.append((fstart, fend, kind, new, source[:fstart] + new + source[fend:]))
     workers = max(1, min(len(os.sched_getaffinity(0)), 4))
+    _WORKER[str(repo)] = check  # forked, each worker starts with the evidence this one has read
     batches = _batches(source, [(start, end, new) for start, end, _, new, _ in jobs])
     with ProcessPoolExecutor(workers, mp_context=get_context("fork")) as pool:
         caught = [False] * len(jobs)
