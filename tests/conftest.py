@@ -403,11 +403,23 @@ def mkdocs_build(repo: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="session")
-def built_site(tmp_path_factory) -> Path:
-    """The project's own site, built once per test session with MkDocs (strict), as CI builds it."""
-    out = tmp_path_factory.mktemp("site")
-    done = mkdocs_build(REPO, "--strict", "-d", str(out))
-    assert done.returncode == 0, done.stderr
+def built_site(tmp_path_factory, request) -> Path:
+    """The project's own site, built with MkDocs (strict) as CI builds it, once for the whole run: the
+    first pytest-xdist worker to ask builds it in pytest's folder of the run, the others wait for it
+    (a lock there) and read the same files. Tests only read it (one that changes a site copies it)."""
+    run = tmp_path_factory.getbasetemp()
+    if hasattr(request.config, "workerinput"):
+        run = run.parent
+    out, built = run / "project-site", run / "project-site.built"
+    held = _locked(run, "project-site", fcntl.LOCK_EX)
+    try:
+        if not built.exists():
+            shutil.rmtree(out, ignore_errors=True)
+            done = mkdocs_build(REPO, "--strict", "-d", str(out))
+            assert done.returncode == 0, done.stderr
+            built.touch()
+    finally:
+        os.close(held)
     return out
 
 
