@@ -313,18 +313,36 @@ markdown_extensions:
 {extra}"""
 
 
-# Tests marked `alone` time something, so they run with the machine's CPUs to themselves: while one
-# runs, the other pytest-xdist workers of the run wait between tests. Every test holds a shared lock
-# on one file for the whole of its run (setup, call, teardown, so the session fixtures it sets up
-# too); an `alone` test holds it exclusively. A second lock, taken to queue for the first and let go
-# at once, keeps a worker that is between two tests from taking the shared lock again ahead of an
-# `alone` test that is waiting for it. Both files are in pytest's folder of the run, which holds
-# each worker's own (and which pytest removes with its old runs). Without workers there is nothing
-# to wait for.
+# Tests marked `alone` time something, so their timed part runs with the machine's CPUs to itself:
+# while it runs, the other pytest-xdist workers of the run wait between tests. Every test holds a
+# shared lock on one file for the whole of its run (setup, call, teardown: the session fixtures it
+# sets up too); an `alone` test's call holds it exclusively. A second lock, taken to queue for the
+# first and let go at once, keeps a worker that is between two tests from taking the shared lock
+# again ahead of an `alone` test that is waiting for it. Both files are in pytest's folder of the
+# run, which holds each worker's own (and which pytest removes with its old runs). The `alone` tests
+# come last, when the other workers are running their last tests or have none left. Without workers
+# there is nothing to wait for.
 def _locked(folder: Path, name: str, mode: int) -> int:
     fd = os.open(folder / f"{name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
     fcntl.flock(fd, mode)
     return fd
+
+
+_CPUS = pytest.StashKey[int]()
+
+
+def _hold_cpus(item: pytest.Item, mode: int) -> None:
+    """Let go of the item's lock on the CPUs, if any, and queue for it in `mode`."""
+    if _CPUS in item.stash:
+        os.close(item.stash[_CPUS])
+    folder = Path(item.config.option.basetemp).parent
+    queue = _locked(folder, "queue", fcntl.LOCK_EX)
+    item.stash[_CPUS] = _locked(folder, "cpus", mode)
+    os.close(queue)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: item.get_closest_marker("alone") is not None)  # stable: the rest keep their order
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -332,14 +350,24 @@ def pytest_runtest_protocol(item, nextitem):
     if not hasattr(item.config, "workerinput"):
         yield
         return
-    folder = Path(item.config.option.basetemp).parent
-    queue = _locked(folder, "queue", fcntl.LOCK_EX)
-    held = _locked(folder, "cpus", fcntl.LOCK_EX if item.get_closest_marker("alone") else fcntl.LOCK_SH)
-    os.close(queue)
+    _hold_cpus(item, fcntl.LOCK_SH)
     try:
         yield
     finally:
-        os.close(held)
+        os.close(item.stash[_CPUS])
+        del item.stash[_CPUS]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    if not (hasattr(item.config, "workerinput") and item.get_closest_marker("alone")):
+        yield
+        return
+    _hold_cpus(item, fcntl.LOCK_EX)
+    try:
+        yield
+    finally:
+        _hold_cpus(item, fcntl.LOCK_SH)
 
 
 @pytest.fixture(scope="session", autouse=True)

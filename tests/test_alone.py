@@ -1,9 +1,10 @@
 """A test marked `alone` runs with the machine's CPUs to itself (conftest.py's locks): in a run of
-two pytest-xdist workers, no other test is running while it runs."""
+two pytest-xdist workers, no other test is running while it runs; and the `alone` tests come last."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -48,28 +49,45 @@ def test_more(n):
     look("other", "alone")
 '''
 
-CONFTEST = f'''
+CONFTEST = '''
 import importlib.util, sys
-sys.path[:0] = [{str(REPO / "tests")!r}, {str(REPO)!r}]
-spec = importlib.util.spec_from_file_location("project_conftest", {str(REPO / "tests" / "conftest.py")!r})
+sys.path[:0] = [{tests!r}, {repo!r}]
+spec = importlib.util.spec_from_file_location("project_conftest", {conftest!r})
 project = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(project)
 pytest_runtest_protocol = project.pytest_runtest_protocol
+pytest_runtest_call = project.pytest_runtest_call
+if {sort!r}:
+    pytest_collection_modifyitems = project.pytest_collection_modifyitems
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "alone: the project's marker")
 '''
 
 
-def test_no_other_test_runs_beside_an_alone_test(tmp_path: Path):
-    (tmp_path / "running").mkdir()
-    (tmp_path / "conftest.py").write_text(CONFTEST, encoding="utf-8")
+def pytest_run(tmp_path: Path, sort: bool, *args: str) -> str:
+    """pytest over TESTS in two workers, with the project's hooks (and its order of tests if `sort`)."""
+    (tmp_path / "running").mkdir(exist_ok=True)
+    (tmp_path / "conftest.py").write_text(CONFTEST.format(
+        tests=str(REPO / "tests"), repo=str(REPO), conftest=str(REPO / "tests" / "conftest.py"), sort=sort),
+        encoding="utf-8")
     (tmp_path / "test_beside.py").write_text(TESTS, encoding="utf-8")
     (tmp_path / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
-    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "2", "-p", "no:cacheprovider",
-                          "--basetemp", str(tmp_path / "base"), str(tmp_path)],
+    run = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+                          "--basetemp", str(tmp_path / "base"), *args, str(tmp_path)],
                          cwd=tmp_path, capture_output=True, text=True, timeout=120,
                          env={**os.environ, "ALONE_FOLDER": str(tmp_path / "running")})
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "13 passed" in run.stdout
+    return run.stdout
+
+
+def test_the_alone_tests_come_last(tmp_path: Path):
+    """So that the other workers are on their last tests, or done, while one runs."""
+    listed = re.findall(r"<Function (\S+)>", pytest_run(tmp_path, True, "--collect-only"))
+    assert listed[-1] == "test_timed" and len(listed) == 13, listed
+
+
+def test_no_other_test_runs_beside_an_alone_test(tmp_path: Path):
+    """In the order written (the `alone` test in the middle), so that the others run beside it but for the locks."""
+    assert "13 passed" in pytest_run(tmp_path, False, "-q", "-n", "2")
     assert not (tmp_path / "overlaps").exists(), sorted(p.name for p in (tmp_path / "overlaps").iterdir())
