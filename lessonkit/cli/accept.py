@@ -376,6 +376,25 @@ def run(args: argparse.Namespace, stdin: TextIO | None = None, out: TextIO | Non
     repo = repo_root(args.repo, Path.cwd())
     plan = plan_accept(repo)
     confirmed = set(getattr(args, "confirm", None) or ())
+    refused = _report(plan, confirmed, out)
+    plan.edits = [e for e in plan.edits if not e.meaning or e.where in confirmed]
+    if not plan.edits:
+        if not refused:
+            print("every claim holds; nothing to accept", file=out)
+        return EXIT_REFUSED if refused else EXIT_DONE
+    pages = len({e.page for e in plan.edits})
+    if not _confirmed(len(plan.edits), pages, args.yes, stdin, out):
+        return EXIT_UNCONFIRMED
+    apply_edits(repo, plan.edits)
+    print(f"rewrote {len(plan.edits)} claim value{'s' if len(plan.edits) != 1 else ''} in {pages} "
+          f"page{'s' if pages != 1 else ''}; review with git diff, then run .venv/bin/python -m lessonkit check", file=out)
+    return EXIT_REFUSED if refused else EXIT_DONE
+
+
+def _report(plan: Plan, confirmed: set[str], out: TextIO) -> bool:
+    """Print each edit of `plan` with its sentence before and after, then what is not written: the
+    changes of meaning not `confirmed`, a --confirm that names none, the claims held back on a set
+    with errors, the claims refused. Whether anything was not written."""
     unknown = sorted(confirmed - {e.where for e in plan.edits if e.meaning})
     for edit in plan.edits:
         kind = f"change of meaning: {edit.meaning}" if edit.meaning else "drift"
@@ -388,7 +407,6 @@ def run(args: argparse.Namespace, stdin: TextIO | None = None, out: TextIO | Non
               "run accept again with " + " ".join(f"--confirm {e.where}" for e in held), file=out)
     for where in unknown:
         print(f"--confirm {where}: no change of meaning is listed at {where}", file=out)
-    plan.edits = [e for e in plan.edits if not e.meaning or e.where in confirmed]
     for set_name, count in sorted(plan.held_back.items()):
         print(f"evidence/{set_name}: {count} claim{'s' if count != 1 else ''} on it not accepted while the set "
               "has errors (.venv/bin/python -m lessonkit check lists them); fix or refresh it, then accept", file=out)
@@ -396,18 +414,7 @@ def run(args: argparse.Namespace, stdin: TextIO | None = None, out: TextIO | Non
         print(f"not accepted ({len(plan.refused)}; fix by hand):", file=out)
         for error in plan.refused:
             print(f"  {error}", file=out)
-    refused = bool(plan.refused or plan.held_back or held or unknown)
-    if not plan.edits:
-        if not refused:
-            print("every claim holds; nothing to accept", file=out)
-        return EXIT_REFUSED if refused else EXIT_DONE
-    pages = len({e.page for e in plan.edits})
-    if not _confirmed(len(plan.edits), pages, args.yes, stdin, out):
-        return EXIT_UNCONFIRMED
-    apply_edits(repo, plan.edits)
-    print(f"rewrote {len(plan.edits)} claim value{'s' if len(plan.edits) != 1 else ''} in {pages} "
-          f"page{'s' if pages != 1 else ''}; review with git diff, then run .venv/bin/python -m lessonkit check", file=out)
-    return EXIT_REFUSED if refused else EXIT_DONE
+    return bool(plan.refused or plan.held_back or held or unknown)
 
 
 def main(argv: list[str] | None = None, stdin: TextIO | None = None, out: TextIO | None = None) -> int:

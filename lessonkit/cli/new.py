@@ -152,29 +152,15 @@ def add_to_nav(config: Path, section: str, entry: str) -> bool:
     except OSError:
         return False
     lines = text.splitlines(keepends=True)
-    start = next((i for i, line in enumerate(lines) if _NAV_RE.match(line)), None)
-    if start is None:
+    nav = _nav_items(lines)
+    if nav is None:
         return False
-    end = start + 1
-    while end < len(lines) and not _TOP_RE.match(lines[end]):
-        end += 1
-    items = [(i, m.group("indent")) for i in range(start + 1, end) if (m := _ITEM_RE.match(lines[i]))]
-    if not items:
-        return False
+    end, items = nav
     top = min(len(indent) for _, indent in items)
     name = re.compile(rf"""^\s*-\s+["']?{re.escape(section)}["']?:\s*(?:\#.*)?$""")
     heads = [i for i, indent in items if len(indent) == top and name.match(lines[i])]
     if heads:
-        children = [(i, indent) for i, indent in items if i > heads[0] and len(indent) > top]
-        following = [i for i, indent in items if i > heads[0] and len(indent) == top]
-        stop = following[0] if following else end
-        children = [(i, indent) for i, indent in children if i < stop]
-        indent = children[0][1] if children else " " * (top + 4)
-        at = (children[-1][0] + 1) if children else heads[0] + 1
-        later = [i for i, _ in children if _later_day(lines[i], entry)]
-        if later:  # in course order: before the first entry of a later day
-            at = later[0]
-        new = [f"{indent}{entry}\n"]
+        at, new = _under_section(lines, items, end, top, heads[0], entry)
     else:
         at = max(i for i, _ in items) + 1
         while at < end and lines[at].strip() and not _ITEM_RE.match(lines[at]):
@@ -187,6 +173,32 @@ def add_to_nav(config: Path, section: str, entry: str) -> bool:
         return False
     config.write_text(edited, encoding="utf-8")
     return True
+
+
+def _nav_items(lines: list[str]) -> tuple[int, list[tuple[int, str]]] | None:
+    """Where the block-style nav ends (the index of the next top-level key, or the end), and its
+    items (index, indent); None when there is no nav or it lists nothing."""
+    start = next((i for i, line in enumerate(lines) if _NAV_RE.match(line)), None)
+    if start is None:
+        return None
+    end = start + 1
+    while end < len(lines) and not _TOP_RE.match(lines[end]):
+        end += 1
+    items = [(i, m.group("indent")) for i in range(start + 1, end) if (m := _ITEM_RE.match(lines[i]))]
+    return (end, items) if items else None
+
+
+def _under_section(lines: list[str], items: list[tuple[int, str]], end: int, top: int, head: int,
+                   entry: str) -> tuple[int, list[str]]:
+    """Where `entry` goes under the section whose item is at `head` (after its last child, or before
+    the first child of a later day, in course order), and the line to insert there."""
+    following = [i for i, indent in items if i > head and len(indent) == top]
+    stop = following[0] if following else end
+    children = [(i, indent) for i, indent in items if head < i < stop and len(indent) > top]
+    indent = children[0][1] if children else " " * (top + 4)
+    at = (children[-1][0] + 1) if children else head + 1
+    later = [i for i, _ in children if _later_day(lines[i], entry)]
+    return (later[0] if later else at), [f"{indent}{entry}\n"]
 
 
 _ENTRY_DAY_RE = re.compile(r""":\s*["']?day(?P<n>\d+)-[^\s"']*\.md["']?\s*(?:\#.*)?$""")

@@ -163,20 +163,7 @@ def parse_display(data: dict, source: str, commands: dict[str, str] | None = Non
         values = strings(table, f"labels.{key}")
         seen: dict[str, str] = {}
         for value, label in values.items():
-            source_text = (commands or {}).get(value, "") if key == "run" else value
-            if key == "run" and commands is not None and value not in commands:
-                raise LessonError(source, None, f"[labels.run]: {value!r} is not a run of this lesson")
-            typed = [n for n in _NUMBER_RE.findall(label) if n not in _NUMBER_RE.findall(source_text)]
-            if typed:
-                whose = "the run's command" if key == "run" else f"the value {value!r}"
-                raise LessonError(source, None, f"[labels.{key}]: {value} = {label!r} types the figure {typed[0]!r}, "
-                                  f"which is not in {whose}; a label's figures come from what it labels")
-            everyone = (commands or {}) if key == "run" else {v: v for v in values}
-            foreign = _foreign_word(key, value, label, source_text, everyone)
-            if foreign is not None:
-                whose = "its command" if key == "run" else "its value"
-                raise LessonError(source, None, f"[labels.{key}]: {value} = {label!r}: {foreign}, not {value!r}; "
-                                  f"a label's words name what it labels: write them from {whose}")
+            _check_label(key, value, label, values, commands, source)
             if label in seen:
                 raise LessonError(source, None, f"[labels.{key}]: {seen[label]!r} and {value!r} are both "
                                   f"labelled {label!r}; a label must stand for one value")
@@ -188,20 +175,50 @@ def parse_display(data: dict, source: str, commands: dict[str, str] | None = Non
             raise LessonError(source, None, f"[formats]: {key} = {fmt!r} must hold '{{}}' once, where the value goes")
     units = strings(data.get("units", {}), "units")
     for key, unit in units.items():
-        if unit not in UNITS:
-            raise LessonError(source, key_line(text, "units", None, key) if text else None,
-                              f"[units]: {key} = {unit!r} is not a unit; use one of: {', '.join(UNITS)}")
-        if unit_by_name(key) not in (None, unit):
-            raise LessonError(source, key_line(text, "units", None, key) if text else None,
-                              f"[units]: {key} = {unit!r}, but its name says {unit_by_name(key)!r}; a field's "
-                              "unit is what its name says: remove the declaration, or rename the field")
+        _check_unit(key, unit, source, text)
     display = Display(names, labels, formats, units)
     for key, header in names.items():
-        unit = display.unit(key)
-        for word, typed in typed_units(header):
-            if typed != unit:
-                whose = f"{key!r} shows {describe(unit)}" if unit else f"{key!r} has no unit (a count or a name)"
-                raise LessonError(source, key_line(text, "names", None, key) if text else None,
-                                  f"[names]: {key} = {header!r} names the unit {word!r}, but {whose}; "
-                                  "a header's unit is its field's")
+        _check_header(display, key, header, source, text)
     return display
+
+
+def _check_label(key: str, value: str, label: str, values: dict[str, str], commands: dict[str, str] | None,
+                 source: str) -> None:
+    """A label of [labels.KEY] (`values`: the table it is in) types no figure and names nothing else
+    than what it labels (for `run`, the run's command: `commands`)."""
+    source_text = (commands or {}).get(value, "") if key == "run" else value
+    if key == "run" and commands is not None and value not in commands:
+        raise LessonError(source, None, f"[labels.run]: {value!r} is not a run of this lesson")
+    typed = [n for n in _NUMBER_RE.findall(label) if n not in _NUMBER_RE.findall(source_text)]
+    if typed:
+        whose = "the run's command" if key == "run" else f"the value {value!r}"
+        raise LessonError(source, None, f"[labels.{key}]: {value} = {label!r} types the figure {typed[0]!r}, "
+                          f"which is not in {whose}; a label's figures come from what it labels")
+    everyone = (commands or {}) if key == "run" else {v: v for v in values}
+    foreign = _foreign_word(key, value, label, source_text, everyone)
+    if foreign is not None:
+        whose = "its command" if key == "run" else "its value"
+        raise LessonError(source, None, f"[labels.{key}]: {value} = {label!r}: {foreign}, not {value!r}; "
+                          f"a label's words name what it labels: write them from {whose}")
+
+
+def _check_unit(key: str, unit: str, source: str, text: str) -> None:
+    """A declared unit is a unit, and the one the field's name says, if it says one."""
+    if unit not in UNITS:
+        raise LessonError(source, key_line(text, "units", None, key) if text else None,
+                          f"[units]: {key} = {unit!r} is not a unit; use one of: {', '.join(UNITS)}")
+    if unit_by_name(key) not in (None, unit):
+        raise LessonError(source, key_line(text, "units", None, key) if text else None,
+                          f"[units]: {key} = {unit!r}, but its name says {unit_by_name(key)!r}; a field's "
+                          "unit is what its name says: remove the declaration, or rename the field")
+
+
+def _check_header(display: Display, key: str, header: str, source: str, text: str) -> None:
+    """A column header of [names] names no other unit than its field's."""
+    unit = display.unit(key)
+    for word, typed in typed_units(header):
+        if typed != unit:
+            whose = f"{key!r} shows {describe(unit)}" if unit else f"{key!r} has no unit (a count or a name)"
+            raise LessonError(source, key_line(text, "names", None, key) if text else None,
+                              f"[names]: {key} = {header!r} names the unit {word!r}, but {whose}; "
+                              "a header's unit is its field's")

@@ -161,6 +161,36 @@ def parse_spec(text: str, source: str) -> LessonSpec:
         raise LessonError(source, None, "not valid TOML for runs.toml: nested too deeply to read; "
                           "expected tables of settings") from None
 
+    need, strings = _needs(text, source)
+    _known_keys(data, TOP_KEYS, text, source, "top level", "")
+    lesson = need(data, "lesson", str, "top level")
+    inputs = strings(need(data, "inputs", list, "top level"), "top level", "inputs")
+    build = need(data, "build", dict, "top level")
+    if not all(isinstance(v, str) for v in build.values()):
+        bad = next(k for k, v in build.items() if not isinstance(v, str))
+        raise LessonError(source, key_line(text, "build", None, bad), "[build]: every build line must be a string")
+    sessions = need(data, "sessions", int, "top level", DEFAULT_SESSIONS)
+    if not 1 <= sessions <= MAX_SESSIONS:
+        raise LessonError(source, key_line(text, "", None, "sessions"), f"top level: 'sessions' must be from 1 to "
+                          f"{MAX_SESSIONS} (the GPU sessions each evidence set keeps), not {sessions}")
+    runs: list[RunSpec] = []
+    for i, raw in enumerate(need(data, "run", list, "top level"), start=1):
+        runs.append(_run(raw, i, runs, text, source))
+    compare = _compare(data.get("compare", []), text, source, need)
+    for decl in compare:
+        for name in decl.runs or ():
+            if not any(r.name == name for r in runs):
+                raise LessonError(source, decl.line, f"[[compare]] of set {decl.set!r}: runs names {name!r}, which is "
+                                  f"no run of this file; runs: {', '.join(r.name for r in runs)}")
+    harness = parse_harness(data.get("harness"), text, source)
+    display = parse_display(data, source, {name: r.command for r in runs
+                                           for name in (r.name, *(a.name for a in r.artifacts))}, text)
+    return LessonSpec(lesson, source, inputs, dict(build), tuple(runs), compare, harness, display, sessions)
+
+
+def _needs(text: str, source: str):
+    """`need` and `strings`, the checked readers of a key of runs.toml `text` (file `source`)."""
+
     def need(table: object, key: str, kind: type | tuple, where: str, default: object = None,
              at: tuple[str, int | None] = ("", None)):
         """table[key] when it is of `kind` (default when absent); else an error at the key's line.
@@ -184,67 +214,49 @@ def parse_spec(text: str, source: str) -> LessonSpec:
             raise LessonError(source, key_line(text, *at, key), f"{where}: every entry of '{key}' must be a string")
         return tuple(values)
 
-    _known_keys(data, TOP_KEYS, text, source, "top level", "")
-    lesson = need(data, "lesson", str, "top level")
-    inputs = strings(need(data, "inputs", list, "top level"), "top level", "inputs")
-    build = need(data, "build", dict, "top level")
-    if not all(isinstance(v, str) for v in build.values()):
-        bad = next(k for k, v in build.items() if not isinstance(v, str))
-        raise LessonError(source, key_line(text, "build", None, bad), "[build]: every build line must be a string")
-    sessions = need(data, "sessions", int, "top level", DEFAULT_SESSIONS)
-    if not 1 <= sessions <= MAX_SESSIONS:
-        raise LessonError(source, key_line(text, "", None, "sessions"), f"top level: 'sessions' must be from 1 to "
-                          f"{MAX_SESSIONS} (the GPU sessions each evidence set keeps), not {sessions}")
-    runs: list[RunSpec] = []
-    for i, raw in enumerate(need(data, "run", list, "top level"), start=1):
-        where = f"[[run]] number {i}"
-        at = ("run", i)
-        _known_keys(raw, RUN_KEYS, text, source, where, "run", i)
-        name = need(raw, "name", str, where, at=at)
+    return need, strings
 
-        def line(key: str, i: int = i) -> int | None:  # located only for a message
-            return key_line(text, "run", i, key)
 
-        if not _NAME_RE.match(name):
-            raise LessonError(source, line("name"), f"{where}: name {name!r} must be lowercase letters, digits and '-'")
-        if any(r.name == name for r in runs):
-            raise LessonError(source, line("name"), f"{where}: duplicate run name {name!r}")
-        artifacts = []
-        for j, art in enumerate(need(raw, "artifacts", list, where, [], at=at), start=1):
-            _known_keys(art, ARTIFACT_KEYS, text, source, f"{where}, artifact {j}", "run", i)
-            art_name, art_file = need(art, "name", str, where, at=at), need(art, "file", str, where, at=at)
-            if not _NAME_RE.match(art_name) or "/" in art_file:
-                raise LessonError(source, line("artifacts"),
-                                  f"{where}: artifact {art_name!r} needs a plain name and file")
-            artifacts.append(Artifact(art_name, art_file, need(art, "format", str, where, "text", at=at)))
-        sets = need(raw, "sets", (list, type(None)), where, at=at)
-        if sets is not None and (not sets or not all(isinstance(v, str) and _SET_RE.match(v) for v in sets)):
-            raise LessonError(source, line("sets"), f"{where}: 'sets' must be a non-empty list "
-                              "of evidence set names, e.g. [\"day62-racecheck\"]")
-        runs.append(RunSpec(
-            name=name,
-            command=need(raw, "command", str, where, at=at),
-            timeout=_timeout(need(raw, "timeout", (int, float), where, 300, at=at), source, where,
-                             lambda: line("timeout")),
-            gate=need(raw, "gate", bool, where, False, at=at),
-            inputs=strings(need(raw, "inputs", list, where, [], at=at), where, "inputs", at),
-            artifacts=tuple(artifacts),
-            repeat=_repeat(need(raw, "repeat", int, where, 1, at=at), source, where, lambda: line("repeat")),
-            exclusive=need(raw, "exclusive", bool, where, False, at=at),
-            max_output=_max_output(need(raw, "max_output", int, where, RunSpec.max_output, at=at), source, where,
-                                   lambda: line("max_output")),
-            sets=tuple(sets) if sets is not None else None,
-        ))
-    compare = _compare(data.get("compare", []), text, source, need)
-    for decl in compare:
-        for name in decl.runs or ():
-            if not any(r.name == name for r in runs):
-                raise LessonError(source, decl.line, f"[[compare]] of set {decl.set!r}: runs names {name!r}, which is "
-                                  f"no run of this file; runs: {', '.join(r.name for r in runs)}")
-    harness = parse_harness(data.get("harness"), text, source)
-    display = parse_display(data, source, {name: r.command for r in runs
-                                           for name in (r.name, *(a.name for a in r.artifacts))}, text)
-    return LessonSpec(lesson, source, inputs, dict(build), tuple(runs), compare, harness, display, sessions)
+def _run(raw: object, i: int, earlier: list[RunSpec], text: str, source: str) -> RunSpec:
+    """The `i`-th [[run]] table (`earlier`: the runs before it, whose names it must not repeat)."""
+    need, strings = _needs(text, source)
+    where = f"[[run]] number {i}"
+    at = ("run", i)
+    _known_keys(raw, RUN_KEYS, text, source, where, "run", i)
+    name = need(raw, "name", str, where, at=at)
+
+    def line(key: str) -> int | None:  # located only for a message
+        return key_line(text, "run", i, key)
+
+    if not _NAME_RE.match(name):
+        raise LessonError(source, line("name"), f"{where}: name {name!r} must be lowercase letters, digits and '-'")
+    if any(r.name == name for r in earlier):
+        raise LessonError(source, line("name"), f"{where}: duplicate run name {name!r}")
+    artifacts = []
+    for j, art in enumerate(need(raw, "artifacts", list, where, [], at=at), start=1):
+        _known_keys(art, ARTIFACT_KEYS, text, source, f"{where}, artifact {j}", "run", i)
+        art_name, art_file = need(art, "name", str, where, at=at), need(art, "file", str, where, at=at)
+        if not _NAME_RE.match(art_name) or "/" in art_file:
+            raise LessonError(source, line("artifacts"), f"{where}: artifact {art_name!r} needs a plain name and file")
+        artifacts.append(Artifact(art_name, art_file, need(art, "format", str, where, "text", at=at)))
+    sets = need(raw, "sets", (list, type(None)), where, at=at)
+    if sets is not None and (not sets or not all(isinstance(v, str) and _SET_RE.match(v) for v in sets)):
+        raise LessonError(source, line("sets"), f"{where}: 'sets' must be a non-empty list "
+                          "of evidence set names, e.g. [\"day62-racecheck\"]")
+    return RunSpec(
+        name=name,
+        command=need(raw, "command", str, where, at=at),
+        timeout=_timeout(need(raw, "timeout", (int, float), where, 300, at=at), source, where,
+                         lambda: line("timeout")),
+        gate=need(raw, "gate", bool, where, False, at=at),
+        inputs=strings(need(raw, "inputs", list, where, [], at=at), where, "inputs", at),
+        artifacts=tuple(artifacts),
+        repeat=_repeat(need(raw, "repeat", int, where, 1, at=at), source, where, lambda: line("repeat")),
+        exclusive=need(raw, "exclusive", bool, where, False, at=at),
+        max_output=_max_output(need(raw, "max_output", int, where, RunSpec.max_output, at=at), source, where,
+                               lambda: line("max_output")),
+        sets=tuple(sets) if sets is not None else None,
+    )
 
 
 _RELEASE_RE = re.compile(r"""\A\d+\.\d+\Z""")

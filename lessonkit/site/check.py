@@ -194,6 +194,18 @@ def _check_in_worker(item: tuple[str, Path]) -> tuple[tuple[PageInputs, PageResu
     return site._pages[item[0]], site.checks - checks, site.cache_hits - hits
 
 
+def _catalog(names: set[str], unreadable: set[str], unrecorded: Mapping[str, tuple[str, ...]],
+             scans: verdict.Scans) -> str:
+    """The digest of the list of sets (readable, unreadable, not recorded yet) and of the folders
+    under code/ (a claim's `LESSON/FILE` is read as a lesson's file only when code/LESSON is a
+    folder): what a page may name that does not exist."""
+    folders = sorted({rel.split(os.sep, 1)[0] for rel in scans[1] if os.sep in rel})
+    return combine([(name, "set") for name in sorted(names)]
+                   + [(name, "unreadable") for name in sorted(unreadable)]
+                   + [(name, "unrecorded " + " ".join(files)) for name, files in sorted(unrecorded.items())]
+                   + [(folder, "folder") for folder in folders])
+
+
 @dataclass
 class CheckedSite:
     """A site kept checked across rebuilds: `refresh` once per build, then `page` for each page.
@@ -278,6 +290,45 @@ class CheckedSite:
         if tree == self._tree:
             self._scanned, self._scans, self._scans_settled = now, scans, settled
             return
+        self._digest_sets(evidence, code)
+        self._scanned, self._scans, self._tree, self._scans_settled = now, scans, tree, settled
+        stored = self.store.get("site", "errors", tree)
+        try:
+            errors = verdict.decode_errors(stored["errors"])
+            names, unreadable = set(stored["sets"]), set(stored["unreadable"])
+            unrecorded = {lesson: tuple(files) for lesson, files in stored["unrecorded"].items()}
+            lessons = {str(n): str(lesson) for n, lesson in stored["lessons"].items()}
+            self.cache_hits += 1
+        except (TypeError, KeyError, ValueError, AttributeError):
+            errors, names, unreadable, unrecorded, lessons = self._site_verdict(tree, scans, settled)
+        self._site_errors = errors
+        self._lessons = lessons
+        self._unrecorded = frozenset(unrecorded)
+        self._catalog = _catalog(names, unreadable, unrecorded, scans)
+        self.hashes.save()
+
+    def _site_verdict(self, tree: str, scans: verdict.Scans, settled: bool) -> tuple[
+            list[LessonError], set[str], set[str], dict[str, tuple[str, ...]], dict[str, str]]:
+        """The site's own errors, its sets (readable and not), its lessons not recorded yet (with
+        their inputs) and each set's lesson, worked out from the files; stored under `tree` when
+        every file had settled, the lessons read nothing outside their folders, and no file changed
+        while they were read."""
+        site = self.site
+        errors = site.site_errors()
+        names, unreadable = set(site.evidence.sets), set(site.evidence.unreadable)
+        unrecorded = {u.lesson: tuple(sorted(u.inputs)) for u in site.evidence.unrecorded.values()}
+        lessons = {n: ev.lesson for n, ev in site.evidence.sets.items()}
+        if (self.store.folder is not None
+                and settled
+                and sitecache.inputs_inside(self.repo, lessons.values()) and verdict.scan_tree(self.repo) == scans):
+            self.store.put("site", "errors", tree, {
+                "errors": verdict.encode_errors(errors), "sets": sorted(names),
+                "unreadable": sorted(unreadable), "unrecorded": unrecorded, "lessons": lessons})
+        return errors, names, unreadable, unrecorded, lessons
+
+    def _digest_sets(self, evidence: Mapping[str, str], code: Mapping[str, str]) -> None:
+        """Each set's digest, of its files (`evidence`: digests by path under evidence/) and of every
+        lesson's runs.toml (`code`: the same under code/), and the folder each set is read from."""
         # A set may be read from another folder than its name (evidence/.old.<set> after a
         # refresh stopped mid-swap): its files count for the set.
         folders = {folder.name: name for name, folder in set_folders(self.repo).items()}
@@ -289,38 +340,6 @@ class CheckedSite:
         specs = [(os.sep + rel, digest) for rel, digest in code.items() if rel.endswith(os.sep + "runs.toml")]
         self._set_digests = {name: combine(items + specs) for name, items in per_set.items()}
         self._set_folders = {name: top for top, name in folders.items()}
-        self._scanned, self._scans, self._tree, self._scans_settled = now, scans, tree, settled
-        stored = self.store.get("site", "errors", tree)
-        try:
-            errors = verdict.decode_errors(stored["errors"])
-            names, unreadable = set(stored["sets"]), set(stored["unreadable"])
-            unrecorded = {lesson: tuple(files) for lesson, files in stored["unrecorded"].items()}
-            lessons = {str(n): str(lesson) for n, lesson in stored["lessons"].items()}
-            self.cache_hits += 1
-        except (TypeError, KeyError, ValueError, AttributeError):
-            site = self.site
-            errors = site.site_errors()
-            names, unreadable = set(site.evidence.sets), set(site.evidence.unreadable)
-            unrecorded = {u.lesson: tuple(sorted(u.inputs)) for u in site.evidence.unrecorded.values()}
-            lessons = {n: ev.lesson for n, ev in site.evidence.sets.items()}
-            if (self.store.folder is not None
-                    and settled
-                    and sitecache.inputs_inside(self.repo, lessons.values()) and verdict.scan_tree(self.repo) == scans):
-                self.store.put("site", "errors", tree, {
-                    "errors": verdict.encode_errors(errors), "sets": sorted(names),
-                    "unreadable": sorted(unreadable), "unrecorded": unrecorded, "lessons": lessons})
-        self._site_errors = errors
-        self._lessons = lessons
-        self._unrecorded = frozenset(unrecorded)
-        # The list of sets, and of the folders under code/ (a claim's `LESSON/FILE` is read as a
-        # lesson's file only when code/LESSON is a folder): what a page may name that does not exist.
-        folders = sorted({rel.split(os.sep, 1)[0] for rel in scans[1] if os.sep in rel})
-        self._catalog = combine([(name, "set") for name in sorted(names)]
-                                 + [(name, "unreadable") for name in sorted(unreadable)]
-                                 + [(name, "unrecorded " + " ".join(files))
-                                    for name, files in sorted(unrecorded.items())]
-                                 + [(folder, "folder") for folder in folders])
-        self.hashes.save()
 
     @property
     def last_scan(self) -> tuple[int, verdict.Scans] | None:
