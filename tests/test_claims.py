@@ -321,6 +321,7 @@ def test_unclosed_braces_at_the_end_of_the_page(demo_repo: Path):
         "or write \\{{ for literal braces")]
 
 
+@pytest.mark.alone  # timed
 def test_a_megabyte_line_of_open_braces_is_one_error_at_its_line_in_linear_time(demo_repo: Path):
     """One error, at its line; and the time grows with the line, not its square: ten times the braces
     take well under thirty times as long (a quadratic scan takes a hundred), each size timed at its

@@ -145,6 +145,7 @@ PAGE_FORMS = {
 }
 
 
+@pytest.mark.alone  # timed: a busy neighbour on the same core slows even this process's CPU time
 @pytest.mark.parametrize("name", list(READERS))
 def test_a_megabyte_of_adversarial_input_is_read_in_under_a_second(name: str):
     if name == "page":

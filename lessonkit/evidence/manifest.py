@@ -388,12 +388,7 @@ def _parse_entry(shown: str, name: str, raw: Any, refresh: str, fmt: int = FORMA
                  sessions: dict[str, Session] | None = None) -> TranscriptEntry:
     if not isinstance(raw, dict):
         raise _error(shown, f"transcript {name!r}: expected an object")
-    session = LEGACY_SESSION
-    if fmt == FORMAT:
-        session = raw.get("session")
-        if not isinstance(session, str) or session not in (sessions or {}):
-            raise _error(shown, f"transcript {name!r}: field 'session' names no session of the set "
-                         f"({', '.join(sessions or {}) or 'none'})")
+    session = _session_of(shown, name, raw, fmt, sessions)
     for key, kinds in _EXACT_FIELDS:
         if type(raw.get(key, _ABSENT)) not in kinds and (key not in raw or not _is(raw[key], _FIELDS[key])):
             raise _error(shown, f"transcript {name!r}: field '{key}' is missing or of the wrong type")
@@ -402,13 +397,7 @@ def _parse_entry(shown: str, name: str, raw: Any, refresh: str, fmt: int = FORMA
     if raw["digest"] != entry_digest(name, raw):
         raise _error(shown, f"transcript {name!r} does not match its digest: the entry was edited after it was "
                      f"recorded; evidence is written only by the refresh: {refresh}")
-    folder, _, base = raw["file"].rpartition("/")
-    expected_folder = "" if fmt == ONE_REFRESH_FORMAT else session
-    if folder != expected_folder or not base or base.startswith(".") or "/" in base or base == MANIFEST:
-        where = "in the set's folder" if fmt == ONE_REFRESH_FORMAT else f"in its session's folder {session}/"
-        raise _error(shown, f"transcript {name!r}: file {raw['file']!r} must be a plain name {where}")
-    if fmt == FORMAT and not name.startswith(session + "/"):
-        raise _error(shown, f"transcript {name!r}: a recording of session {session!r} is named {session}/NAME")
+    _check_place(shown, name, raw["file"], fmt, session)
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in raw["inputs"].items()):
         raise _error(shown, f"transcript {name!r}: 'inputs' must map names to sha256 strings")
     extra = {k: raw[k] for k in _GROUP_FIELDS}
@@ -419,6 +408,29 @@ def _parse_entry(shown: str, name: str, raw: Any, refresh: str, fmt: int = FORMA
         name=name, file=raw["file"], command=raw["command"], exit_code=raw["exit_code"],
         timed_out=raw["timed_out"], wall_s=float(raw["wall_s"]), date=raw["date"],
         inputs=dict(raw["inputs"]), sha256=raw["sha256"], format=raw["format"], **extra)
+
+
+def _session_of(shown: str, name: str, raw: dict, fmt: int, sessions: dict[str, Session] | None) -> str:
+    """The session a recording's entry names (one of the set's), or LEGACY_SESSION in a set of one refresh."""
+    if fmt != FORMAT:
+        return LEGACY_SESSION
+    session = raw.get("session")
+    if not isinstance(session, str) or session not in (sessions or {}):
+        raise _error(shown, f"transcript {name!r}: field 'session' names no session of the set "
+                     f"({', '.join(sessions or {}) or 'none'})")
+    return session
+
+
+def _check_place(shown: str, name: str, file: str, fmt: int, session: str) -> None:
+    """A recording's file is a plain name in its session's folder (in the set's, in a set of one
+    refresh), and its name begins with its session's."""
+    folder, _, base = file.rpartition("/")
+    expected_folder = "" if fmt == ONE_REFRESH_FORMAT else session
+    if folder != expected_folder or not base or base.startswith(".") or "/" in base or base == MANIFEST:
+        where = "in the set's folder" if fmt == ONE_REFRESH_FORMAT else f"in its session's folder {session}/"
+        raise _error(shown, f"transcript {name!r}: file {file!r} must be a plain name {where}")
+    if fmt == FORMAT and not name.startswith(session + "/"):
+        raise _error(shown, f"transcript {name!r}: a recording of session {session!r} is named {session}/NAME")
 
 
 def _check_sense(shown: str, entry: TranscriptEntry, refresh: str) -> None:
