@@ -108,46 +108,56 @@ class PageState:
 
     def _lookup(self, index: int, ref: str, claim: str | None = None) -> tuple[EvidenceSet, str | None] | None:
         set_name, sep, group = ref.partition("/")
-        default = self.sets.get(self.default_set or "")
         if not sep:
+            default = self.sets.get(self.default_set or "")
             if default is not None and (ref in default.groups or ref in default.entries):
                 set_name, group = default.name, ref
             elif ref in self.sets:
                 return self.sets[ref], None
-            elif ref in self.broken_sets or (default is None and self.default_set in self.broken_sets):
-                self.unknowable.append(index)
-                return None
-            elif default is None and self.default_set in self.unrecorded and ref not in self.unrecorded:
-                self.not_recorded(index, ref, self.unrecorded[self.default_set], claim)
-                return None
-            elif default is not None:
-                self.error(index, f"no transcript {ref!r} in the page's set {default.name!r} and no set "
-                           f"of that name; transcripts: {', '.join(sorted(default.groups))}")
+            else:
+                self._unknown_name(index, ref, claim, default)
                 return None
         ev = self.sets.get(set_name)
         if ev is None:
-            if set_name in self.broken_sets:
-                self.unknowable.append(index)  # the unreadable manifest is the one error to report
-                return None
-            if set_name in self.unrecorded:
-                self.not_recorded(index, ref, self.unrecorded[set_name], claim)
-                return None
-            self.error(index, f"no evidence set {set_name!r}; the sets are: {', '.join(sorted(self.sets)) or 'none'}")
+            self._no_set(index, ref, set_name, claim)
             return None
         if not group:
             return ev, None
         if group not in ev.groups:
-            entry = ev.entries.get(group) or next(
-                (e for e in ev.entries.values() if e.recording == group or e.name.endswith("/" + group)), None)
-            if entry is not None:
-                self.error(index, f"{group!r} is recording {entry.repeat} of {entry.repeats} of {entry.group!r}; "
-                           f"cite the run {entry.group!r}: a claim holds for every recording")
-            else:
-                self.error(index, f"evidence set {ev.name!r} has no transcript {group!r}; it has: "
-                           f"{', '.join(sorted(ev.groups))}")
+            self._no_run(index, ev, group)
             return None
         self.cite(index, ev.name, group)
         return ev, group
+
+    def _unknown_name(self, index: int, ref: str, claim: str | None, default: EvidenceSet | None) -> None:
+        """`ref`, a name without a '/', is neither a run of the page's set (`default`) nor a set."""
+        if ref in self.broken_sets or (default is None and self.default_set in self.broken_sets):
+            self.unknowable.append(index)
+        elif default is None and self.default_set in self.unrecorded and ref not in self.unrecorded:
+            self.not_recorded(index, ref, self.unrecorded[self.default_set], claim)
+        elif default is not None:
+            self.error(index, f"no transcript {ref!r} in the page's set {default.name!r} and no set "
+                       f"of that name; transcripts: {', '.join(sorted(default.groups))}")
+        else:
+            self._no_set(index, ref, ref, claim)
+
+    def _no_set(self, index: int, ref: str, set_name: str, claim: str | None) -> None:
+        if set_name in self.broken_sets:
+            self.unknowable.append(index)  # the unreadable manifest is the one error to report
+        elif set_name in self.unrecorded:
+            self.not_recorded(index, ref, self.unrecorded[set_name], claim)
+        else:
+            self.error(index, f"no evidence set {set_name!r}; the sets are: {', '.join(sorted(self.sets)) or 'none'}")
+
+    def _no_run(self, index: int, ev: EvidenceSet, group: str) -> None:
+        entry = ev.entries.get(group) or next(
+            (e for e in ev.entries.values() if e.recording == group or e.name.endswith("/" + group)), None)
+        if entry is not None:
+            self.error(index, f"{group!r} is recording {entry.repeat} of {entry.repeats} of {entry.group!r}; "
+                       f"cite the run {entry.group!r}: a claim holds for every recording")
+        else:
+            self.error(index, f"evidence set {ev.name!r} has no transcript {group!r}; it has: "
+                       f"{', '.join(sorted(ev.groups))}")
 
     def display(self, ev: EvidenceSet) -> Display:
         """How the set's lesson names its evidence (code/<lesson>/runs.toml; empty if unreadable,
