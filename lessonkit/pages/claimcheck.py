@@ -241,6 +241,12 @@ class PageState:
         except LessonError as exc:  # a recording is missing or malformed
             outcome(self.error(index, f"claim {written!r} ({shown}) cannot be checked: {exc}"))
             return None
+        return self._check_recorded(index, claim, written, shown, ev, sample, parsed_query, transform, outcome, spread)
+
+    def _check_recorded(self, index: int, claim: ClaimValue, written: str, shown: str, ev: EvidenceSet,
+                        sample: Sample, parsed_query, transform, outcome, spread: list[str]) -> str | None:
+        """A claim on what the recordings of a run hold (`sample`, the query's values in each), in the
+        unit its field is declared in, with its arithmetic (`transform`) applied; the unit it shows."""
         field_name = (parsed_query.field or parsed_query.name) if parsed_query is not None else ""
         declared = self.display(ev).unit(field_name) if parsed_query is not None and not parsed_query.count else None
         unit = shown_unit(declared, transform)
