@@ -101,24 +101,34 @@ def classify(old: str, new: str) -> str:
     if len(old_sides) != len(new_sides):
         return "a difference became a sameness, or the reverse"
     if len(old_sides) == 2:
-        for a, b in zip(old_sides, new_sides):
-            why = classify(a, b)
-            if why:
-                return why
-        try:
-            olds = [_middle(parse_claim_value(t)) for t in old_sides]
-            news = [_middle(parse_claim_value(t)) for t in new_sides]
-        except ClaimValueError:
-            return "the value cannot be read as before"
-        if None not in olds and None not in news and (olds[0] < olds[1]) != (news[0] < news[1]):
-            return "the difference changed direction: the side that was smaller is now the larger"
-        return ""
+        return _classify_comparison(old_sides, new_sides)
     try:
         was, now = parse_claim_value(old), parse_claim_value(new)
     except ClaimValueError:
         return "the value cannot be read as before"
     if not _numeric(was) or not _numeric(now):
         return "a word changed (a verdict, a name, a severity)"
+    return _classify_numbers(was, now)
+
+
+def _classify_comparison(old_sides: list[str], new_sides: list[str]) -> str:
+    """`classify` of a comparison's two sides, each, and of its direction."""
+    for a, b in zip(old_sides, new_sides):
+        why = classify(a, b)
+        if why:
+            return why
+    try:
+        olds = [_middle(parse_claim_value(t)) for t in old_sides]
+        news = [_middle(parse_claim_value(t)) for t in new_sides]
+    except ClaimValueError:
+        return "the value cannot be read as before"
+    if None not in olds and None not in news and (olds[0] < olds[1]) != (news[0] < news[1]):
+        return "the difference changed direction: the side that was smaller is now the larger"
+    return ""
+
+
+def _classify_numbers(was: ClaimValue, now: ClaimValue) -> str:
+    """`classify` of two numeric values: their kind (exact, range), zero, a range's width."""
     if was.kind != now.kind:
         if was.kind == "range" and now.kind == "exact":
             return "a range collapsed to one value: every recording now agrees"

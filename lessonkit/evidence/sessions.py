@@ -73,6 +73,20 @@ def keep_sessions(old: Manifest | None, now: Refreshing) -> Kept:
         return _kept(old, {}, {}, retiring, next_number, None, sources)
     same = next((sid for sid, sess in old.sessions.items()
                  if now.boot != "unknown" and sess.provenance.get("boot") == now.boot), None)
+    entries, dropped = _still_standing(old, now, same)
+    entries = _latest(entries, now, same is None, dropped)
+    left = {e.session for e in entries.values()} | ({same} if same else set())
+    retiring = [_retired(old, sid, why, now.started, runs if sid in left else None)
+                for sid in old.sessions for why, runs in dropped.get(sid, {}).items()]
+    sessions = {sid: sess for sid, sess in old.sessions.items() if sid in left}
+    return _kept(old, sessions, entries, retiring, next_number, same, sources)
+
+
+def _still_standing(old: Manifest, now: Refreshing, same: str | None) -> tuple[
+        dict[str, TranscriptEntry], dict[str, dict[str, list[str]]]]:
+    """The earlier recordings that still stand for their runs, less those the refresh records again in
+    their own session (`same`: the session of this machine start, if one is kept); and the others, by
+    session, why and run."""
     dropped: dict[str, dict[str, list[str]]] = {}  # session -> why -> runs
     entries: dict[str, TranscriptEntry] = {}
     mine = {r.name: r for r in now.spec.runs_of_set(now.set_name)}
@@ -85,12 +99,7 @@ def keep_sessions(old: Manifest | None, now: Refreshing) -> Kept:
             entries[name] = entry
         else:
             dropped.setdefault(entry.session, {}).setdefault(why, []).append(run.name if run else entry.group)
-    entries = _latest(entries, now, same is None, dropped)
-    left = {e.session for e in entries.values()} | ({same} if same else set())
-    retiring = [_retired(old, sid, why, now.started, runs if sid in left else None)
-                for sid in old.sessions for why, runs in dropped.get(sid, {}).items()]
-    sessions = {sid: sess for sid, sess in old.sessions.items() if sid in left}
-    return _kept(old, sessions, entries, retiring, next_number, same, sources)
+    return entries, dropped
 
 
 def stale_reason(entry: TranscriptEntry, run: RunSpec | None, now: Refreshing) -> str | None:

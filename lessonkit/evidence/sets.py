@@ -314,8 +314,21 @@ def check_freshness(ev: EvidenceSet, repo: Path, spec: LessonSpec) -> list[Lesso
     build = spec.build.get(ev.arch)
     if build is None:
         return [LessonError(shown, None, f"arch {ev.arch!r} has no build line in {spec.path}")]
-    causes: dict[tuple[str, ...], list[str]] = {}  # cause -> the groups it makes stale, in order
     mine = spec.runs_of_set(ev.name)
+    errors = [LessonError(shown, None, _stale_message(cause, groups, ev, spec))
+              for cause, groups in _stale_causes(ev, repo, spec, build, mine).items()]
+    for run in mine:  # a set may record some runs only (a crossed toolkit, a run's `sets`)
+        if run.name not in ev.groups:
+            errors.append(LessonError(shown, None, f"run {run.name!r} of {spec.path} has no transcript; "
+                                      f"record it: {ev.refresh_command([run.name])}"))
+    return errors
+
+
+def _stale_causes(ev: EvidenceSet, repo: Path, spec: LessonSpec, build: str,
+                  mine: list) -> dict[tuple[str, ...], list[str]]:
+    """Each cause that makes recordings of the set stale (a run gone or no longer the set's, a command,
+    an input, a repeat count or the GPU to itself changed), with the runs it makes stale, in order."""
+    causes: dict[tuple[str, ...], list[str]] = {}
     for group, names in ev.groups.items():
         entry = ev.entries[names[0]]
         run = spec.run(group)
@@ -341,43 +354,37 @@ def check_freshness(ev: EvidenceSet, repo: Path, spec: LessonSpec) -> list[Lesso
             causes.setdefault(("repeat", group, str(recorded_repeats), str(run.repeat)), []).append(group)
         if any(ev.entries[n].exclusive != run.exclusive for n in names):
             causes.setdefault(("exclusive", run.name, str(run.exclusive).lower()), []).append(group)
-    errors = []
-    for cause, groups in causes.items():
-        fix = f"refresh on a GPU machine: {ev.refresh_command(_runs_of(spec, groups))}"
-        if cause[0] == "norun":
-            errors.append(LessonError(shown, None, f"transcript {cause[1]!r} has no run in {spec.path}; "
-                                      f"re-record the set: {ev.refresh_command()}"))
-        elif cause[0] == "notmine":
-            errors.append(LessonError(shown, None, f"transcript {cause[1]!r} is of run {cause[2]!r}, which {spec.path} "
-                                      f"no longer records in set {ev.name!r} (its sets, or the set's [[compare]] "
-                                      f"runs, leave it out); re-record the set: {ev.refresh_command()}"))
-        elif cause[0] == "command":
-            errors.append(LessonError(shown, None, f"transcript {cause[1]!r} is stale: recorded with "
-                                      f"{cause[2]!r}, {spec.path} now says {cause[3]!r}; {fix}"))
-        elif cause[0] == "exclusive":
-            errors.append(LessonError(shown, None, f"run {cause[1]!r} is stale: recorded "
-                                      f"{'without' if cause[2] == 'true' else 'with'} the GPU to itself, {spec.path} "
-                                      f"now says exclusive = {cause[2]}; {fix}"))
-        elif cause[0] == "repeat":
-            errors.append(LessonError(shown, None, f"transcript {cause[1]!r} is stale: recorded "
-                                      f"{cause[2]} time(s), {spec.path} now asks for repeat = {cause[3]}; {fix}"))
-        else:
-            _, key, now, then = cause
-            if now == "None":
-                what = f"{key} is no longer an input (recorded at sha256 {_short(then)})"
-            elif then == "None":
-                what = f"{key} is a new input (sha256 {_short(now)} today, not recorded)"
-            elif now == MISSING:
-                what = f"{key} is missing today (recorded at sha256 {_short(then)})"
-            else:
-                what = f"{key} has sha256 {_short(now)} today but was recorded at {_short(then)}"
-            stale = _count(groups, "transcript")
-            errors.append(LessonError(shown, None, f"{what}: {stale} stale ({', '.join(groups)}); {fix}"))
-    for run in mine:  # a set may record some runs only (a crossed toolkit, a run's `sets`)
-        if run.name not in ev.groups:
-            errors.append(LessonError(shown, None, f"run {run.name!r} of {spec.path} has no transcript; "
-                                      f"record it: {ev.refresh_command([run.name])}"))
-    return errors
+    return causes
+
+
+def _stale_message(cause: tuple[str, ...], groups: list[str], ev: EvidenceSet, spec: LessonSpec) -> str:
+    """What `cause` makes stale (`groups`), and the refresh that records it again."""
+    fix = f"refresh on a GPU machine: {ev.refresh_command(_runs_of(spec, groups))}"
+    kind = cause[0]
+    if kind == "norun":
+        return f"transcript {cause[1]!r} has no run in {spec.path}; re-record the set: {ev.refresh_command()}"
+    if kind == "notmine":
+        return (f"transcript {cause[1]!r} is of run {cause[2]!r}, which {spec.path} no longer records in set "
+                f"{ev.name!r} (its sets, or the set's [[compare]] runs, leave it out); re-record the set: "
+                f"{ev.refresh_command()}")
+    if kind == "command":
+        return f"transcript {cause[1]!r} is stale: recorded with {cause[2]!r}, {spec.path} now says {cause[3]!r}; {fix}"
+    if kind == "exclusive":
+        return (f"run {cause[1]!r} is stale: recorded {'without' if cause[2] == 'true' else 'with'} the GPU to "
+                f"itself, {spec.path} now says exclusive = {cause[2]}; {fix}")
+    if kind == "repeat":
+        return (f"transcript {cause[1]!r} is stale: recorded {cause[2]} time(s), {spec.path} now asks for "
+                f"repeat = {cause[3]}; {fix}")
+    _, key, now, then = cause
+    if now == "None":
+        what = f"{key} is no longer an input (recorded at sha256 {_short(then)})"
+    elif then == "None":
+        what = f"{key} is a new input (sha256 {_short(now)} today, not recorded)"
+    elif now == MISSING:
+        what = f"{key} is missing today (recorded at sha256 {_short(then)})"
+    else:
+        what = f"{key} has sha256 {_short(now)} today but was recorded at {_short(then)}"
+    return f"{what}: {_count(groups, 'transcript')} stale ({', '.join(groups)}); {fix}"
 
 
 def check_gates(ev: EvidenceSet, spec: LessonSpec) -> list[LessonError]:

@@ -285,31 +285,39 @@ def _compare(raw: object, text: str, source: str, need) -> tuple[CompareSpec, ..
             runs = need(table, "runs", (list, type(None)), where, at=at)
         except LessonError as exc:
             raise LessonError(source, exc.line or line, exc.message) from None
-        if (sanitizer is None) != (sanitizer_dir is None):
-            raise LessonError(source, line, f"{where}: sanitizer and sanitizer_dir go together: the release of the "
-                              "compute-sanitizer the runs use, and the toolkit folder it comes from")
-        if sanitizer is not None and not _SANITIZER_RELEASE_RE.match(sanitizer):
-            raise LessonError(source, line, f"{where}: sanitizer {sanitizer!r} is not compute-sanitizer's release "
-                              "YEAR.N, e.g. \"2025.3\"")
-        if sanitizer_dir is not None and not sanitizer_dir.startswith("/"):
-            raise LessonError(source, line, f"{where}: sanitizer_dir {sanitizer_dir!r} must be an absolute path on "
-                              "the GPU machine")
-        if runs is not None and (not runs or not all(isinstance(r, str) for r in runs)):
-            raise LessonError(source, line, f"{where}: runs must be a non-empty list of run names")
-        if not _SET_RE.match(name):
-            raise LessonError(source, line, f"{where}: set {name!r} is not a set name (lowercase letters, digits, "
-                              "'-', and a release such as cuda12.4)")
-        if not _RELEASE_RE.match(release):
-            raise LessonError(source, line, f"{where}: toolkit {release!r} is not nvcc's release MAJOR.MINOR, "
-                              "e.g. \"12.4\"")
-        if folder is not None and not folder.startswith("/"):
-            raise LessonError(source, line, f"{where}: toolkit_dir {folder!r} must be an absolute path on the GPU "
-                              "machine, e.g. \"/opt/cuda-12.4\"")
+        problem = _sanitizer_problem(sanitizer, sanitizer_dir) or _toolkit_problem(runs, name, release, folder)
+        if problem is not None:
+            raise LessonError(source, line, f"{where}: {problem}")
         if any(c.set == name for c in found):
             raise LessonError(source, line, f"{where}: set {name!r} is declared twice")
         found.append(CompareSpec(name, release, folder, line, sanitizer, sanitizer_dir,
                                  tuple(runs) if runs is not None else None))
     return tuple(found)
+
+
+def _toolkit_problem(runs: list | None, name: str, release: str, folder: str | None) -> str | None:
+    """What is wrong with a [[compare]] table's runs, set name, toolkit release and folder, if anything."""
+    if runs is not None and (not runs or not all(isinstance(r, str) for r in runs)):
+        return "runs must be a non-empty list of run names"
+    if not _SET_RE.match(name):
+        return f"set {name!r} is not a set name (lowercase letters, digits, '-', and a release such as cuda12.4)"
+    if not _RELEASE_RE.match(release):
+        return f"toolkit {release!r} is not nvcc's release MAJOR.MINOR, e.g. \"12.4\""
+    if folder is not None and not folder.startswith("/"):
+        return f"toolkit_dir {folder!r} must be an absolute path on the GPU machine, e.g. \"/opt/cuda-12.4\""
+    return None
+
+
+def _sanitizer_problem(sanitizer: str | None, folder: str | None) -> str | None:
+    """What is wrong with a [[compare]] table's compute-sanitizer release and folder, if anything."""
+    if (sanitizer is None) != (folder is None):
+        return ("sanitizer and sanitizer_dir go together: the release of the compute-sanitizer the runs use, "
+                "and the toolkit folder it comes from")
+    if sanitizer is not None and not _SANITIZER_RELEASE_RE.match(sanitizer):
+        return f"sanitizer {sanitizer!r} is not compute-sanitizer's release YEAR.N, e.g. \"2025.3\""
+    if folder is not None and not folder.startswith("/"):
+        return f"sanitizer_dir {folder!r} must be an absolute path on the GPU machine"
+    return None
 
 
 _TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true or false", list: "an array",

@@ -802,44 +802,61 @@ def _characters(text: ReaderText, finder: SourceFinder, report: Any) -> set[int]
     for k, line in enumerate(text.lines):
         if line.text.isascii():
             continue
-        seen: set[str] = set()
-        for col, c in enumerate(line.text):
-            if c in seen or not is_invisible(c) or line.is_produced(col, col + 1):
-                continue
-            if (c == "\u200d" or is_selector(c)) and not _ascii_beside(line.text, col):
-                continue  # a zero-width joiner or a variation selector inside an emoji sequence
-            if c == "\ufeff" and col == 0 and line is text.lines[0]:
-                continue  # a byte-order mark at the start of the file (MkDocs reads it as utf-8-sig)
-            seen.add(c)
+        # Each rule reports on the line (all three may), and says whether it did.
+        if (_invisible(line, line is text.lines[0], finder, report) | _digit_like(line, finder, report)
+                | _mixed_word(line, finder, report)):
             refused.add(k)
-            folded = " (as NFKC reads the character written there)" if line.folded_within(col, col + 1) else ""
-            report(_where_around(line, col, finder),
-                   f"invisible character U+{ord(c):04X} ({unicodedata.name(c, 'an invisible character')}){folded}: "
-                   "a reader does not see it, and it splits the words and figures around it; remove it")
-        for m in _DIGIT_LIKE_RE.finditer(line.text):  # "Prediction З": a letter that reads as a figure
-            if line.is_produced(m.start(), m.end()) or not _LATIN_WORD_RE.search(line.text):
-                continue
-            refused.add(k)
-            report(_where_around(line, m.start(), finder, m.group()),
-                   f"{m.group()!r} ({unicodedata.name(m.group()[0])}) stands alone among Latin words, where a "
-                   "reader reads it as a figure; write the figure in the digits 0 to 9, as a claim, or the word")
-            break
-        if _MIXED.isdisjoint(line.text):
-            continue
-        for m in _MIXED_WORD_RE.finditer(line.text):
-            if line.is_produced(m.start(), m.end()):
-                continue
-            odd_at = next((m.start() + k for k, c in enumerate(m.group()) if c in _MIXED
-                           and not line.folded_within(m.start() + k, m.start() + k + 1)), None)
-            if odd_at is None:
-                continue  # written as a compatibility character (the micro sign in 'µs'), a symbol of its own
-            odd = line.text[odd_at]
-            refused.add(k)
-            report(_where_around(line, m.start(), finder, m.group()),
-                   f"the word {m.group()!r} hides {odd!r} ({unicodedata.name(odd)}) among Latin letters; a reader "
-                   "cannot tell them apart, and reads another word than the one written; spell it in Latin letters")
-            break
     return refused
+
+
+def _invisible(line: Line, first: bool, finder: SourceFinder, report: Any) -> bool:
+    """Each invisible character of the line, once: not a joiner or selector inside an emoji
+    sequence, nor a byte-order mark at the start of the file (`first`: the page's first line)."""
+    seen: set[str] = set()
+    for col, c in enumerate(line.text):
+        if c in seen or not is_invisible(c) or line.is_produced(col, col + 1):
+            continue
+        if (c == "\u200d" or is_selector(c)) and not _ascii_beside(line.text, col):
+            continue  # a zero-width joiner or a variation selector inside an emoji sequence
+        if c == "\ufeff" and col == 0 and first:
+            continue  # a byte-order mark at the start of the file (MkDocs reads it as utf-8-sig)
+        seen.add(c)
+        folded = " (as NFKC reads the character written there)" if line.folded_within(col, col + 1) else ""
+        report(_where_around(line, col, finder),
+               f"invisible character U+{ord(c):04X} ({unicodedata.name(c, 'an invisible character')}){folded}: "
+               "a reader does not see it, and it splits the words and figures around it; remove it")
+    return bool(seen)
+
+
+def _digit_like(line: Line, finder: SourceFinder, report: Any) -> bool:
+    """The line's first letter of another script that reads as a figure among Latin words ("Prediction З")."""
+    for m in _DIGIT_LIKE_RE.finditer(line.text):
+        if line.is_produced(m.start(), m.end()) or not _LATIN_WORD_RE.search(line.text):
+            continue
+        report(_where_around(line, m.start(), finder, m.group()),
+               f"{m.group()!r} ({unicodedata.name(m.group()[0])}) stands alone among Latin words, where a "
+               "reader reads it as a figure; write the figure in the digits 0 to 9, as a claim, or the word")
+        return True
+    return False
+
+
+def _mixed_word(line: Line, finder: SourceFinder, report: Any) -> bool:
+    """The line's first Latin word with a look-alike letter of another script in it."""
+    if _MIXED.isdisjoint(line.text):
+        return False
+    for m in _MIXED_WORD_RE.finditer(line.text):
+        if line.is_produced(m.start(), m.end()):
+            continue
+        odd_at = next((m.start() + k for k, c in enumerate(m.group()) if c in _MIXED
+                       and not line.folded_within(m.start() + k, m.start() + k + 1)), None)
+        if odd_at is None:
+            continue  # written as a compatibility character (the micro sign in 'µs'), a symbol of its own
+        odd = line.text[odd_at]
+        report(_where_around(line, m.start(), finder, m.group()),
+               f"the word {m.group()!r} hides {odd!r} ({unicodedata.name(odd)}) among Latin letters; a reader "
+               "cannot tell them apart, and reads another word than the one written; spell it in Latin letters")
+        return True
+    return False
 
 
 # Letters of other scripts drawn as digits (Cyrillic З and О, Greek Ο, Cyrillic б and Ч), as a word of their own.

@@ -17,7 +17,7 @@ from lessonkit.evidence.sets import EvidenceSet
 from lessonkit.pages.claimcheck import SESSION_REF_RE
 from lessonkit.pages.claims import ClaimValueError, parse_claim_value
 from lessonkit.pages.crossclaims import compound
-from lessonkit.pages.query import QueryError, parse_query
+from lessonkit.pages.query import Query, QueryError, parse_query
 from lessonkit.pages.result import ClaimOutcome
 from lessonkit.pages.units import generated
 
@@ -54,29 +54,12 @@ def _operand(text: str, default: str | None, sets: Mapping[str, EvidenceSet]) ->
             set_name, run = run, ""
     ev = sets.get(set_name)
     if ev is not None and not run:
-        field = query.strip()
-        if field == "sessions":
-            n = len(ev.sessions)
-            return ("how many GPU sessions the set keeps",
-                    f"set {ev.name} ({_toolkit(ev)}), {n} session{'s' if n != 1 else ''} ({', '.join(ev.sessions)})")
-        if field in ev.provenance or field in ("arch", "build"):
-            return (f"the provenance field {field} (the machine and tools the set was recorded with)",
-                    f"set {ev.name} ({_toolkit(ev)})")
-        n = len(ev.sessions)
-        return (f"the provenance field {field} of each session (the GPU and its state, as each session recorded it)",
-                f"set {ev.name} ({_toolkit(ev)}), {n} session{'s' if n != 1 else ''} ({', '.join(ev.sessions)})")
+        return _provenance_operand(ev, query.strip())
     try:
         q = parse_query(query.strip())
     except QueryError:
         return f"{query.strip()} (unreadable)", f"run {run}"
-    if q.count:
-        what = f"the number of {q.name} records"
-    else:
-        field = q.field or q.name
-        unit = unit_of(field)
-        what = f"the field {field}" + (f" of the {q.name} records" if q.field else "") + (f", in {unit}" if unit else "")
-    if q.filters:
-        what += " where " + " and ".join(f"{k} is {'any' if v == '*' else v}" for k, v in q.filters)
+    what = _query_words(q)
     if ev is None:
         return what, f"run {run} of set {set_name or '?'}"
     session = SESSION_REF_RE.match(run)
@@ -88,6 +71,33 @@ def _operand(text: str, default: str | None, sets: Mapping[str, EvidenceSet]) ->
         return what, where
     where = f"run {run} of set {ev.name} ({_toolkit(ev)}), {recorded(ev, run)}"
     return what, where
+
+
+def _provenance_operand(ev: EvidenceSet, field: str) -> tuple[str, str]:
+    """`_operand` of a set's own field: how many sessions it keeps, or a field of its provenance."""
+    if field == "sessions":
+        n = len(ev.sessions)
+        return ("how many GPU sessions the set keeps",
+                f"set {ev.name} ({_toolkit(ev)}), {n} session{'s' if n != 1 else ''} ({', '.join(ev.sessions)})")
+    if field in ev.provenance or field in ("arch", "build"):
+        return (f"the provenance field {field} (the machine and tools the set was recorded with)",
+                f"set {ev.name} ({_toolkit(ev)})")
+    n = len(ev.sessions)
+    return (f"the provenance field {field} of each session (the GPU and its state, as each session recorded it)",
+            f"set {ev.name} ({_toolkit(ev)}), {n} session{'s' if n != 1 else ''} ({', '.join(ev.sessions)})")
+
+
+def _query_words(q: Query) -> str:
+    """What a query reads, in words: a count of records, or a field (with its unit), and its filters."""
+    if q.count:
+        what = f"the number of {q.name} records"
+    else:
+        field = q.field or q.name
+        unit = unit_of(field)
+        what = f"the field {field}" + (f" of the {q.name} records" if q.field else "") + (f", in {unit}" if unit else "")
+    if q.filters:
+        what += " where " + " and ".join(f"{k} is {'any' if v == '*' else v}" for k, v in q.filters)
+    return what
 
 
 
