@@ -63,6 +63,7 @@ def _saved_then_shown(page, path: Path, old: str, new: str, selector: str) -> fl
     return time.monotonic() - start
 
 
+@pytest.mark.alone  # timed: the error page within a second of the save
 @pytest.mark.parametrize("dirty", [False, True], ids=["serve", "serve --dirtyreload"])
 def test_a_wrong_claim_shows_in_the_browser_and_goes_away(tmp_path: Path, browser, dirty: bool):
     repo = two_lessons(tmp_path)

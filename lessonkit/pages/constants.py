@@ -28,8 +28,11 @@ from __future__ import annotations
 import ast
 import operator
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
+from types import MappingProxyType
 
 _C_SUFFIXES = (".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp")
 SOURCE_SUFFIXES = (*_C_SUFFIXES, ".py")
@@ -97,11 +100,14 @@ def core_source(ref: str) -> Path | None:
     return path if path.is_file() else None
 
 
-def parse_constants(text: str, source: str) -> dict[str, Constant]:
-    """Every constant of source file `text` (`source`: its name, whose suffix says its language)."""
+@lru_cache(maxsize=32)
+def parse_constants(text: str, source: str) -> Mapping[str, Constant]:
+    """Every constant of source file `text` (`source`: its name, whose suffix says its language).
+    Kept for the same text and name (a page's claims on one file's constants read it once; a
+    changed file is another text), and read-only."""
     if source.endswith(".py"):
-        return _python_constants(text)
-    return _c_constants(text)
+        return MappingProxyType(_python_constants(text))
+    return MappingProxyType(_c_constants(text))
 
 
 def _line_of(text: str, offset: int) -> int:
@@ -258,7 +264,7 @@ def _python_constants(text: str) -> dict[str, Constant]:
 _REF_RE = re.compile(r"""\A(?P<name>[A-Za-z_]\w*)(?:\[(?P<index>\d+)\])?\Z""")
 
 
-def constant_value(constants: dict[str, Constant], query: str, source: str,
+def constant_value(constants: Mapping[str, Constant], query: str, source: str,
                    whole: bool = False) -> tuple[object, Constant]:
     """The value `query` names (`NAME` or `NAME[K]`) and its constant; ValueError saying what is there instead.
     `whole`: an array's NAME is its every element (a tuple), for a phrase that names them all."""
