@@ -266,26 +266,34 @@ def plan_accept(repo: Path, docs: Path | None = None) -> Plan:
             seen.add((claim.file or shown, claim.start))
             where, at, written = (shown, base, text) if claim.file is None else \
                 (claim.file, 0, _read_page(repo / claim.file, claim.file))
-            held = [name for name in claim.sets or (claim.set_name,) if name in troubled]
-            if held:
-                plan.held_back[held[0]] = plan.held_back.get(held[0], 0) + 1
-            elif claim.fix is None:
-                plan.refused.append(claim.error)
-            elif written[at + claim.start:at + claim.end] != claim.value:
-                plan.refused.append(LessonError(where, claim.line, f"claim {claim.value!r} ({claim.ref_query}) "
-                                                "is not accepted: its value is not written on one line as shown; "
-                                                f"write {claim.fix!r} by hand"))
-            else:
-                meaning = classify(claim.value, claim.fix)
-                if not meaning and k not in unmoved:
-                    meaning = ("the claim's reference or query is not where it was in the last commit "
-                               "(a claim written, or moved to another field or run, since): its value is "
-                               "yours to state")
-                start, end = at + claim.start, at + claim.end
-                plan.edits.append(Edit(where, claim.line, start, end, claim.value, claim.fix, meaning,
-                                       sentence(written, start, end, claim.value),
-                                       sentence(written, start, end, claim.fix)))
+            _plan_claim(plan, claim, where, at, written, troubled, k in unmoved)
     return plan
+
+
+def _plan_claim(plan: Plan, claim, where: str, at: int, written: str, troubled: set[str], unmoved: bool) -> None:
+    """Add to `plan` what becomes of one claim that does not hold (written in `written` from `at` on,
+    the file `where`): held back while its set has errors, refused when no fix is known or its value is
+    not written as shown, else an edit, marked a change of meaning where it is one or where the claim
+    is not `unmoved` since the last commit."""
+    held = [name for name in claim.sets or (claim.set_name,) if name in troubled]
+    if held:
+        plan.held_back[held[0]] = plan.held_back.get(held[0], 0) + 1
+    elif claim.fix is None:
+        plan.refused.append(claim.error)
+    elif written[at + claim.start:at + claim.end] != claim.value:
+        plan.refused.append(LessonError(where, claim.line, f"claim {claim.value!r} ({claim.ref_query}) "
+                                        "is not accepted: its value is not written on one line as shown; "
+                                        f"write {claim.fix!r} by hand"))
+    else:
+        meaning = classify(claim.value, claim.fix)
+        if not meaning and not unmoved:
+            meaning = ("the claim's reference or query is not where it was in the last commit "
+                       "(a claim written, or moved to another field or run, since): its value is "
+                       "yours to state")
+        start, end = at + claim.start, at + claim.end
+        plan.edits.append(Edit(where, claim.line, start, end, claim.value, claim.fix, meaning,
+                               sentence(written, start, end, claim.value),
+                               sentence(written, start, end, claim.fix)))
 
 
 def _unmoved_claims(repo: Path, site: Site, shown: str, claims: list) -> set[int]:

@@ -48,19 +48,8 @@ def explain(repo: Path, page: Path) -> tuple[list[str], list[LessonError]]:
     site = Site.load(repo)
     site.transcripts = False
     result = site.page(body, shown, offset)
-    base = len(text) - len(body)
-    groups: list[tuple[str, str, int, int, list]] = []  # (file, its text, lo, hi, [(start, end, claim)])
-    for claim in result.claims:
-        file = claim.file or shown
-        written, at = (read_text(repo / claim.file, claim.file), 0) if claim.file else (text, base)
-        start, end = at + claim.start, at + claim.end
-        lo, hi = sentence_span(written, start, end)
-        if groups and groups[-1][0] == file and groups[-1][2:4] == (lo, hi):
-            groups[-1][4].append((start, end, claim))
-        else:
-            groups.append((file, written, lo, hi, [(start, end, claim)]))
     lines: list[str] = []
-    for file, written, lo, hi, claims in groups:
+    for file, written, lo, hi, claims in _sentences(repo, result, shown, text, len(text) - len(body)):
         said = shown_sentence(written, lo, hi, [(s, e, c.value) for s, e, c in claims])
         if file.endswith(".svg"):  # a diagram: its text as the reader sees it, not its markup
             said = " ".join(html.unescape(_TAG_RE.sub(" ", said)).split())
@@ -70,17 +59,39 @@ def explain(repo: Path, page: Path) -> tuple[list[str], list[LessonError]]:
             lines.append(f"    {describe(claim, site.evidence.sets)}{mark}")
             if claim.recorded:  # its values vary: how, session by session
                 lines.append(f"      recorded, session by session: {claim.recorded}")
+    lines += _other_figures(repo, text, shown)
+    return lines, [e for e in result.errors if not e.warning]
+
+
+def _sentences(repo: Path, result, shown: str, text: str, base: int) -> list[tuple[str, str, int, int, list]]:
+    """The page's claims grouped by the sentence they stand in: (file, its text, the sentence's start
+    and end, [(start, end, claim)]), a diagram's claims in its own file."""
+    groups: list[tuple[str, str, int, int, list]] = []
+    for claim in result.claims:
+        file = claim.file or shown
+        written, at = (read_text(repo / claim.file, claim.file), 0) if claim.file else (text, base)
+        start, end = at + claim.start, at + claim.end
+        lo, hi = sentence_span(written, start, end)
+        if groups and groups[-1][0] == file and groups[-1][2:4] == (lo, hi):
+            groups[-1][4].append((start, end, claim))
+        else:
+            groups.append((file, written, lo, hi, [(start, end, claim)]))
+    return groups
+
+
+def _other_figures(repo: Path, text: str, shown: str) -> list[str]:
+    """Every figure a reader sees that is no claim, and what stands behind it, as `lessonkit check`
+    audits the rendered page: the page's in its order, then a diagram's at its own file's lines."""
     checked = CheckedSite(repo, store=Store(None), keep="errors")
     checked.refresh()
     others = checked.figures(text, shown)
-    if others:
-        lines.append("Every other figure a reader sees, and what stands behind it:")
-        # the page's in its order, then a diagram's at its own file's lines
-        ordered = sorted(enumerate(others), key=lambda o: (isinstance(o[1][0], tuple), o[1][0] is None,
-                                                           o[1][0] if isinstance(o[1][0], tuple) else (o[1][0] or 0,), o[0]))
-        lines.extend(f"{'{}:{}'.format(*at) if isinstance(at, tuple) else f'{shown}:{at}'}: {figure}: {what}"
-                     for _, (at, figure, what) in ordered)
-    return lines, [e for e in result.errors if not e.warning]
+    if not others:
+        return []
+    ordered = sorted(enumerate(others), key=lambda o: (isinstance(o[1][0], tuple), o[1][0] is None,
+                                                       o[1][0] if isinstance(o[1][0], tuple) else (o[1][0] or 0,), o[0]))
+    return ["Every other figure a reader sees, and what stands behind it:"] + [
+        f"{'{}:{}'.format(*at) if isinstance(at, tuple) else f'{shown}:{at}'}: {figure}: {what}"
+        for _, (at, figure, what) in ordered]
 
 
 def run(args: argparse.Namespace) -> int:

@@ -325,21 +325,8 @@ def session_digest(session_id: str, provenance: dict[str, Any]) -> str:
 def parse_manifest(text: str, shown: str) -> Manifest:
     """Parse a manifest's text; `shown` names the set's folder in messages. Raises LessonError."""
     data = _load_json(text, shown)
-    if not isinstance(data, dict):
-        raise _error(shown, "expected a JSON object at the top level")
-    fmt = data.get("format")
-    if (fmt not in (FORMAT, ONE_REFRESH_FORMAT) and fmt not in OLD_FORMATS) or isinstance(fmt, bool):
-        raise _error(shown, f"format {fmt!r} is not {FORMAT}; re-record the set")
-    for key in ("lesson", "arch", "build", "refresh"):
-        if not isinstance(data.get(key), str):
-            raise _error(shown, f"'{key}' is missing or not a string")
+    fmt = _check_top(data, shown)
     refresh = data["refresh"]
-    if fmt in OLD_FORMATS:
-        raise _error(shown, f"format {fmt}: recorded before entries carried a digest; re-record the set: {refresh}")
-    if not isinstance(data.get("provenance"), dict) or not isinstance(data.get("transcripts"), dict):
-        raise _error(shown, "'provenance' and 'transcripts' must be JSON objects")
-    if fmt == FORMAT and (not isinstance(data.get("sessions"), dict) or not isinstance(data.get("retired", []), list)):
-        raise _error(shown, "'sessions' must be a JSON object and 'retired' a list")
     if data.get("set_digest") != set_digest(data):
         raise _error(shown, "the set's fields (lesson, arch, build, refresh, provenance, the sessions' names and "
                      "retired) do not match its set_digest: the manifest was edited after it was recorded; "
@@ -358,6 +345,26 @@ def parse_manifest(text: str, shown: str) -> Manifest:
     retired = tuple(dict(r) for r in data.get("retired", []) if isinstance(r, dict))
     return Manifest(data["lesson"], data["arch"], data["build"], refresh, dict(data["provenance"]), entries,
                     sessions, retired, fmt)
+
+
+def _check_top(data: Any, shown: str) -> int:
+    """The manifest's format, once its top level holds what that format needs, of the right types."""
+    if not isinstance(data, dict):
+        raise _error(shown, "expected a JSON object at the top level")
+    fmt = data.get("format")
+    if (fmt not in (FORMAT, ONE_REFRESH_FORMAT) and fmt not in OLD_FORMATS) or isinstance(fmt, bool):
+        raise _error(shown, f"format {fmt!r} is not {FORMAT}; re-record the set")
+    for key in ("lesson", "arch", "build", "refresh"):
+        if not isinstance(data.get(key), str):
+            raise _error(shown, f"'{key}' is missing or not a string")
+    if fmt in OLD_FORMATS:
+        raise _error(shown, f"format {fmt}: recorded before entries carried a digest; re-record the set: "
+                     f"{data['refresh']}")
+    if not isinstance(data.get("provenance"), dict) or not isinstance(data.get("transcripts"), dict):
+        raise _error(shown, "'provenance' and 'transcripts' must be JSON objects")
+    if fmt == FORMAT and (not isinstance(data.get("sessions"), dict) or not isinstance(data.get("retired", []), list)):
+        raise _error(shown, "'sessions' must be a JSON object and 'retired' a list")
+    return fmt
 
 
 def _parse_sessions(shown: str, data: dict[str, Any], refresh: str) -> dict[str, Session]:

@@ -85,6 +85,22 @@ def how(run: RunSpec) -> str:
     return ", ".join(parts)
 
 
+def _compiler(toolkit_dir: str | None) -> tuple[str, dict[str, str] | None]:
+    """The nvcc the dry run builds with, and the environment it runs in: the named toolkit's, with
+    its folders first on PATH (None: this process's, and the nvcc on its PATH)."""
+    if toolkit_dir is not None:
+        try:
+            toolkit = find_toolkit(toolkit_dir)
+        except ToolkitError as exc:
+            raise RefreshError(str(exc)) from None
+        return str(toolkit.nvcc), toolkit.path_env(dict(os.environ))
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        raise RefreshError("the dry run builds the program, and nvcc (the CUDA compiler) is not on PATH; "
+                           "install the CUDA toolkit, or name one with --toolkit DIR")
+    return nvcc, None
+
+
 def dry_run(repo: Path, lesson: str, set_name: str | None = None, only: list[str] | None = None,
             arch: str | None = None, out=print, toolkit_dir: str | None = None) -> int:
     """Build the lesson and list what the refresh would run; 0 when the build succeeded, 2 if not.
@@ -93,19 +109,7 @@ def dry_run(repo: Path, lesson: str, set_name: str | None = None, only: list[str
     that toolkit's nvcc builds, as in the refresh.
     """
     spec = load_spec(repo / "code", lesson)
-    env = None
-    if toolkit_dir is not None:
-        try:
-            toolkit = find_toolkit(toolkit_dir)
-        except ToolkitError as exc:
-            raise RefreshError(str(exc)) from None
-        env = toolkit.path_env(dict(os.environ))
-        nvcc = str(toolkit.nvcc)
-    else:
-        nvcc = shutil.which("nvcc")
-        if nvcc is None:
-            raise RefreshError("the dry run builds the program, and nvcc (the CUDA compiler) is not on PATH; "
-                               "install the CUDA toolkit, or name one with --toolkit DIR")
+    nvcc, env = _compiler(toolkit_dir)
     version = _version(nvcc, env)
     cuda_release = release(version) if toolkit_dir is not None else None
     arch = arch or next(iter(spec.build), None)

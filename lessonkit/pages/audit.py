@@ -663,24 +663,35 @@ def _summary_quote(line: Line, at: int, end: int, tool: str,
     if not runs:
         return end, (f"quote {quote!r} belongs to the run cited in {named}, and {named} cites none; cite the run "
                      "there with a claim, or write the quote as a claim: {{ QUOTE @ RUN:summary }}")
+    found = _summary_of_runs(line, at, end, runs, sets, tool)
+    if isinstance(found, tuple):
+        matched, group = found
+        if group is not None and line.folded_within(at, matched):
+            return matched, (f"quote {quote!r} is not, verbatim, a summary line of a run cited in {named}: it "
+                             f"is the summary of {group} only in characters that look like its own (NFKC folds "
+                             "them); write it in plain characters")
+        return matched, None
+    instead = "; ".join(found[:4]) or "no summary of that kind"
+    return end, (f"quote {quote!r} is not, verbatim, a summary line of every recording of a run cited in {named}; "
+                 f"they say: {instead}")
+
+
+def _summary_of_runs(line: Line, at: int, end: int, runs: list[tuple[str, str]], sets: Mapping[str, EvidenceSet],
+                     tool: str) -> tuple[int, str | None] | list[str]:
+    """The first of `runs` whose every recording has a summary line that the line reads, from `at` on:
+    (where the quote ends, the run); (end, None) when a run cannot be read (that error comes first);
+    else what the runs' recordings say instead."""
     said: list[str] = []
     for set_name, group in runs:
         ev = sets.get(set_name)
         recordings = _recorded_summaries(ev, group) if ev is not None else None
         if recordings is None:
-            return end, None  # a run it cites cannot be read: that error is the one to fix first
+            return end, None
         ends = [[e for s in sums if (e := _matches(line, at, s.text)) is not None] for _, sums in recordings]
         if ends and all(ends):
-            matched = max(max(e) for e in ends)
-            if line.folded_within(at, matched):
-                return matched, (f"quote {quote!r} is not, verbatim, a summary line of a run cited in {named}: it "
-                                 f"is the summary of {group} only in characters that look like its own (NFKC folds "
-                                 "them); write it in plain characters")
-            return matched, None
+            return max(max(e) for e in ends), group
         said += _what_they_say(group, recordings, tool)
-    instead = "; ".join(said[:4]) or "no summary of that kind"
-    return end, (f"quote {quote!r} is not, verbatim, a summary line of every recording of a run cited in {named}; "
-                 f"they say: {instead}")
+    return said
 
 
 def _recorded_summaries(ev: EvidenceSet, group: str) -> list[tuple[str, tuple[Summary, ...]]] | None:

@@ -429,21 +429,24 @@ def _check_filters(ev: EvidenceSet, group: str, q: Query, indexes: list[_Index])
             hint = f"did you mean {near[0]!r}? " if near else ""
             raise QueryError(f"filter key {key!r} is not a field of {q.name} in {where}; {hint}"
                              f"its fields: {_known(keys)}")
-        if want == WILDCARD:
-            continue
-        here = set().union(*(ix.by_value.get(key, {}) for ix in indexes))
-        if want in here:
-            continue
-        if _in_set(ev, key, want):
-            continue  # a value the evidence knows (another run, another collection): a count of 0 is honest
-        elsewhere = _values_in_set(ev, key)
-        near = difflib.get_close_matches(want, sorted(here | elsewhere), n=3, cutoff=0.6)
-        if near:
-            hint = "did you mean " + " or ".join(repr(n) for n in near) + "?"
-        else:
-            hint = "its values there: " + ", ".join(repr(v) for v in sorted(here)[:8]) + (", …" if len(here) > 8 else "")
-        raise QueryError(f"filter {key}={want!r} matches no record of {q.name} in {where}, nor any "
-                         f"record of the set with a {key!r}; {hint}")
+        if want != WILDCARD:
+            _check_value(ev, q, key, want, indexes, where)
+
+
+def _check_value(ev: EvidenceSet, q: Query, key: str, want: str, indexes: list[_Index], where: str) -> None:
+    """A filter's value is one a record of the run has under `key`, or one the set knows elsewhere
+    (another run, another collection: a count of 0 is honest); else a QueryError with the nearest."""
+    here = set().union(*(ix.by_value.get(key, {}) for ix in indexes))
+    if want in here or _in_set(ev, key, want):
+        return
+    elsewhere = _values_in_set(ev, key)
+    near = difflib.get_close_matches(want, sorted(here | elsewhere), n=3, cutoff=0.6)
+    if near:
+        hint = "did you mean " + " or ".join(repr(n) for n in near) + "?"
+    else:
+        hint = "its values there: " + ", ".join(repr(v) for v in sorted(here)[:8]) + (", …" if len(here) > 8 else "")
+    raise QueryError(f"filter {key}={want!r} matches no record of {q.name} in {where}, nor any "
+                     f"record of the set with a {key!r}; {hint}")
 
 
 def _set_indexes(ev: EvidenceSet) -> Iterator[tuple[str, _Index]]:

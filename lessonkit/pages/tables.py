@@ -351,10 +351,7 @@ def _cell(page: PageState, sources: list[_Source], chosen: dict[str, str], cell:
         try:
             counts = _sample(source, f"#{source.collection}[{selection}]", where)
         except NotLaunched:
-            kernel = filters[KERNEL]
-            if any(kernel in launched(source.ev.transcript(n)) for n in source.ev.recordings(source.run)):
-                raise Refused(f"cell {where}: some recordings of {source.run} launched {kernel} and others did "
-                              "not; its rows and columns must select the same records in every recording") from None
+            _never_launched(source, filters[KERNEL], where)
             not_run = True
             continue
         if counts is None:
@@ -365,11 +362,25 @@ def _cell(page: PageState, sources: list[_Source], chosen: dict[str, str], cell:
         if 0 in numbers:
             raise Refused(f"cell {where} selects records in some recordings of {source.run} and none in "
                            "others; its rows and columns must select the same records in every recording")
-        fields = [cell] if "{" not in cell else [m.group("field") for m in _FIELD_RE.finditer(cell)]
-        values = {f: _value(source, f"{source.collection}[{selection}].{f}", where, sig) for f in fields}
-        pieces = [(values[cell], True)] if "{" not in cell else _fill(cell, values)
-        return [(grouped(text) if value else text, value) for text, value in pieces]
+        return _pieces(source, selection, cell, where, sig)
     return [(NOT_RUN, True)] if not_run else None
+
+
+def _never_launched(source: _Source, kernel: str, where: str) -> None:
+    """Refused unless no recording of the source's run launched `kernel` (a cell of a kernel some
+    recordings ran and others did not)."""
+    if any(kernel in launched(source.ev.transcript(n)) for n in source.ev.recordings(source.run)):
+        raise Refused(f"cell {where}: some recordings of {source.run} launched {kernel} and others did "
+                      "not; its rows and columns must select the same records in every recording") from None
+
+
+def _pieces(source: _Source, selection: str, cell: str, where: str, sig: int | None) -> list[tuple[str, bool]]:
+    """The cell (a field, or a template of fields) filled from the records `selection` picks, as pieces
+    (text, whether the evidence gave it), numbers grouped."""
+    fields = [cell] if "{" not in cell else [m.group("field") for m in _FIELD_RE.finditer(cell)]
+    values = {f: _value(source, f"{source.collection}[{selection}].{f}", where, sig) for f in fields}
+    pieces = [(values[cell], True)] if "{" not in cell else _fill(cell, values)
+    return [(grouped(text) if value else text, value) for text, value in pieces]
 
 
 def _fill(template: str, values: dict[str, str]) -> list[tuple[str, bool]]:
@@ -421,13 +432,7 @@ def figure(sample: Sample, where: str, sig: int | None = None) -> str:
         return distinct[0]
     numbers = [number(t) for t in distinct]
     if len(distinct) > 1 and None not in numbers:  # the recordings' own extremes: regenerated with them
-        low, high = distinct[numbers.index(min(numbers))], distinct[numbers.index(max(numbers))]
-        # Rounded outwards, so that the range still holds every value: to `sig` significant digits,
-        # and an end no one could read (a float's every digit) to DEFAULT_SIG without it.
-        places = sig if sig is not None else DEFAULT_SIG if _unreadable(low) or _unreadable(high) else None
-        if places is not None:
-            low, high = _outward(min(numbers), places, ROUND_FLOOR), _outward(max(numbers), places, ROUND_CEILING)
-        return _ROUND_BIG_RE.sub(_short, f"{low}\u2013{high}")
+        return _range(distinct, numbers, sig)
     fix = accepted_value(ClaimValue(distinct[0], "exact"), sample)
     if fix is None and len(sample.values) == sample.recordings:  # one text a recording: say how many say each
         counts = {t: sum(f.text == t for f in sample.values) for t in distinct}
@@ -438,6 +443,17 @@ def figure(sample: Sample, where: str, sig: int | None = None) -> str:
         raise Refused(f"{where} varies across {sample.where()}: {shown}; no one value holds for all")
     return _ROUND_BIG_RE.sub(_short, fix)
 
+
+
+def _range(distinct: list[str], numbers: list, sig: int | None) -> str:
+    """The range from the smallest to the largest of the recordings' numbers (`distinct`, as written),
+    rounded outwards so that it still holds every value: to `sig` significant digits, and an end no one
+    could read (a float's every digit) to DEFAULT_SIG without it."""
+    low, high = distinct[numbers.index(min(numbers))], distinct[numbers.index(max(numbers))]
+    places = sig if sig is not None else DEFAULT_SIG if _unreadable(low) or _unreadable(high) else None
+    if places is not None:
+        low, high = _outward(min(numbers), places, ROUND_FLOOR), _outward(max(numbers), places, ROUND_CEILING)
+    return _ROUND_BIG_RE.sub(_short, f"{low}\u2013{high}")
 
 
 def _rounded(text: str, sig: int) -> str | None:

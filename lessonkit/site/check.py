@@ -396,27 +396,12 @@ class CheckedSite:
         and are as it found them: only then may the result be stored for their contents."""
         now, (evidence, code) = self._scanned, self._scans
         if self._by_folder[0] is not evidence:  # the last scans, by top folder and runs.toml (once per scan)
-            folders: dict[str, verdict.Scan] = {}
-            for rel, stamp in evidence.items():
-                folders.setdefault(rel.split(os.sep, 1)[0], {})[rel] = stamp
-            # Whether each had settled by the scan is fixed once the scan is: worked out here, once.
-            self._by_folder = (evidence, {top: (scan, verdict.settled_since(scan, now))
-                                          for top, scan in folders.items()})
-            self._specs = [(rel, code[rel]) for rel in code if rel.endswith(os.sep + "runs.toml")]
-            self._specs_settled = all(verdict.settled_since({rel: stamp}, now) for rel, stamp in self._specs)
-        evidence_dir, code_dir = os.path.join(self.repo, "evidence"), os.path.join(self.repo, "code")
-        for name, _ in inputs.sets:
-            top = self._set_folders.get(name, name)
-            mine, settled = self._by_folder[1].get(top, ({}, True))
-            if not settled:
-                return False
-            folder = os.path.join(evidence_dir, top)
-            again = {top + os.sep + rel: stamp for rel, stamp in verdict.scan(folder).items()}
-            again.update({top + os.sep: None} if os.path.isdir(folder) else {})
-            if mine != again:
-                return False
+            self._split_scans(now, evidence, code)
+        if not all(self._set_unchanged(name) for name, _ in inputs.sets):
+            return False
         if inputs.sets and not self._specs_settled:
             return False
+        code_dir = os.path.join(self.repo, "code")
         files = [(rel, code.get(os.path.normpath(rel))) for rel, _ in inputs.files]
         if not all(stamp is not None and verdict.settled_since({rel: stamp}, now) for rel, stamp in files):
             return False
@@ -427,6 +412,27 @@ class CheckedSite:
             except OSError:
                 return False
         return True
+
+    def _split_scans(self, now: int, evidence: verdict.Scan, code: verdict.Scan) -> None:
+        """The last scan of evidence/ by top folder, each with whether it had settled by the scan (fixed
+        once the scan is: worked out here, once a scan), and the lessons' runs.toml files likewise."""
+        folders: dict[str, verdict.Scan] = {}
+        for rel, stamp in evidence.items():
+            folders.setdefault(rel.split(os.sep, 1)[0], {})[rel] = stamp
+        self._by_folder = (evidence, {top: (scan, verdict.settled_since(scan, now)) for top, scan in folders.items()})
+        self._specs = [(rel, code[rel]) for rel in code if rel.endswith(os.sep + "runs.toml")]
+        self._specs_settled = all(verdict.settled_since({rel: stamp}, now) for rel, stamp in self._specs)
+
+    def _set_unchanged(self, name: str) -> bool:
+        """Whether set `name`'s folder had settled by the last scan and holds the same files now."""
+        top = self._set_folders.get(name, name)
+        mine, settled = self._by_folder[1].get(top, ({}, True))
+        if not settled:
+            return False
+        folder = os.path.join(self.repo, "evidence", top)
+        again = {top + os.sep + rel: stamp for rel, stamp in verdict.scan(folder).items()}
+        again.update({top + os.sep: None} if os.path.isdir(folder) else {})
+        return mine == again
 
     def _stored(self, inputs: PageInputs, path: str) -> tuple[str, PageResult | None, PageInputs]:
         """The page's disk key and its result from the cache on disk, if there and if every dependency it
