@@ -313,8 +313,9 @@ markdown_extensions:
 {extra}"""
 
 
-# Tests marked `alone` time something, so their timed part runs with the machine's CPUs to itself:
-# while it runs, the other pytest-xdist workers of the run wait between tests. Every test holds a
+# Tests marked `alone` time something, so their timed part has the test run's CPUs to itself: while
+# it runs, the other pytest-xdist workers of the run wait between tests (a process outside the run
+# still shares the machine, and can still slow it). Every test holds a
 # shared lock on one file for the whole of its run (setup, call, teardown: the session fixtures it
 # sets up too); an `alone` test's call holds it exclusively. A second lock, taken to queue for the
 # first and let go at once, keeps a worker that is between two tests from taking the shared lock

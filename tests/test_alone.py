@@ -1,4 +1,4 @@
-"""A test marked `alone` runs with the machine's CPUs to itself (conftest.py's locks): in a run of
+"""A test marked `alone` has the test run's CPUs to itself (conftest.py's locks): in a run of
 two pytest-xdist workers, no other test is running while it runs; and the `alone` tests come last."""
 
 from __future__ import annotations
