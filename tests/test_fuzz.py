@@ -1,13 +1,20 @@
 """Every reader, fed mutations of the repository's own files (bytes flipped, cut short, spans
 dropped or doubled, `{{`, `}}`, `[`, NUL, invalid UTF-8 and huge lines put in) and random bytes,
 raises nothing but LessonError; and a megabyte of adversarial input is read in under a second of
-CPU time (the process's own, so that a busy machine cannot fail it and a slow reader cannot pass).
+CPU time (the process's own, so that another process's work is not counted). That is not proof
+against a busy machine: on this project's 2-core virtual machine the same megabyte of blank
+transcript lines took 0.58 s of CPU time alone and, in one CI run, 1.14 s at best of three, the
+host's other work slowing the process's own clock. So the test is `alone` (the test run's CPUs to
+itself), and an input over the bound is read again, up to five times in all, its best time
+counting: the noise only adds time, so the minimum is the reading to trust (Python's `timeit`
+documentation says the same of repeated timings: https://docs.python.org/3/library/timeit.html).
 
 A reader here is what a check does with a file's bytes: strict UTF-8 decoding (lessonkit.textio),
 then the parser. A measured run (`pytest -s tests/test_fuzz.py`, 2 shared cores) tried 1,310
 inputs (60 pages, 250 for each other reader), the whole file in 11 s; the slowest mutated input took
-0.24 s (a page; mkdocs.yml 0.06 s, the rest under 0.01 s), and of the 61 megabytes (21 pages), the
-slowest was a page of one paragraph of a million lines, 0.43 s (a million blank lines: 0.23 s)."""
+0.24 s (a page; mkdocs.yml 0.06 s, the rest under 0.01 s). Of the 61 megabytes (21 pages), the
+slowest in a run on 2026-12-08 was the Day 27 page repeated, 0.63 s (a megabyte of blank transcript
+lines: 0.45 s)."""
 
 from __future__ import annotations
 
@@ -152,10 +159,11 @@ def test_a_megabyte_of_adversarial_input_is_read_in_under_a_second(name: str):
         _site()  # loaded once, before the clock starts
     took = {}
     for kind, data in adversarial(name).items():
-        # This process's CPU time: what the reader costs, however busy the machine. A machine shared with
-        # another job still slows it (caches, clocks), so an input over the bound is read twice more and
-        # its best time counts; a reading that grows with the square of the input stays far over it.
-        for _ in range(3):
+        # This process's CPU time: what the reader costs. A machine shared with another job still slows
+        # it (caches, clocks, a host's other work), so an input over the bound is read again, up to five
+        # times, and its best time counts; a reading that grows with the square of the input stays far
+        # over it every time.
+        for _ in range(5):
             start = time.process_time()
             read(name, data)
             took[kind] = min(took.get(kind, float("inf")), time.process_time() - start)

@@ -334,7 +334,8 @@ def parse_transcript(text: str, source: str, harness: HarnessFormat | None = Non
     for number, raw in enumerate(lines, start=1):
         split = _split_tool_line(raw[indent:] if indent else raw)
         if split is None:
-            current = _finish(current, reports, hazards, barriers, uninitialized)
+            if current is not None:  # most lines continue no record: no call for them
+                current = _finish(current, reports, hazards, barriers, uninitialized)
             if raw.startswith(_USAGE, indent):
                 tool_lines += 1  # the tool refused its command line: its output, not the program's
             if program is not None:
@@ -345,7 +346,8 @@ def parse_transcript(text: str, source: str, harness: HarnessFormat | None = Non
         if body.startswith("COMPUTE-SANITIZER"):
             continue
         if not cont:
-            current = _finish(current, reports, hazards, barriers, uninitialized)
+            if current is not None:
+                current = _finish(current, reports, hazards, barriers, uninitialized)
             if not body:
                 continue
             if _ANY_SUMMARY_RE.match(body):
