@@ -65,7 +65,7 @@ def pytest_configure(config):
 '''
 
 
-def pytest_run(tmp_path: Path, sort: bool, *args: str) -> str:
+def run_pytest(tmp_path: Path, sort: bool, *args: str) -> str:
     """pytest over TESTS in two workers, with the project's hooks (and its order of tests if `sort`)."""
     (tmp_path / "running").mkdir(exist_ok=True)
     (tmp_path / "conftest.py").write_text(CONFTEST.format(
@@ -83,11 +83,11 @@ def pytest_run(tmp_path: Path, sort: bool, *args: str) -> str:
 
 def test_the_alone_tests_come_last(tmp_path: Path):
     """So that the other workers are on their last tests, or done, while one runs."""
-    listed = re.findall(r"<Function (\S+)>", pytest_run(tmp_path, True, "--collect-only"))
+    listed = re.findall(r"<Function (\S+)>", run_pytest(tmp_path, True, "--collect-only"))
     assert listed[-1] == "test_timed" and len(listed) == 13, listed
 
 
 def test_no_other_test_runs_beside_an_alone_test(tmp_path: Path):
     """In the order written (the `alone` test in the middle), so that the others run beside it but for the locks."""
-    assert "13 passed" in pytest_run(tmp_path, False, "-q", "-n", "2")
+    assert "13 passed" in run_pytest(tmp_path, False, "-q", "-n", "2")
     assert not (tmp_path / "overlaps").exists(), sorted(p.name for p in (tmp_path / "overlaps").iterdir())

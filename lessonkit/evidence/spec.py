@@ -175,7 +175,7 @@ def parse_spec(text: str, source: str) -> LessonSpec:
                           f"{MAX_SESSIONS} (the GPU sessions each evidence set keeps), not {sessions}")
     runs: list[RunSpec] = []
     for i, raw in enumerate(need(data, "run", list, "top level"), start=1):
-        runs.append(_run(raw, i, runs, text, source))
+        runs.append(_run(raw, i, runs, text, source, need, strings))
     compare = _compare(data.get("compare", []), text, source, need)
     for decl in compare:
         for name in decl.runs or ():
@@ -217,9 +217,9 @@ def _needs(text: str, source: str):
     return need, strings
 
 
-def _run(raw: object, i: int, earlier: list[RunSpec], text: str, source: str) -> RunSpec:
-    """The `i`-th [[run]] table (`earlier`: the runs before it, whose names it must not repeat)."""
-    need, strings = _needs(text, source)
+def _run(raw: object, i: int, earlier: list[RunSpec], text: str, source: str, need, strings) -> RunSpec:
+    """The `i`-th [[run]] table (`earlier`: the runs before it, whose names it must not repeat), read
+    with parse_spec's checked readers (`_needs`)."""
     where = f"[[run]] number {i}"
     at = ("run", i)
     _known_keys(raw, RUN_KEYS, text, source, where, "run", i)
